@@ -1,0 +1,9 @@
+// aotgrad: ahead-of-time autograd for C++. Include this header to get the whole public API.
+#pragma once
+
+#include "aotgrad/autograd.h"
+#include "aotgrad/dtype.h"
+#include "aotgrad/ops.h"
+#include "aotgrad/random.h"
+#include "aotgrad/scalar.h"
+#include "aotgrad/tensor.h"

@@ -1,0 +1,219 @@
+// Tensor, TensorImpl and Storage: the eager data model.
+//
+// Reading guide: a Tensor is a refcounted handle to a TensorImpl. A TensorImpl is a strided view
+// (sizes, strides, storage_offset in elements) onto a refcounted Storage. Views share their base's
+// Storage and remember the base (`_base()`); the version counter lives on the Storage, so a base
+// and all its views see one counter, bumped by every in-place op. A "fake" Storage has a byte size
+// but no memory: tracing runs on fake tensors so no kernel can touch data.
+// Thread-safety: none; a Tensor is used by one thread at a time.
+#pragma once
+
+#include <cstdint>
+#include <initializer_list>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "aotgrad/dtype.h"
+#include "aotgrad/scalar.h"
+
+namespace aotgrad {
+
+using IntList = std::vector<int64_t>;
+
+namespace autograd {
+class Node;
+}
+
+class Storage {
+ public:
+  // Allocates `nbytes` (64-byte aligned). A fake storage allocates nothing.
+  Storage(size_t nbytes, bool fake);
+  ~Storage();
+  Storage(const Storage&) = delete;
+  Storage& operator=(const Storage&) = delete;
+
+  void* data() const { return data_; }
+  size_t nbytes() const { return nbytes_; }
+  bool is_fake() const { return fake_; }
+  uint64_t version() const { return version_; }
+  void bump_version() { ++version_; }
+
+ private:
+  void* data_ = nullptr;
+  size_t nbytes_ = 0;
+  bool fake_ = false;
+  uint64_t version_ = 0;
+};
+
+struct TensorImpl;
+
+// Which graph value a fake tensor stands for while a Trace interpreter is active.
+struct TraceSlot {
+  const void* owner = nullptr;  // the tracer that created the binding
+  uint32_t value = 0;           // ValueId inside the owner's graph
+};
+
+class Tensor {
+ public:
+  Tensor() = default;
+  explicit Tensor(std::shared_ptr<TensorImpl> impl) : impl_(std::move(impl)) {}
+
+  // ---- metadata ----
+  bool defined() const { return impl_ != nullptr; }
+  DType dtype() const;
+  const IntList& sizes() const;
+  const IntList& strides() const;
+  int64_t size(int64_t dim) const;
+  int64_t stride(int64_t dim) const;
+  int64_t dim() const;
+  int64_t numel() const;
+  int64_t storage_offset() const;
+  bool is_contiguous() const;
+  bool is_fake() const;
+  const std::shared_ptr<Storage>& storage() const;
+  TensorImpl* impl() const { return impl_.get(); }
+  const std::shared_ptr<TensorImpl>& impl_ptr() const { return impl_; }
+  bool is_same(const Tensor& o) const { return impl_ == o.impl_; }
+  uint64_t version() const;
+
+  // ---- data ----
+  template <typename T>
+  T* data_ptr() const;
+  // The value of a one-element tensor, converted to T.
+  template <typename T>
+  T item() const;
+  // Copies the elements, in logical (row-major) order, converted to T.
+  template <typename T>
+  std::vector<T> to_vector() const;
+  std::string to_string() const;
+
+  // ---- autograd ----
+  bool requires_grad() const;
+  Tensor& requires_grad_(bool flag = true);
+  Tensor grad() const;
+  void set_grad(const Tensor& g) const;
+  const std::shared_ptr<autograd::Node>& grad_fn() const;
+  bool is_leaf() const;
+  bool is_view() const;
+  Tensor _base() const;
+  // Keeps the gradient of a non-leaf tensor in .grad() after backward().
+  void retain_grad() const;
+  void backward(const Tensor& gradient = Tensor(), bool retain_graph = false) const;
+  Tensor detach() const;
+
+  // ---- ops as methods (same semantics as the free functions in ops.h) ----
+  Tensor add(const Tensor& o, const Scalar& alpha = 1) const;
+  Tensor add(const Scalar& o) const;
+  Tensor sub(const Tensor& o, const Scalar& alpha = 1) const;
+  Tensor sub(const Scalar& o) const;
+  Tensor mul(const Tensor& o) const;
+  Tensor mul(const Scalar& o) const;
+  Tensor div(const Tensor& o) const;
+  Tensor div(const Scalar& o) const;
+  Tensor neg() const;
+  Tensor exp() const;
+  Tensor log() const;
+  Tensor sqrt() const;
+  Tensor rsqrt() const;
+  Tensor sin() const;
+  Tensor cos() const;
+  Tensor tanh() const;
+  Tensor sigmoid() const;
+  Tensor relu() const;
+  Tensor pow(const Scalar& exponent) const;
+  Tensor eq(const Tensor& o) const;
+  Tensor gt(const Tensor& o) const;
+  Tensor lt(const Tensor& o) const;
+  Tensor eq(const Scalar& o) const;
+  Tensor gt(const Scalar& o) const;
+  Tensor lt(const Scalar& o) const;
+  Tensor sum() const;
+  Tensor sum(const IntList& dims, bool keepdim = false) const;
+  Tensor mean() const;
+  Tensor mean(const IntList& dims, bool keepdim = false) const;
+  Tensor amax(const IntList& dims, bool keepdim = false) const;
+  Tensor matmul(const Tensor& o) const;
+  Tensor mm(const Tensor& o) const;
+  Tensor clone() const;
+  Tensor contiguous() const;
+  Tensor to(DType dtype) const;
+
+  // views
+  Tensor view(const IntList& sizes) const;
+  Tensor reshape(const IntList& sizes) const;
+  Tensor permute(const IntList& dims) const;
+  Tensor transpose(int64_t dim0, int64_t dim1) const;
+  Tensor t() const;
+  Tensor expand(const IntList& sizes) const;
+  Tensor unsqueeze(int64_t dim) const;
+  Tensor squeeze(int64_t dim) const;
+  Tensor slice(int64_t dim, int64_t start, int64_t end, int64_t step = 1) const;
+  Tensor select(int64_t dim, int64_t index) const;
+  Tensor as_strided(const IntList& sizes, const IntList& strides,
+                    std::optional<int64_t> storage_offset = std::nullopt) const;
+  Tensor alias() const;
+
+  // in-place: return *this after bumping the version counter
+  Tensor& add_(const Tensor& o, const Scalar& alpha = 1);
+  Tensor& add_(const Scalar& o);
+  Tensor& mul_(const Tensor& o);
+  Tensor& mul_(const Scalar& o);
+  Tensor& copy_(const Tensor& src);
+  Tensor& zero_();
+  Tensor& fill_(const Scalar& value);
+
+ private:
+  std::shared_ptr<TensorImpl> impl_;
+};
+
+// Everything autograd knows about one tensor. Absent (null) for tensors that never took part.
+struct AutogradMeta {
+  bool requires_grad = false;
+  bool retains_grad = false;
+  Tensor grad;
+  std::shared_ptr<autograd::Node> grad_fn;  // null for leaves
+  uint32_t output_nr = 0;                   // which output of grad_fn this tensor is
+  std::weak_ptr<autograd::Node> grad_accumulator;
+};
+
+struct TensorImpl {
+  DType dtype = DType::f32;
+  IntList sizes;
+  IntList strides;
+  int64_t storage_offset = 0;
+  std::shared_ptr<Storage> storage;
+  std::shared_ptr<TensorImpl> base;  // set for views: the tensor whose storage this one views
+  std::unique_ptr<AutogradMeta> autograd;
+  TraceSlot trace;
+
+  int64_t numel() const;
+  bool is_contiguous() const;
+  AutogradMeta& autograd_meta();  // creates it on first use
+  // Byte address of element 0 of this view (nullptr for a fake tensor).
+  char* data_bytes() const;
+};
+
+// Row-major strides for `sizes`.
+IntList contiguous_strides(const IntList& sizes);
+int64_t numel_of(const IntList& sizes);
+// Wraps a possibly negative dim into [0, ndim); throws naming `what` when out of range.
+int64_t wrap_dim(int64_t dim, int64_t ndim, const char* what = "dim");
+std::string shape_to_string(const IntList& sizes);
+
+// A fresh, contiguous, uninitialised tensor (real or fake storage).
+Tensor make_tensor(const IntList& sizes, DType dtype, bool fake = false);
+// A tensor sharing `base`'s storage with new geometry; records `base` (or base's own base) as _base.
+Tensor make_view(const Tensor& base, const IntList& sizes, const IntList& strides, int64_t offset);
+
+// ---- construction from and export to std::vector ----
+Tensor from_vector(const std::vector<float>& values, const IntList& sizes);
+Tensor from_vector(const std::vector<double>& values, const IntList& sizes);
+Tensor from_vector(const std::vector<int64_t>& values, const IntList& sizes);
+Tensor from_vector(const std::vector<bool>& values, const IntList& sizes);
+Tensor scalar_tensor(const Scalar& value, DType dtype);
+
+std::ostream& operator<<(std::ostream& os, const Tensor& t);
+
+}  // namespace aotgrad

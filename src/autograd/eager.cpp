@@ -1,0 +1,139 @@
+// The Eager interpreter (bottom of every interpreter stack) and the dispatch entry points.
+//
+// Eager runs the row's kernel, bumps version counters of written arguments, and, when grad mode
+// is on and a differentiable input requires grad, records an OpNode (or CopySlices for an
+// in-place op on a view) so backward() can reach the inputs.
+#include <stdexcept>
+#include <string>
+
+#include "autograd/nodes.h"
+#include "ops/op.h"
+
+namespace aotgrad::ops {
+namespace {
+
+thread_local std::vector<Interpreter*> t_stack;
+
+}  // namespace
+
+std::vector<Tensor> dispatch(const OpDef& op, OpArgs args) {
+  normalize(op, args);
+  Interpreter& top = t_stack.empty() ? eager_interpreter() : *t_stack.back();
+  return top.call(op, args);
+}
+
+std::vector<Tensor> dispatch_below(const Interpreter& self, const OpDef& op, OpArgs args) {
+  for (size_t i = t_stack.size(); i-- > 0;)
+    if (t_stack[i] == &self) return (i == 0 ? eager_interpreter() : *t_stack[i - 1]).call(op, args);
+  throw std::logic_error("dispatch_below: interpreter " + std::string(self.name()) +
+                         " is not on the stack");
+}
+
+InterpreterGuard::InterpreterGuard(Interpreter& interp) { t_stack.push_back(&interp); }
+InterpreterGuard::~InterpreterGuard() { t_stack.pop_back(); }
+
+}  // namespace aotgrad::ops
+
+namespace aotgrad::autograd {
+namespace {
+
+using ops::OpArgs;
+using ops::OpDef;
+
+// Flattens the differentiable tensor inputs (Tensor args and Tensor[] elements) in arg order.
+std::vector<Tensor> flat_tensor_inputs(const OpArgs& args) {
+  std::vector<Tensor> flat;
+  for (const ops::Arg& a : args) {
+    if (auto* t = std::get_if<Tensor>(&a)) flat.push_back(*t);
+    else if (auto* l = std::get_if<ops::TensorList>(&a)) flat.insert(flat.end(), l->begin(), l->end());
+  }
+  return flat;
+}
+
+bool requires_grad(const Tensor& t) { return t.defined() && t.requires_grad(); }
+
+void check_inplace_allowed(const OpDef& op, const Tensor& self) {
+  if (!grad_mode_enabled() || (!self.impl()->autograd && !self.is_view())) return;
+  if (self.is_leaf() && self.requires_grad() && !self.is_view())
+    throw std::runtime_error("a leaf Variable that requires grad is being used in an in-place "
+                             "operation (" + std::string(op.name) +
+                             "). Wrap the update in NoGradGuard, or clone() the tensor first.");
+  if (self.is_view()) {
+    Tensor base = self._base();
+    if (base.is_leaf() && base.requires_grad())
+      throw std::runtime_error("a view of a leaf Variable that requires grad is being used in an "
+                               "in-place operation (" + std::string(op.name) +
+                               "). Clone the leaf first, or update it under NoGradGuard.");
+  }
+}
+
+class EagerInterpreter final : public ops::Interpreter {
+ public:
+  std::string_view name() const override { return "Eager"; }
+
+  std::vector<Tensor> call(const OpDef& op, OpArgs& args) override {
+    for (const ops::Arg& a : args)
+      if (auto* t = std::get_if<Tensor>(&a); t && t->defined() && t->is_fake())
+        throw std::logic_error(std::string(op.name) +
+                               ": a fake tensor reached the eager interpreter; a traced value was "
+                               "used outside the trace that made it");
+    int written = op.mutated_arg();
+    Tensor self = written >= 0 ? ops::tensor_arg(args, written) : Tensor();
+    if (written >= 0) check_inplace_allowed(op, self);
+    std::vector<Tensor> flat = flat_tensor_inputs(args);
+    // History edges must be taken before the kernel runs: an in-place op replaces self's.
+    std::vector<Edge> edges;
+    std::vector<bool> needs;
+    bool any = false;
+    if (op.vjp && grad_mode_enabled()) {
+      for (const Tensor& t : flat) {
+        bool r = requires_grad(t);
+        needs.push_back(r);
+        any = any || r;
+        edges.push_back(r ? gradient_edge(t) : Edge{});
+      }
+    }
+    std::vector<Tensor> outputs = op.kernel(args);
+    if (written >= 0) self.storage()->bump_version();
+    if (!any) return outputs;
+
+    auto node = std::make_shared<OpNode>(op, args, outputs, needs);
+    node->next_edges = std::move(edges);
+    if (written >= 0 && self.is_view()) {
+      // The base's history now runs through the op for the viewed region.
+      Tensor base = self._base();
+      auto copy_slices = std::make_shared<CopySlices>(base, self, node);
+      copy_slices->next_edges.push_back(gradient_edge(base));
+      for (size_t i = 1; i < node->next_edges.size(); ++i)
+        copy_slices->next_edges.push_back(node->next_edges[i]);
+      set_history(base, copy_slices, 0);
+      rebase_view_history(self, base);
+      return outputs;
+    }
+    for (size_t i = 0; i < outputs.size(); ++i)
+      if (is_floating(outputs[i].dtype())) set_history(outputs[i], node, static_cast<uint32_t>(i));
+    return outputs;
+  }
+
+ private:
+  // After CopySlices, the view's gradient is the viewed region of its base's gradient.
+  static void rebase_view_history(const Tensor& view, const Tensor& base) {
+    const OpDef& as_strided = ops::lookup("aten.as_strided.default");
+    OpArgs args{base, view.sizes(), view.strides(), view.storage_offset()};
+    ops::normalize(as_strided, args);
+    auto node = std::make_shared<OpNode>(as_strided, args, std::vector<Tensor>{view},
+                                         std::vector<bool>{true});
+    node->next_edges.push_back(gradient_edge(base));
+    set_history(view, node, 0);
+  }
+};
+
+}  // namespace
+}  // namespace aotgrad::autograd
+
+namespace aotgrad::ops {
+Interpreter& eager_interpreter() {
+  thread_local autograd::EagerInterpreter eager;
+  return eager;
+}
+}  // namespace aotgrad::ops

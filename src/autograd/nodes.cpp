@@ -1,0 +1,177 @@
+#include "autograd/nodes.h"
+
+#include <stdexcept>
+
+#include "aotgrad/ops.h"
+#include "kernels/copy.h"
+
+namespace aotgrad::autograd {
+
+uint64_t next_sequence_nr() {
+  thread_local uint64_t counter = 0;
+  return counter++;
+}
+
+Node::Node() : sequence_nr(next_sequence_nr()) {}
+
+namespace {
+
+// A tensor with `t`'s geometry and dtype but no data: what a VJP sees for an unsaved argument.
+Tensor metadata_only(const Tensor& t) {
+  auto impl = std::make_shared<TensorImpl>();
+  impl->dtype = t.dtype();
+  impl->sizes = t.sizes();
+  impl->strides = t.strides();
+  impl->storage = std::make_shared<Storage>(0, /*fake=*/true);
+  return Tensor(std::move(impl));
+}
+
+Tensor detached_alias(const Tensor& t) {
+  auto impl = std::make_shared<TensorImpl>();
+  impl->dtype = t.dtype();
+  impl->sizes = t.sizes();
+  impl->strides = t.strides();
+  impl->storage_offset = t.storage_offset();
+  impl->storage = t.storage();
+  return Tensor(std::move(impl));
+}
+
+}  // namespace
+
+SavedTensor SavedTensor::save(const Tensor& t, bool keep_data) {
+  SavedTensor s;
+  if (!t.defined()) return s;
+  s.saved = keep_data;
+  s.data = keep_data ? detached_alias(t) : metadata_only(t);
+  s.version = t.version();
+  return s;
+}
+
+OpNode::OpNode(const ops::OpDef& op, const ops::OpArgs& args, const std::vector<Tensor>& outputs,
+               std::vector<bool> needs_grad)
+    : op_(op), args_(args), saved_args_(args.size()), needs_grad_(std::move(needs_grad)) {
+  for (size_t i = 0; i < args_.size(); ++i) {
+    if (auto* t = std::get_if<Tensor>(&args_[i]); t && t->defined()) {
+      saved_args_[i] = SavedTensor::save(*t, (op.saves.inputs & ops::bit(i)) != 0);
+      *t = saved_args_[i].data;
+    } else if (auto* list = std::get_if<ops::TensorList>(&args_[i])) {
+      bool keep = (op.saves.inputs & ops::bit(i)) != 0;
+      for (Tensor& e : *list) e = SavedTensor::save(e, keep).data;
+    }
+  }
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    outputs_.push_back(SavedTensor::save(outputs[i], (op.saves.outputs & ops::bit(i)) != 0));
+    output_sizes.push_back(outputs[i].sizes());
+    output_dtypes.push_back(outputs[i].dtype());
+  }
+}
+
+std::string OpNode::name() const { return std::string(op_.name); }
+
+std::vector<Tensor> OpNode::apply(std::vector<Tensor>&& grad_outputs) {
+  if (released_)
+    throw std::runtime_error(
+        "Trying to backward through the graph a second time (at " + name() +
+        "): the saved values were freed after the first backward. Pass retain_graph=true to the "
+        "first backward() if you need to call it again.");
+  auto check = [&](const SavedTensor& s, const std::string& what) {
+    if (s.saved && s.data.version() != s.version)
+      throw std::runtime_error(
+          "one of the variables needed for gradient computation has been modified by an inplace "
+          "operation: " + what + " of " + name() + " is at version " +
+          std::to_string(s.data.version()) + "; expected version " + std::to_string(s.version) +
+          " instead. Avoid modifying it in place (clone() it first).");
+  };
+  for (size_t i = 0; i < saved_args_.size(); ++i) check(saved_args_[i], "input " + std::to_string(i));
+  std::vector<Tensor> outs;
+  for (size_t i = 0; i < outputs_.size(); ++i) {
+    check(outputs_[i], "output " + std::to_string(i));
+    outs.push_back(outputs_[i].data);
+  }
+  ops::VjpContext ctx{op_, args_, outs, grad_outputs, needs_grad_};
+  std::vector<Tensor> grads = op_.vjp(ctx);
+  if (grads.size() != next_edges.size())
+    throw std::logic_error("VJP of " + name() + " returned " + std::to_string(grads.size()) +
+                           " gradients for " + std::to_string(next_edges.size()) + " inputs");
+  return grads;
+}
+
+void OpNode::release_saved() {
+  released_ = true;
+  args_.clear();
+  saved_args_.clear();
+  outputs_.clear();
+}
+
+std::vector<Tensor> AccumulateGrad::apply(std::vector<Tensor>&& grad_outputs) {
+  auto leaf = leaf_.lock();
+  const Tensor& g = grad_outputs.at(0);
+  if (!leaf || !g.defined()) return {};
+  AutogradMeta& meta = leaf->autograd_meta();
+  NoGradGuard no_grad;
+  Tensor incoming = g.dtype() == leaf->dtype ? g : to(g, leaf->dtype);
+  if (!meta.grad.defined()) {
+    // Own the gradient: a broadcast or aliased incoming tensor must not become .grad().
+    meta.grad = incoming.is_contiguous() && !incoming.is_view() && incoming.sizes() == leaf->sizes
+                    ? incoming
+                    : clone(incoming.expand(leaf->sizes));
+  } else {
+    kernels::add_into(meta.grad, incoming);
+  }
+  return {};
+}
+
+CopySlices::CopySlices(const Tensor& base, const Tensor& view, std::shared_ptr<Node> fn)
+    : base_sizes_(base.sizes()),
+      base_strides_(base.strides()),
+      base_offset_(base.storage_offset()),
+      view_sizes_(view.sizes()),
+      view_strides_(view.strides()),
+      view_offset_(view.storage_offset()),
+      fn_(std::move(fn)) {
+  output_sizes.push_back(base_sizes_);
+  output_dtypes.push_back(base.dtype());
+}
+
+std::vector<Tensor> CopySlices::apply(std::vector<Tensor>&& grad_outputs) {
+  NoGradGuard no_grad;
+  const Tensor& g = grad_outputs.at(0);
+  // result has the base's exact geometry, so the view's geometry addresses the same elements.
+  int64_t extent = 1;
+  for (size_t d = 0; d < base_sizes_.size(); ++d)
+    extent += (base_sizes_[d] - 1) * base_strides_[d];
+  Tensor result = make_tensor({std::max<int64_t>(extent, 1)}, g.dtype());
+  Tensor result_base = as_strided(result, base_sizes_, base_strides_, 0);
+  kernels::copy_into(result_base, g);
+  Tensor slice = as_strided(result, view_sizes_, view_strides_, view_offset_ - base_offset_);
+  std::vector<Tensor> res = fn_->apply({clone(slice)});
+  if (res.at(0).defined()) kernels::copy_into(slice, res[0]);
+  else kernels::fill(slice, 0);
+  std::vector<Tensor> out{result_base};
+  for (size_t i = 1; i < res.size(); ++i) out.push_back(res[i]);
+  return out;
+}
+
+Edge gradient_edge(const Tensor& t) {
+  if (!t.defined() || !t.impl()->autograd) return {};
+  AutogradMeta& m = *t.impl()->autograd;
+  if (m.grad_fn) return {m.grad_fn, m.output_nr};
+  if (!m.requires_grad) return {};
+  auto acc = m.grad_accumulator.lock();
+  if (!acc) {
+    acc = std::make_shared<AccumulateGrad>(t.impl_ptr());
+    acc->output_sizes.push_back(t.sizes());
+    acc->output_dtypes.push_back(t.dtype());
+    m.grad_accumulator = acc;
+  }
+  return {acc, 0};
+}
+
+void set_history(const Tensor& t, const std::shared_ptr<Node>& node, uint32_t output_nr) {
+  AutogradMeta& m = t.impl()->autograd_meta();
+  m.requires_grad = true;
+  m.grad_fn = node;
+  m.output_nr = output_nr;
+}
+
+}  // namespace aotgrad::autograd

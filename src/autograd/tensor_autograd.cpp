@@ -1,0 +1,60 @@
+// The autograd half of Tensor's methods.
+#include <stdexcept>
+
+#include "aotgrad/autograd.h"
+#include "aotgrad/ops.h"
+#include "autograd/nodes.h"
+
+namespace aotgrad {
+
+bool Tensor::requires_grad() const {
+  return impl_ && impl_->autograd && impl_->autograd->requires_grad;
+}
+
+Tensor& Tensor::requires_grad_(bool flag) {
+  if (!impl_) throw std::invalid_argument("requires_grad_ on an undefined Tensor");
+  if (!is_leaf())
+    throw std::invalid_argument("requires_grad_ can only change the flag of leaf tensors; "
+                                "use detach() to make a new leaf");
+  if (flag && !is_floating(dtype()))
+    throw std::invalid_argument("only floating point tensors can require gradients (got " +
+                                std::string(dtype_name(dtype())) + ")");
+  impl_->autograd_meta().requires_grad = flag;
+  return *this;
+}
+
+Tensor Tensor::grad() const {
+  return impl_ && impl_->autograd ? impl_->autograd->grad : Tensor();
+}
+
+void Tensor::set_grad(const Tensor& g) const {
+  if (g.defined() && g.sizes() != sizes())
+    throw std::invalid_argument("set_grad: gradient of shape " + shape_to_string(g.sizes()) +
+                                " for a tensor of shape " + shape_to_string(sizes()));
+  impl_->autograd_meta().grad = g;
+}
+
+const std::shared_ptr<autograd::Node>& Tensor::grad_fn() const {
+  static const std::shared_ptr<autograd::Node> none;
+  return impl_ && impl_->autograd ? impl_->autograd->grad_fn : none;
+}
+
+bool Tensor::is_leaf() const { return !grad_fn(); }
+
+void Tensor::retain_grad() const {
+  if (!requires_grad())
+    throw std::invalid_argument("retain_grad() on a tensor that does not require grad");
+  if (is_leaf()) return;
+  AutogradMeta& m = impl_->autograd_meta();
+  if (m.retains_grad) return;
+  m.retains_grad = true;
+  m.grad_fn->retained_grads.emplace_back(m.output_nr, impl_);
+}
+
+void Tensor::backward(const Tensor& gradient, bool retain_graph) const {
+  autograd::backward({*this}, gradient.defined() ? std::vector<Tensor>{gradient}
+                                                 : std::vector<Tensor>{},
+                     retain_graph);
+}
+
+}  // namespace aotgrad

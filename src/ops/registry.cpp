@@ -1,0 +1,73 @@
+// The op table: concatenates the families and derives each row's schema facts once.
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <unordered_map>
+
+#include "ops/families.h"
+#include "ops/op.h"
+
+namespace aotgrad::ops {
+namespace {
+
+OpDef::Derived derive(const OpDef& op) {
+  OpDef::Derived d;
+  d.schema = parse_schema(op.schema);
+  std::string expected = "aten." + d.schema.name + "." + d.schema.overload;
+  if (expected != op.name)
+    throw std::logic_error("op row '" + std::string(op.name) + "' has schema named " + expected);
+  for (size_t i = 0; i < d.schema.args.size(); ++i) {
+    const ArgSchema& a = d.schema.args[i];
+    if (a.is_write && d.mutated_arg < 0) d.mutated_arg = static_cast<int>(i);
+    if (!a.alias_set.empty() && d.view_of_arg < 0) {
+      for (const ArgSchema& r : d.schema.returns)
+        if (r.alias_set == a.alias_set) d.view_of_arg = static_cast<int>(i);
+    }
+  }
+  if (!op.meta || !op.kernel)
+    throw std::logic_error("op row '" + std::string(op.name) + "' lacks a meta or kernel function");
+  return d;
+}
+
+struct Registry {
+  std::vector<const OpDef*> rows;
+  std::vector<std::unique_ptr<OpDef::Derived>> derived;
+  std::unordered_map<std::string_view, const OpDef*> by_name;
+
+  Registry() {
+    for (auto family : {pointwise_ops, compare_ops, reduction_ops, linalg_ops, nn_ops, view_ops,
+                        inplace_ops, factory_ops}) {
+      for (const OpDef& op : family()) {
+        if (by_name.count(op.name))
+          throw std::logic_error("op '" + std::string(op.name) + "' is registered twice");
+        derived.push_back(std::make_unique<OpDef::Derived>(derive(op)));
+        op.derived = derived.back().get();
+        rows.push_back(&op);
+        by_name.emplace(op.name, &op);
+      }
+    }
+  }
+};
+
+const Registry& registry() {
+  static const Registry r;
+  return r;
+}
+
+}  // namespace
+
+const OpDef* find(std::string_view name) {
+  const auto& r = registry();
+  auto it = r.by_name.find(name);
+  return it == r.by_name.end() ? nullptr : it->second;
+}
+
+const OpDef& lookup(std::string_view name) {
+  const OpDef* op = find(name);
+  if (!op) throw std::invalid_argument("unknown op '" + std::string(name) + "'");
+  return *op;
+}
+
+std::span<const OpDef* const> all_ops() { return registry().rows; }
+
+}  // namespace aotgrad::ops

@@ -1,0 +1,283 @@
+// Storage, TensorImpl and the metadata/data half of Tensor.
+#include <cstdlib>
+#include <cstring>
+#include <iomanip>
+#include <sstream>
+#include <stdexcept>
+
+#include "aotgrad/tensor.h"
+#include "tensor/dtype_dispatch.h"
+#include "tensor/iter.h"
+
+namespace aotgrad {
+
+Storage::Storage(size_t nbytes, bool fake) : nbytes_(nbytes), fake_(fake) {
+  if (!fake && nbytes > 0) {
+    size_t rounded = (nbytes + 63) / 64 * 64;
+    data_ = std::aligned_alloc(64, rounded);
+    if (!data_) throw std::bad_alloc();
+  }
+}
+
+Storage::~Storage() { std::free(data_); }
+
+int64_t numel_of(const IntList& sizes) {
+  int64_t n = 1;
+  for (int64_t s : sizes) n *= s;
+  return n;
+}
+
+IntList contiguous_strides(const IntList& sizes) {
+  IntList strides(sizes.size());
+  int64_t acc = 1;
+  for (int64_t d = static_cast<int64_t>(sizes.size()) - 1; d >= 0; --d) {
+    strides[d] = acc;
+    acc *= std::max<int64_t>(sizes[d], 1);
+  }
+  return strides;
+}
+
+int64_t wrap_dim(int64_t dim, int64_t ndim, const char* what) {
+  int64_t n = std::max<int64_t>(ndim, 1);
+  if (dim < -n || dim >= n)
+    throw std::invalid_argument(std::string(what) + " " + std::to_string(dim) +
+                                " is out of range for a tensor of " + std::to_string(ndim) +
+                                " dims (expected [" + std::to_string(-n) + ", " +
+                                std::to_string(n - 1) + "])");
+  return dim < 0 ? dim + n : dim;
+}
+
+std::string shape_to_string(const IntList& sizes) {
+  std::string s = "[";
+  for (size_t i = 0; i < sizes.size(); ++i) s += (i ? ", " : "") + std::to_string(sizes[i]);
+  return s + "]";
+}
+
+IntList broadcast_shapes(const IntList& a, const IntList& b) {
+  size_t n = std::max(a.size(), b.size());
+  IntList out(n);
+  for (size_t i = 0; i < n; ++i) {
+    int64_t sa = i < n - a.size() ? 1 : a[i - (n - a.size())];
+    int64_t sb = i < n - b.size() ? 1 : b[i - (n - b.size())];
+    if (sa != sb && sa != 1 && sb != 1)
+      throw std::invalid_argument("shapes " + shape_to_string(a) + " and " + shape_to_string(b) +
+                                  " do not broadcast (dim " + std::to_string(i) + ": " +
+                                  std::to_string(sa) + " vs " + std::to_string(sb) + ")");
+    out[i] = sa == 1 ? sb : sa;
+  }
+  return out;
+}
+
+IntList broadcast_strides(const Tensor& t, const IntList& out_sizes) {
+  IntList s(out_sizes.size(), 0);
+  size_t lead = out_sizes.size() - static_cast<size_t>(t.dim());
+  for (size_t i = 0; i < static_cast<size_t>(t.dim()); ++i)
+    s[lead + i] = t.sizes()[i] == 1 && out_sizes[lead + i] != 1 ? 0 : t.strides()[i];
+  return s;
+}
+
+// ---- TensorImpl ----
+
+int64_t TensorImpl::numel() const { return numel_of(sizes); }
+
+bool TensorImpl::is_contiguous() const {
+  int64_t expected = 1;
+  for (int64_t d = static_cast<int64_t>(sizes.size()) - 1; d >= 0; --d) {
+    if (sizes[d] == 1) continue;
+    if (sizes[d] == 0) return true;
+    if (strides[d] != expected) return false;
+    expected *= sizes[d];
+  }
+  return true;
+}
+
+AutogradMeta& TensorImpl::autograd_meta() {
+  if (!autograd) autograd = std::make_unique<AutogradMeta>();
+  return *autograd;
+}
+
+char* TensorImpl::data_bytes() const {
+  if (!storage || storage->is_fake()) return nullptr;
+  return static_cast<char*>(storage->data()) + storage_offset * static_cast<int64_t>(itemsize(dtype));
+}
+
+Tensor make_tensor(const IntList& sizes, DType dtype, bool fake) {
+  for (int64_t s : sizes)
+    if (s < 0) throw std::invalid_argument("negative size in shape " + shape_to_string(sizes));
+  auto impl = std::make_shared<TensorImpl>();
+  impl->dtype = dtype;
+  impl->sizes = sizes;
+  impl->strides = contiguous_strides(sizes);
+  impl->storage = std::make_shared<Storage>(numel_of(sizes) * itemsize(dtype), fake);
+  return Tensor(std::move(impl));
+}
+
+Tensor make_view(const Tensor& base, const IntList& sizes, const IntList& strides, int64_t offset) {
+  auto impl = std::make_shared<TensorImpl>();
+  impl->dtype = base.dtype();
+  impl->sizes = sizes;
+  impl->strides = strides;
+  impl->storage_offset = offset;
+  impl->storage = base.storage();
+  impl->base = base.impl()->base ? base.impl()->base : base.impl_ptr();
+  return Tensor(std::move(impl));
+}
+
+// ---- Tensor metadata ----
+
+namespace {
+const TensorImpl& need(const std::shared_ptr<TensorImpl>& impl) {
+  if (!impl) throw std::invalid_argument("operation on an undefined Tensor");
+  return *impl;
+}
+}  // namespace
+
+DType Tensor::dtype() const { return need(impl_).dtype; }
+const IntList& Tensor::sizes() const { return need(impl_).sizes; }
+const IntList& Tensor::strides() const { return need(impl_).strides; }
+int64_t Tensor::dim() const { return static_cast<int64_t>(sizes().size()); }
+int64_t Tensor::size(int64_t d) const { return sizes()[wrap_dim(d, dim())]; }
+int64_t Tensor::stride(int64_t d) const { return strides()[wrap_dim(d, dim())]; }
+int64_t Tensor::numel() const { return need(impl_).numel(); }
+int64_t Tensor::storage_offset() const { return need(impl_).storage_offset; }
+bool Tensor::is_contiguous() const { return need(impl_).is_contiguous(); }
+bool Tensor::is_fake() const { return need(impl_).storage && impl_->storage->is_fake(); }
+const std::shared_ptr<Storage>& Tensor::storage() const { return need(impl_).storage; }
+uint64_t Tensor::version() const { return storage()->version(); }
+bool Tensor::is_view() const { return need(impl_).base != nullptr; }
+Tensor Tensor::_base() const { return Tensor(need(impl_).base); }
+
+template <typename T>
+T* Tensor::data_ptr() const {
+  const TensorImpl& i = need(impl_);
+  if (i.dtype != dtype_of<T>())
+    throw std::invalid_argument("data_ptr<" + std::string(dtype_name(dtype_of<T>())) +
+                                "> on a tensor of dtype " + std::string(dtype_name(i.dtype)));
+  if (is_fake())
+    throw std::logic_error("data access on a fake tensor (tracing runs no kernels)");
+  return reinterpret_cast<T*>(i.data_bytes());
+}
+
+template <typename T>
+std::vector<T> Tensor::to_vector() const {
+  const TensorImpl& i = need(impl_);
+  if (is_fake()) throw std::logic_error("to_vector on a fake tensor (tracing runs no kernels)");
+  std::vector<T> out(static_cast<size_t>(i.numel()));
+  visit_dtype(i.dtype, [&](auto tag) {
+    using S = typename decltype(tag)::type;
+    const S* src = reinterpret_cast<const S*>(i.data_bytes());
+    NdCounter<1> it(i.sizes, {&i.strides}, {0});
+    for (size_t k = 0; k < out.size(); ++k, it.next()) out[k] = convert<T>(src[it[0]]);
+  });
+  return out;
+}
+
+template <typename T>
+T Tensor::item() const {
+  if (numel() != 1)
+    throw std::invalid_argument("item() needs a one-element tensor, got shape " +
+                                shape_to_string(sizes()));
+  return to_vector<T>()[0];
+}
+
+#define AOTGRAD_INSTANTIATE(T)                       \
+  template T* Tensor::data_ptr<T>() const;           \
+  template std::vector<T> Tensor::to_vector<T>() const; \
+  template T Tensor::item<T>() const;
+AOTGRAD_INSTANTIATE(float)
+AOTGRAD_INSTANTIATE(double)
+AOTGRAD_INSTANTIATE(int64_t)
+AOTGRAD_INSTANTIATE(bool)
+#undef AOTGRAD_INSTANTIATE
+template Half* Tensor::data_ptr<Half>() const;
+template BFloat16* Tensor::data_ptr<BFloat16>() const;
+
+// ---- construction from std::vector ----
+
+namespace {
+template <typename T>
+Tensor from_values(const T* values, size_t count, const IntList& sizes, DType dtype) {
+  if (static_cast<int64_t>(count) != numel_of(sizes))
+    throw std::invalid_argument("from_vector: " + std::to_string(count) +
+                                " values do not fill shape " + shape_to_string(sizes));
+  Tensor t = make_tensor(sizes, dtype);
+  visit_dtype(dtype, [&](auto tag) {
+    using D = typename decltype(tag)::type;
+    D* dst = reinterpret_cast<D*>(t.impl()->data_bytes());
+    for (size_t k = 0; k < count; ++k) dst[k] = convert<D>(values[k]);
+  });
+  return t;
+}
+}  // namespace
+
+Tensor from_vector(const std::vector<float>& v, const IntList& s) {
+  return from_values(v.data(), v.size(), s, DType::f32);
+}
+Tensor from_vector(const std::vector<double>& v, const IntList& s) {
+  return from_values(v.data(), v.size(), s, DType::f64);
+}
+Tensor from_vector(const std::vector<int64_t>& v, const IntList& s) {
+  return from_values(v.data(), v.size(), s, DType::i64);
+}
+Tensor from_vector(const std::vector<bool>& v, const IntList& s) {
+  std::vector<char> bytes(v.begin(), v.end());
+  return from_values(bytes.data(), bytes.size(), s, DType::b8);
+}
+
+Tensor scalar_tensor(const Scalar& value, DType dtype) {
+  Tensor t = make_tensor({}, dtype);
+  visit_dtype(dtype, [&](auto tag) {
+    using D = typename decltype(tag)::type;
+    D* dst = reinterpret_cast<D*>(t.impl()->data_bytes());
+    if (value.is_floating()) *dst = convert<D>(value.to_double());
+    else *dst = convert<D>(value.to_int());
+  });
+  return t;
+}
+
+// ---- printing ----
+
+std::string Tensor::to_string() const {
+  std::ostringstream os;
+  os << *this;
+  return os.str();
+}
+
+std::ostream& operator<<(std::ostream& os, const Tensor& t) {
+  if (!t.defined()) return os << "Tensor(undefined)";
+  os << "tensor(";
+  if (t.is_fake()) {
+    os << "<fake>";
+  } else {
+    std::vector<double> v = t.to_vector<double>();
+    const IntList& sizes = t.sizes();
+    // Nested brackets, one level per dim; at most 64 values printed.
+    std::ostringstream body;
+    body << std::setprecision(6);
+    size_t shown = std::min<size_t>(v.size(), 64);
+    IntList idx(sizes.size(), 0);
+    for (size_t k = 0; k < shown; ++k) {
+      size_t opens = 0;
+      for (int64_t d = static_cast<int64_t>(sizes.size()) - 1; d >= 0 && idx[d] == 0; --d) ++opens;
+      if (k == 0) opens = sizes.size();
+      for (size_t o = 0; o < opens; ++o) body << "[";
+      body << v[k];
+      size_t closes = 0;
+      for (int64_t d = static_cast<int64_t>(sizes.size()) - 1; d >= 0; --d) {
+        if (++idx[d] < sizes[d]) break;
+        idx[d] = 0;
+        ++closes;
+      }
+      for (size_t c = 0; c < closes; ++c) body << "]";
+      if (k + 1 < shown) body << ", ";
+    }
+    if (shown < v.size()) body << ", ...";
+    if (v.empty()) body << "[]";
+    os << body.str();
+  }
+  os << ", shape=" << shape_to_string(t.sizes()) << ", dtype=" << dtype_name(t.dtype());
+  if (t.requires_grad()) os << ", requires_grad=true";
+  return os << ")";
+}
+
+}  // namespace aotgrad
