@@ -6,4 +6,5 @@
 #include "aotgrad/ops.h"
 #include "aotgrad/random.h"
 #include "aotgrad/scalar.h"
+#include "aotgrad/aot.h"
 #include "aotgrad/tensor.h"

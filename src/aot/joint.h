@@ -1,0 +1,27 @@
+// Joint forward+backward graph construction.
+//
+// Needs: a traced forward graph and which of its values require grad. Guarantees: a graph with
+// inputs (primals..., tangents...) and outputs (forward outputs..., gradients of the primals that
+// require grad and receive one), built by running each forward node's VJP rule, in reverse, under
+// the Trace interpreter: the only derivative formulas are the op table's.
+#pragma once
+
+#include <vector>
+
+#include "graph/graph.h"
+
+namespace aotgrad::aot {
+
+struct JointGraph {
+  graph::Graph graph{"joint"};
+  size_t num_primals = 0;
+  size_t num_fw_outputs = 0;
+  // Forward outputs that receive a tangent input (in tangent order).
+  std::vector<size_t> tangent_of_output;
+  // Primals whose gradient is a joint output (in gradient-output order).
+  std::vector<size_t> grad_of_primal;
+};
+
+JointGraph build_joint(const graph::Graph& forward, const std::vector<bool>& value_requires_grad);
+
+}  // namespace aotgrad::aot

@@ -1,0 +1,120 @@
+#include "backends/interpreter.h"
+
+#include <memory>
+#include <stdexcept>
+
+namespace aotgrad::backends {
+namespace {
+
+struct Program {
+  struct Step {
+    const ops::OpDef* op;
+    ops::OpArgs args;  // constants filled in; tensor slots overwritten each call
+    std::vector<std::pair<size_t, uint32_t>> tensor_slots;        // (arg index, value)
+    std::vector<std::tuple<size_t, size_t, uint32_t>> list_slots;  // (arg, element, value)
+    std::vector<uint32_t> outputs;
+    std::vector<uint32_t> free_after;  // values whose last use is this step
+  };
+  size_t num_values = 0;
+  std::vector<uint32_t> inputs;
+  std::vector<uint32_t> free_at_start;  // inputs never used
+  std::vector<Step> steps;
+  std::vector<uint32_t> outputs;
+};
+
+std::shared_ptr<Program> build(const graph::Graph& g) {
+  auto prog = std::make_shared<Program>();
+  prog->num_values = g.values().size();
+  for (graph::ValueId v : g.inputs()) prog->inputs.push_back(v.index);
+  for (graph::ValueId v : g.outputs()) prog->outputs.push_back(v.index);
+  // Last use of each value: step index, or steps.size() when it is a graph output.
+  std::vector<int64_t> last_use(g.values().size(), -1);
+  for (size_t i = 0; i < g.nodes().size(); ++i)
+    for (const graph::NodeArg& a : g.nodes()[i].args)
+      for (graph::ValueId v : graph::arg_values(a)) last_use[v.index] = static_cast<int64_t>(i);
+  for (graph::ValueId v : g.outputs()) last_use[v.index] = static_cast<int64_t>(g.nodes().size());
+  for (size_t i = 0; i < g.nodes().size(); ++i) {
+    const graph::Node& n = g.nodes()[i];
+    if (n.op->is_inplace())
+      throw std::invalid_argument("interpreter backend: graph " + g.name() + " contains in-place op " +
+                                  std::string(n.op->name) + "; graphs must be functional");
+    Program::Step s;
+    s.op = n.op;
+    for (size_t k = 0; k < n.args.size(); ++k) {
+      std::visit(
+          [&](const auto& x) {
+            using T = std::decay_t<decltype(x)>;
+            if constexpr (std::is_same_v<T, graph::ValueId>) {
+              s.args.emplace_back(Tensor());
+              s.tensor_slots.emplace_back(k, x.index);
+            } else if constexpr (std::is_same_v<T, graph::ValueList>) {
+              s.args.emplace_back(ops::TensorList(x.size()));
+              for (size_t e = 0; e < x.size(); ++e) s.list_slots.emplace_back(k, e, x[e].index);
+            } else {
+              s.args.emplace_back(x);
+            }
+          },
+          n.args[k]);
+    }
+    for (graph::ValueId o : n.outputs) s.outputs.push_back(o.index);
+    prog->steps.push_back(std::move(s));
+  }
+  for (uint32_t v = 0; v < last_use.size(); ++v) {
+    if (last_use[v] >= 0 && last_use[v] < static_cast<int64_t>(prog->steps.size()))
+      prog->steps[last_use[v]].free_after.push_back(v);
+    else if (last_use[v] < 0 && g.value(graph::ValueId{v}).producer < 0)
+      prog->free_at_start.push_back(v);
+    else if (last_use[v] < 0)
+      prog->steps[g.value(graph::ValueId{v}).producer].free_after.push_back(v);
+  }
+  return prog;
+}
+
+}  // namespace
+
+void check_inputs(const graph::Graph& g, const std::vector<Tensor>& inputs) {
+  if (inputs.size() != g.inputs().size())
+    throw std::invalid_argument("compiled graph '" + g.name() + "' takes " +
+                                std::to_string(g.inputs().size()) + " inputs, got " +
+                                std::to_string(inputs.size()));
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const graph::Value& v = g.value(g.inputs()[i]);
+    std::string expected = std::string(dtype_name(v.meta.dtype)) + shape_to_string(v.meta.sizes);
+    if (!inputs[i].defined())
+      throw std::invalid_argument("input " + std::to_string(i) + " (%" + v.name + ") of graph '" +
+                                  g.name() + "' is undefined; expected " + expected);
+    if (inputs[i].dtype() != v.meta.dtype || inputs[i].sizes() != v.meta.sizes)
+      throw std::invalid_argument(
+          "input " + std::to_string(i) + " (%" + v.name + ") of graph '" + g.name() +
+          "': expected " + expected + ", got " + std::string(dtype_name(inputs[i].dtype())) +
+          shape_to_string(inputs[i].sizes()));
+  }
+}
+
+CompiledGraph compile_interpreter(const graph::Graph& g) {
+  std::shared_ptr<Program> prog = build(g);
+  auto signature = std::make_shared<graph::Graph>(g);
+  return [prog, signature](std::vector<Tensor>&& inputs) {
+    check_inputs(*signature, inputs);
+    std::vector<Tensor> slots(prog->num_values);
+    for (size_t i = 0; i < prog->inputs.size(); ++i) slots[prog->inputs[i]] = std::move(inputs[i]);
+    inputs.clear();
+    for (uint32_t v : prog->free_at_start) slots[v] = Tensor();
+    for (Program::Step& s : prog->steps) {
+      for (auto [arg, v] : s.tensor_slots) s.args[arg] = slots[v];
+      for (auto [arg, e, v] : s.list_slots) std::get<ops::TensorList>(s.args[arg])[e] = slots[v];
+      std::vector<Tensor> outs = s.op->kernel(s.args);
+      for (size_t k = 0; k < s.outputs.size(); ++k) slots[s.outputs[k]] = std::move(outs[k]);
+      // Drop the references held by the argument buffer and the dead values.
+      for (auto [arg, v] : s.tensor_slots) s.args[arg] = Tensor();
+      for (auto [arg, e, v] : s.list_slots) std::get<ops::TensorList>(s.args[arg])[e] = Tensor();
+      for (uint32_t v : s.free_after) slots[v] = Tensor();
+    }
+    std::vector<Tensor> result;
+    result.reserve(prog->outputs.size());
+    for (uint32_t v : prog->outputs) result.push_back(slots[v]);
+    return result;
+  };
+}
+
+}  // namespace aotgrad::backends

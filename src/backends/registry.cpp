@@ -1,0 +1,17 @@
+#include <stdexcept>
+
+#include "backends/backend.h"
+#include "backends/interpreter.h"
+
+namespace aotgrad::backends {
+
+Compiler compiler(const std::string& name) {
+  if (name == "interpreter") return compile_interpreter;
+  std::string known;
+  for (const std::string& n : compiler_names()) known += (known.empty() ? "" : ", ") + n;
+  throw std::invalid_argument("unknown compiler '" + name + "' (known: " + known + ")");
+}
+
+std::vector<std::string> compiler_names() { return {"interpreter"}; }
+
+}  // namespace aotgrad::backends

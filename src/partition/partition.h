@@ -1,0 +1,37 @@
+// The result every partitioner returns: a forward and a backward graph and what passes between.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "graph/graph.h"
+
+namespace aotgrad::partition {
+
+struct SavedValue {
+  std::string name;        // value name in the joint graph
+  std::string producer;    // op that made it, or "input" for a primal
+  ops::TensorMeta meta;
+  size_t bytes = 0;
+  std::string reason;      // why it is kept
+  int primal_index = -1;   // >= 0 when the saved value is a forward input
+};
+
+struct Partition {
+  // forward: (primals...) -> (forward outputs..., saved...)
+  graph::Graph forward{"forward"};
+  // backward: (saved..., tangents...) -> (gradients...)
+  graph::Graph backward{"backward"};
+  std::vector<SavedValue> saved;
+
+  size_t saved_bytes() const;
+  // One line per saved value and a total, for humans.
+  std::string report() const;
+};
+
+struct JointInfo {
+  size_t num_primals = 0;
+  size_t num_fw_outputs = 0;
+};
+
+}  // namespace aotgrad::partition
