@@ -30,6 +30,9 @@ struct AotConfig {
   std::string inference_compiler;  // empty: same as fw_compiler
   std::string partitioner = "default";
   std::string name = "fn";         // used in error messages and logs
+  // Inference graphs write input mutations with copy_ inside the graph instead of returning the
+  // new values for the runtime to copy (PyTorch's keep_inference_input_mutations).
+  bool keep_inference_input_mutations = false;
 };
 
 // The graphs of one compiled specialization, as text, and what the forward saves for backward.
@@ -37,6 +40,7 @@ struct CompiledGraphs {
   bool is_inference = false;
   std::string forward, backward, joint, inference;
   std::string saved_report;
+  std::string meta;  // ViewAndMutationMeta: input mutations and output aliasing
   size_t num_saved = 0;
   size_t saved_bytes = 0;             // all saved values
   size_t saved_activation_bytes = 0;  // saved values that are not graph inputs

@@ -53,6 +53,7 @@ struct TensorImpl;
 struct TraceSlot {
   const void* owner = nullptr;  // the tracer that created the binding
   uint32_t value = 0;           // ValueId inside the owner's graph
+  uint32_t alias = UINT32_MAX;  // the owner's functionalization record for this tensor, if any
 };
 
 class Tensor {

@@ -13,6 +13,7 @@
 #include "aot/joint.h"
 #include "aot/runtime.h"
 #include "aotgrad/autograd.h"
+#include "graph/dce.h"
 #include "graph/printer.h"
 #include "partition/default_partition.h"
 #include "partition/extract.h"
@@ -23,12 +24,14 @@ namespace {
 struct InputGuard {
   DType dtype;
   IntList sizes, strides;
+  int64_t storage_offset;
   bool requires_grad;
   bool operator==(const InputGuard&) const = default;
 };
 
 struct Entry {
   std::vector<InputGuard> guards;
+  aot::InputPlan plan;  // which inputs repeat or overlap
   bool grad_mode;
   std::string key_extra;
   std::shared_ptr<const aot::Specialization> spec;
@@ -41,7 +44,8 @@ std::vector<InputGuard> guards_of(const std::vector<Tensor>& inputs, const std::
     if (!inputs[i].defined())
       throw std::invalid_argument(fn_name + ": input " + std::to_string(i) +
                                   " is an undefined Tensor; pass a defined tensor");
-    g.push_back({inputs[i].dtype(), inputs[i].sizes(), inputs[i].strides(), inputs[i].requires_grad()});
+    g.push_back({inputs[i].dtype(), inputs[i].sizes(), inputs[i].strides(),
+                 inputs[i].storage_offset(), inputs[i].requires_grad()});
   }
   return g;
 }
@@ -57,9 +61,11 @@ std::string describe(const InputGuard& g) {
 }
 
 // Why `e` does not cover this call, in words.
-std::string mismatch(const Entry& e, const std::vector<InputGuard>& g, bool grad_mode,
-                     const std::string& key_extra) {
+std::string mismatch(const Entry& e, const std::vector<InputGuard>& g, const aot::InputPlan& plan,
+                     bool grad_mode, const std::string& key_extra) {
   if (e.grad_mode != grad_mode) return "grad mode changed";
+  if (!(e.plan == plan))
+    return "inputs repeat or alias differently: was\n" + e.plan.to_string() + "now\n" + plan.to_string();
   if (e.key_extra != key_extra) return "non-tensor arguments changed";
   if (e.guards.size() != g.size()) return "number of tensor inputs changed";
   for (size_t i = 0; i < g.size(); ++i)
@@ -83,22 +89,23 @@ void dump(const std::string& fn_name, size_t index, const char* stage, const std
 
 std::shared_ptr<const aot::Specialization> compile(const AotConfig& cfg, const FlatFn& fn,
                                                    const std::vector<Tensor>& inputs,
-                                                   size_t index) {
+                                                   const aot::InputPlan& plan, size_t index) {
   auto spec = std::make_shared<aot::Specialization>();
   spec->fn_name = cfg.name;
-  aot::CapturedForward captured = aot::capture_forward(fn, inputs, cfg.name);
-  spec->num_outputs = captured.graph.outputs().size();
+  spec->plan = plan;
+  std::vector<Tensor> graph_inputs = aot::graph_inputs_for(plan, inputs);
+  aot::CapturedForward captured = aot::capture_forward(fn, inputs, plan, graph_inputs, cfg);
+  spec->meta = captured.meta;
+  spec->text.meta = captured.meta.to_string();
+  spec->num_graph_outputs = captured.graph.outputs().size();
   for (graph::ValueId v : captured.graph.outputs()) spec->output_metas.push_back(captured.graph.value(v).meta);
-  bool needs_autograd = autograd::grad_mode_enabled();
-  bool any_output = false;
-  for (bool r : captured.output_requires_grad) any_output = any_output || r;
-  needs_autograd = needs_autograd && any_output;
+  if (!captured.backward_errors.empty()) spec->backward_error = captured.backward_errors.front();
   backends::Compiler fw_compiler = backends::compiler(cfg.fw_compiler);
 
-  if (!needs_autograd) {
-    graph::Graph inference = partition::extract_subgraph(
-        captured.graph, "inference", captured.graph.inputs(), captured.graph.input_descs(),
-        captured.graph.outputs(), captured.graph.output_descs());
+  if (!captured.needs_autograd) {
+    graph::Graph inference = captured.graph;
+    inference.set_name("inference");
+    graph::eliminate_dead_code(inference);
     spec->is_inference = true;
     spec->text.is_inference = true;
     spec->text.inference = graph::print_graph(inference);
@@ -147,24 +154,25 @@ std::vector<Tensor> CompiledFunction::call(std::vector<Tensor> inputs, const std
                                            const std::function<FlatFn()>& make_fn) {
   Impl& s = *impl_;
   std::vector<InputGuard> g = guards_of(inputs, s.config.name);
+  aot::InputPlan plan = aot::plan_inputs(inputs, s.config.name);
   bool grad_mode = autograd::grad_mode_enabled();
   auto matches = [&](const Entry& e) {
-    return e.grad_mode == grad_mode && e.key_extra == key_extra && e.guards == g;
+    return e.grad_mode == grad_mode && e.key_extra == key_extra && e.guards == g && e.plan == plan;
   };
   if (s.last < s.entries.size() && matches(s.entries[s.last]))
-    return aot::run_specialization(s.entries[s.last].spec, std::move(inputs));
+    return aot::run_specialization(s.entries[s.last].spec, inputs);
   for (size_t i = 0; i < s.entries.size(); ++i)
     if (matches(s.entries[i])) {
       s.last = i;
-      return aot::run_specialization(s.entries[i].spec, std::move(inputs));
+      return aot::run_specialization(s.entries[i].spec, inputs);
     }
   if (!s.entries.empty() && env_has("AOTGRAD_LOG", "recompiles"))
     std::cerr << "[aotgrad] recompiling " << s.config.name << ": "
-              << mismatch(s.entries[s.last], g, grad_mode, key_extra) << "\n";
-  auto spec = compile(s.config, make_fn(), inputs, s.entries.size());
-  s.entries.push_back(Entry{std::move(g), grad_mode, key_extra, spec});
+              << mismatch(s.entries[s.last], g, plan, grad_mode, key_extra) << "\n";
+  auto spec = compile(s.config, make_fn(), inputs, plan, s.entries.size());
+  s.entries.push_back(Entry{std::move(g), std::move(plan), grad_mode, key_extra, spec});
   s.last = s.entries.size() - 1;
-  return aot::run_specialization(spec, std::move(inputs));
+  return aot::run_specialization(spec, inputs);
 }
 
 CompiledGraphs CompiledFunction::graphs() const {

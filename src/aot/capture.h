@@ -1,13 +1,18 @@
-// Stage 1: trace the user's flattened function into a forward graph.
+// Stage 1: trace the user's flattened function into a functional forward graph and its
+// ViewAndMutationMeta.
 //
-// Needs: real (or fake) example inputs. Guarantees: a graph whose inputs are the flat inputs and
-// whose outputs are the flat outputs, with which values autograd would track; or an error naming
-// what the function did that is not supported yet (input mutation, outputs aliasing inputs or
-// each other), never a graph that would compute something else than eager.
+// Needs: the call's inputs and their InputPlan. Guarantees: a graph with one input per plan
+// graph input and outputs (new values of mutated inputs, non-aliased user outputs, intermediate
+// bases of aliased outputs) — or, for inference with keep_input_mutations, copy_ nodes into the
+// mutated inputs instead of the first group — and the metadata the runtime needs to make the
+// call behave like eager; or an error naming what is not supported.
 #pragma once
 
+#include <string>
 #include <vector>
 
+#include "aot/analysis.h"
+#include "aot/input_plan.h"
 #include "aotgrad/aot.h"
 #include "graph/graph.h"
 
@@ -16,10 +21,13 @@ namespace aotgrad::aot {
 struct CapturedForward {
   graph::Graph graph{"forward"};
   std::vector<bool> value_requires_grad;  // by value index
-  std::vector<bool> output_requires_grad;
+  ViewAndMutationMeta meta;
+  bool needs_autograd = false;
+  std::vector<std::string> backward_errors;
 };
 
 CapturedForward capture_forward(const FlatFn& fn, const std::vector<Tensor>& inputs,
-                                const std::string& fn_name);
+                                const InputPlan& plan, const std::vector<Tensor>& graph_inputs,
+                                const AotConfig& config);
 
 }  // namespace aotgrad::aot

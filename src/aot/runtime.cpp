@@ -1,5 +1,6 @@
 #include "aot/runtime.h"
 
+#include <optional>
 #include <stdexcept>
 
 #include "aotgrad/autograd.h"
@@ -35,6 +36,7 @@ class CompiledBackward final : public autograd::Node {
     if (released_)
       throw std::runtime_error("Trying to backward through the graph a second time (at " + name() +
                                "): pass retain_graph=true to the first backward() to do that.");
+    if (!spec_->backward_error.empty()) throw std::runtime_error(spec_->backward_error);
     std::vector<Tensor> args;
     args.reserve(saved_.size() + grads.size());
     for (size_t i = 0; i < saved_.size(); ++i) {
@@ -69,20 +71,17 @@ class CompiledBackward final : public autograd::Node {
   bool released_ = false;
 };
 
-}  // namespace
-
-std::vector<Tensor> run_specialization(const std::shared_ptr<const Specialization>& spec,
-                                       std::vector<Tensor> inputs) {
+std::vector<Tensor> run_graphs(const std::shared_ptr<const Specialization>& spec,
+                               const std::vector<Tensor>& graph_inputs) {
   NoGradGuard no_grad;  // the compiled graphs are not recorded by eager autograd
-  if (spec->is_inference) return spec->inference(std::move(inputs));
-
+  if (spec->is_inference) return spec->inference(std::vector<Tensor>(graph_inputs));
   std::vector<autograd::Edge> edges;
   edges.reserve(spec->grad_of_primal.size());
-  for (size_t p : spec->grad_of_primal) edges.push_back(autograd::gradient_edge(inputs[p]));
-  std::vector<Tensor> outs = spec->forward(std::move(inputs));
-  std::vector<Tensor> saved(std::make_move_iterator(outs.begin() + spec->num_outputs),
+  for (size_t p : spec->grad_of_primal) edges.push_back(autograd::gradient_edge(graph_inputs[p]));
+  std::vector<Tensor> outs = spec->forward(std::vector<Tensor>(graph_inputs));
+  std::vector<Tensor> saved(std::make_move_iterator(outs.begin() + spec->num_graph_outputs),
                             std::make_move_iterator(outs.end()));
-  outs.resize(spec->num_outputs);
+  outs.resize(spec->num_graph_outputs);
   auto node = std::make_shared<CompiledBackward>(spec, std::move(saved));
   node->next_edges = std::move(edges);
   for (size_t k = 0; k < spec->tangent_of_output.size(); ++k) {
@@ -91,6 +90,77 @@ std::vector<Tensor> run_specialization(const std::shared_ptr<const Specializatio
     autograd::set_history(out, node, static_cast<uint32_t>(k));
   }
   return outs;
+}
+
+// Writes the new value of each mutated input into the tensor the caller passed.
+void apply_mutations(const Specialization& spec, const std::vector<Tensor>& graph_inputs,
+                     const std::vector<Tensor>& outs) {
+  for (size_t k = 0; k < spec.meta.mutated_inputs.size(); ++k) {
+    size_t g = spec.meta.mutated_inputs[k];
+    const InputAliasInfo& info = spec.meta.input_info[g];
+    if (info.keep_in_graph) continue;
+    Tensor target = graph_inputs[g];
+    // Eager autograd records the write only when it was made with grad on, not through detach().
+    bool recorded = !info.mutations_under_no_grad && !info.mutations_hidden_from_autograd &&
+                    outs[k].requires_grad();
+    std::optional<NoGradGuard> no_grad;
+    std::optional<EnableGradGuard> grad;
+    if (recorded) grad.emplace();
+    else no_grad.emplace();
+    copy_(target, outs[k]);
+  }
+}
+
+Tensor replay_view(Tensor base, const std::vector<trace::ViewStep>& chain) {
+  for (const trace::ViewStep& step : chain) {
+    ops::OpArgs args = step.args;
+    args[step.op->view_of_arg()] = base;
+    std::optional<NoGradGuard> no_grad;
+    if (!step.grad_mode) no_grad.emplace();
+    base = ops::dispatch(*step.op, std::move(args)).at(0);
+  }
+  return base;
+}
+
+}  // namespace
+
+std::vector<Tensor> run_specialization(const std::shared_ptr<const Specialization>& spec,
+                                       const std::vector<Tensor>& inputs) {
+  const Specialization& s = *spec;
+  std::vector<Tensor> graph_inputs = s.plan.trivial() ? inputs : graph_inputs_for(s.plan, inputs);
+  std::vector<Tensor> outs = run_graphs(spec, graph_inputs);
+  if (!s.meta.mutated_inputs.empty()) apply_mutations(s, graph_inputs, outs);
+
+  const ViewAndMutationMeta& m = s.meta;
+  size_t first_user = 0;
+  for (size_t g : m.mutated_inputs)
+    if (!m.input_info[g].keep_in_graph) ++first_user;
+  size_t first_base = first_user + m.num_user_graph_outputs;
+  std::vector<Tensor> result(m.output_info.size());
+  // Values first: aliases of user outputs replay from them.
+  for (size_t o = 0; o < m.output_info.size(); ++o) {
+    const OutputAliasInfo& info = m.output_info[o];
+    if (info.graph_output >= 0) result[o] = outs[first_user + info.graph_output];
+    else if (info.type == OutputType::is_input) result[o] = inputs[info.base];
+  }
+  for (size_t o = 0; o < m.output_info.size(); ++o) {
+    const OutputAliasInfo& info = m.output_info[o];
+    switch (info.type) {
+      case OutputType::alias_of_input:
+        result[o] = replay_view(graph_inputs[info.base], info.view_chain);
+        break;
+      case OutputType::alias_of_intermediate:
+      case OutputType::alias_of_intermediate_save_as_output:
+        result[o] = replay_view(outs[first_base + info.base], info.view_chain);
+        break;
+      case OutputType::alias_of_intermediate_base_is_user_output:
+        result[o] = replay_view(result[info.base], info.view_chain);
+        break;
+      default:
+        break;
+    }
+  }
+  return result;
 }
 
 }  // namespace aotgrad::aot

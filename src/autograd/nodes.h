@@ -31,7 +31,7 @@ class OpNode : public Node {
   std::string name() const override;
   std::vector<Tensor> apply(std::vector<Tensor>&& grad_outputs) override;
   void release_saved() override;
-  uint32_t num_outputs() const override { return static_cast<uint32_t>(outputs_.size()); }
+  uint32_t num_outputs() const override { return static_cast<uint32_t>(output_sizes.size()); }
 
  private:
   const ops::OpDef& op_;

@@ -14,6 +14,7 @@ struct Program {
     std::vector<std::tuple<size_t, size_t, uint32_t>> list_slots;  // (arg, element, value)
     std::vector<uint32_t> outputs;
     std::vector<uint32_t> free_after;  // values whose last use is this step
+    int written_arg = -1;  // in-place op into a graph input: bump its version counter
   };
   size_t num_values = 0;
   std::vector<uint32_t> inputs;
@@ -35,11 +36,18 @@ std::shared_ptr<Program> build(const graph::Graph& g) {
   for (graph::ValueId v : g.outputs()) last_use[v.index] = static_cast<int64_t>(g.nodes().size());
   for (size_t i = 0; i < g.nodes().size(); ++i) {
     const graph::Node& n = g.nodes()[i];
-    if (n.op->is_inplace())
-      throw std::invalid_argument("interpreter backend: graph " + g.name() + " contains in-place op " +
-                                  std::string(n.op->name) + "; graphs must be functional");
     Program::Step s;
     s.op = n.op;
+    if (n.op->is_inplace()) {
+      // The only mutation a graph may hold: a write into one of its inputs (an input mutation
+      // kept in the graph).
+      const auto* target = std::get_if<graph::ValueId>(&n.args.at(n.op->mutated_arg()));
+      if (!target || g.value(*target).producer >= 0)
+        throw std::invalid_argument("interpreter backend: graph " + g.name() + " mutates a value "
+                                    "that is not a graph input (" + std::string(n.op->name) +
+                                    "); graphs must be functional");
+      s.written_arg = n.op->mutated_arg();
+    }
     for (size_t k = 0; k < n.args.size(); ++k) {
       std::visit(
           [&](const auto& x) {
@@ -59,14 +67,15 @@ std::shared_ptr<Program> build(const graph::Graph& g) {
     for (graph::ValueId o : n.outputs) s.outputs.push_back(o.index);
     prog->steps.push_back(std::move(s));
   }
-  for (uint32_t v = 0; v < last_use.size(); ++v) {
-    if (last_use[v] >= 0 && last_use[v] < static_cast<int64_t>(prog->steps.size()))
-      prog->steps[last_use[v]].free_after.push_back(v);
-    else if (last_use[v] < 0 && g.value(graph::ValueId{v}).producer < 0)
-      prog->free_at_start.push_back(v);
-    else if (last_use[v] < 0)
-      prog->steps[g.value(graph::ValueId{v}).producer].free_after.push_back(v);
-  }
+  // Values dead on arrival are dropped at once (values of removed nodes are never touched).
+  for (graph::ValueId v : g.inputs())
+    if (last_use[v.index] < 0) prog->free_at_start.push_back(v.index);
+  for (size_t i = 0; i < g.nodes().size(); ++i)
+    for (graph::ValueId v : g.nodes()[i].outputs) {
+      int64_t last = last_use[v.index];
+      if (last < static_cast<int64_t>(prog->steps.size()))
+        prog->steps[last < 0 ? i : last].free_after.push_back(v.index);
+    }
   return prog;
 }
 
@@ -104,6 +113,7 @@ CompiledGraph compile_interpreter(const graph::Graph& g) {
       for (auto [arg, v] : s.tensor_slots) s.args[arg] = slots[v];
       for (auto [arg, e, v] : s.list_slots) std::get<ops::TensorList>(s.args[arg])[e] = slots[v];
       std::vector<Tensor> outs = s.op->kernel(s.args);
+      if (s.written_arg >= 0) std::get<Tensor>(s.args[s.written_arg]).storage()->bump_version();
       for (size_t k = 0; k < s.outputs.size(); ++k) slots[s.outputs[k]] = std::move(outs[k]);
       // Drop the references held by the argument buffer and the dead values.
       for (auto [arg, v] : s.tensor_slots) s.args[arg] = Tensor();

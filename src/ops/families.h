@@ -17,5 +17,6 @@ std::span<const OpDef> nn_ops();         // nn.cpp: softmax, log_softmax, losses
 std::span<const OpDef> view_ops();       // views.cpp: view, permute, expand, slice, ...
 std::span<const OpDef> inplace_ops();    // inplace.cpp: add_, mul_, copy_, zero_, fill_
 std::span<const OpDef> factory_ops();    // factory.cpp: full, arange, rand, clone, _to_copy, ...
+std::span<const OpDef> functional_ops();  // functional.cpp: scatters and updates functionalization emits
 
 }  // namespace aotgrad::ops

@@ -66,6 +66,10 @@ std::string_view recompute_name(Recompute r);
 struct VjpContext;
 using MetaFn = std::vector<TensorMeta> (*)(const OpArgs&);
 using KernelFn = std::vector<Tensor> (*)(const OpArgs&);
+// For view ops: the new value of `base` after `updated` is written into the region that the view
+// (with `view_args`, tensor slot ignored) selects; functional, recorded under tracing. Used by
+// functionalization to scatter a mutation of a view back into its base.
+using ViewScatterFn = Tensor (*)(const Tensor& base, const Tensor& updated, const OpArgs& view_args);
 // Returns one gradient per differentiable tensor input (every Tensor argument, and every element of
 // a Tensor[] argument, in argument order). Undefined Tensor = no gradient / zero.
 using VjpFn = std::vector<Tensor> (*)(const VjpContext&);
@@ -90,6 +94,9 @@ struct OpDef {
   std::string_view fusion_expr;
   // For in-place ops: the functional op that computes the new value of the mutated argument.
   std::string_view functional_variant;
+  // For view ops: how to write an updated view back into its base (null: writing through this
+  // view inside a compiled function is rejected).
+  ViewScatterFn view_scatter = nullptr;
 
   // Derived from `schema` once, by the registry, before any lookup returns the row.
   struct Derived {

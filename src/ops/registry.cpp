@@ -13,7 +13,9 @@ namespace {
 OpDef::Derived derive(const OpDef& op) {
   OpDef::Derived d;
   d.schema = parse_schema(op.schema);
-  std::string expected = "aten." + d.schema.name + "." + d.schema.overload;
+  // ATen ops live in "aten."; the few ops aotgrad adds for its own passes live in "aotgrad.".
+  std::string suffix = d.schema.name + "." + d.schema.overload;
+  std::string expected = op.name.rfind("aotgrad.", 0) == 0 ? "aotgrad." + suffix : "aten." + suffix;
   if (expected != op.name)
     throw std::logic_error("op row '" + std::string(op.name) + "' has schema named " + expected);
   for (size_t i = 0; i < d.schema.args.size(); ++i) {
@@ -36,7 +38,7 @@ struct Registry {
 
   Registry() {
     for (auto family : {pointwise_ops, compare_ops, reduction_ops, linalg_ops, nn_ops, view_ops,
-                        inplace_ops, factory_ops}) {
+                        inplace_ops, factory_ops, functional_ops}) {
       for (const OpDef& op : family()) {
         if (by_name.count(op.name))
           throw std::logic_error("op '" + std::string(op.name) + "' is registered twice");

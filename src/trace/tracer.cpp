@@ -1,5 +1,6 @@
 #include "trace/tracer.h"
 
+#include <optional>
 #include <stdexcept>
 
 #include "aotgrad/autograd.h"
@@ -12,13 +13,24 @@ Tensor fake_like(const ops::TensorMeta& m) {
   impl->dtype = m.dtype;
   impl->sizes = m.sizes;
   impl->strides = m.strides;
-  impl->storage = std::make_shared<Storage>(numel_of(m.sizes) * itemsize(m.dtype), /*fake=*/true);
+  int64_t extent = 1;
+  for (size_t d = 0; d < m.sizes.size(); ++d) extent += (m.sizes[d] - 1) * m.strides[d];
+  impl->storage = std::make_shared<Storage>(std::max<int64_t>(extent, 0) * itemsize(m.dtype), true);
   return Tensor(std::move(impl));
 }
 
-ops::TensorMeta meta_of(const Tensor& t) {
-  return ops::TensorMeta{t.dtype(), t.sizes(), t.strides(), 0};
-}
+// Sets the grad mode for a scope to a recorded value.
+class GradModeScope {
+ public:
+  explicit GradModeScope(bool enabled) {
+    if (enabled) enable_.emplace();
+    else disable_.emplace();
+  }
+
+ private:
+  std::optional<EnableGradGuard> enable_;
+  std::optional<NoGradGuard> disable_;
+};
 
 }  // namespace
 
@@ -31,12 +43,9 @@ bool Tracer::requires_grad(graph::ValueId v) const {
   return v.index < requires_grad_.size() && requires_grad_[v.index];
 }
 
-Tensor Tracer::add_input(const Tensor& example, std::string_view name_hint, std::string desc) {
-  ops::TensorMeta m = meta_of(example);
-  graph::ValueId v = graph_.add_input(name_hint, m, std::move(desc));
-  Tensor fake = bind(v, example.requires_grad());
-  input_storages_.push_back(fake.storage());
-  return fake;
+const TensorState* Tracer::state_of(const Tensor& t) const {
+  if (!traced_here(t) || t.impl()->trace.alias == UINT32_MAX) return nullptr;
+  return &tensors_[t.impl()->trace.alias];
 }
 
 Tensor Tracer::bind(graph::ValueId v, bool requires_grad) {
@@ -47,17 +56,68 @@ Tensor Tracer::bind(graph::ValueId v, bool requires_grad) {
   return fake;
 }
 
-graph::ValueId Tracer::value_of(const Tensor& t, const std::string& what) const {
+void Tracer::track_root(const Tensor& t, int input_index) {
+  StorageState s;
+  s.storage = t.storage();
+  s.root = graph::ValueId{t.impl()->trace.value};
+  s.input_index = input_index;
+  storages_.push_back(std::move(s));
+  TensorState ts;
+  ts.storage = storages_.size() - 1;
+  ts.keep = t.impl_ptr();
+  tensors_.push_back(std::move(ts));
+  t.impl()->trace.alias = static_cast<uint32_t>(tensors_.size() - 1);
+}
+
+void Tracer::track_view(const Tensor& view, const Tensor& parent, const ops::OpDef& op,
+                        const ops::OpArgs& args) {
+  const TensorState& p = tensors_.at(parent.impl()->trace.alias);
+  TensorState ts;
+  ts.storage = p.storage;
+  ts.chain = p.chain;
+  ViewStep step{&op, args, autograd::grad_mode_enabled()};
+  step.args[op.view_of_arg()] = Tensor();
+  ts.chain.push_back(std::move(step));
+  ts.generation = p.generation;
+  ts.hidden = p.hidden || !op.vjp;  // detach(): autograd does not see through it
+  ts.keep = view.impl_ptr();
+  tensors_.push_back(std::move(ts));
+  view.impl()->trace.alias = static_cast<uint32_t>(tensors_.size() - 1);
+}
+
+Tensor Tracer::add_input(const Tensor& example, std::string_view name_hint, std::string desc) {
+  ops::TensorMeta m{example.dtype(), example.sizes(), example.strides(), 0};
+  graph::ValueId v = graph_.add_input(name_hint, m, std::move(desc));
+  Tensor fake = bind(v, example.requires_grad());
+  // Same offset as the real input, so an as_strided inside the function means the same thing.
+  fake.impl()->storage_offset = example.storage_offset();
+  int index = static_cast<int>(input_is_leaf_requiring_grad_.size());
+  input_is_leaf_requiring_grad_.push_back(example.requires_grad() && example.is_leaf());
+  track_root(fake, index);
+  return fake;
+}
+
+Tensor Tracer::add_strided_view(const Tensor& base, const IntList& sizes, const IntList& strides,
+                                int64_t storage_offset, bool requires_grad) {
+  const ops::OpDef& as_strided = ops::lookup("aten.as_strided.default");
+  ops::OpArgs args{base, sizes, strides, storage_offset};
+  ops::normalize(as_strided, args);
+  GradModeScope mode(requires_grad);
+  return record(as_strided, args, /*track=*/true).at(0);
+}
+
+graph::ValueId Tracer::value_of(const Tensor& t, const std::string& what) {
   if (!t.defined()) throw std::invalid_argument(what + " is an undefined Tensor");
   if (t.impl()->trace.owner != this)
     throw std::invalid_argument(
         what + " is a tensor the traced function did not receive as an input (a captured or "
                "newly built real tensor). Pass it to the function as an argument, or build it "
                "inside the function with the factory ops (zeros, full, arange, ...).");
+  sync(t);
   return graph::ValueId{t.impl()->trace.value};
 }
 
-graph::NodeArg Tracer::to_node_arg(const ops::OpDef& op, const ops::Arg& a, size_t index) const {
+graph::NodeArg Tracer::to_node_arg(const ops::OpDef& op, const ops::Arg& a, size_t index) {
   auto what = [&](size_t k) {
     return std::string(op.name) + " argument " + std::to_string(index) +
            (k == SIZE_MAX ? "" : " element " + std::to_string(k));
@@ -79,12 +139,49 @@ graph::NodeArg Tracer::to_node_arg(const ops::OpDef& op, const ops::Arg& a, size
       a);
 }
 
-std::vector<Tensor> Tracer::call(const ops::OpDef& op, ops::OpArgs& args) {
-  if (op.is_inplace()) return record_inplace(op, args);
-  return record(op, args);
+// ---- keeping views up to date ----
+
+Tensor Tracer::replay(const StorageState& s, const std::vector<ViewStep>& chain, size_t steps) {
+  Tensor cur = bind(s.root, requires_grad(s.root));
+  for (size_t i = 0; i < steps; ++i) {
+    ops::OpArgs args = chain[i].args;
+    args[chain[i].op->view_of_arg()] = cur;
+    GradModeScope mode(chain[i].grad_mode);
+    cur = record(*chain[i].op, args, /*track=*/false).at(0);
+  }
+  return cur;
 }
 
-std::vector<Tensor> Tracer::record(const ops::OpDef& op, ops::OpArgs& args) {
+void Tracer::sync(const Tensor& t) {
+  if (!traced_here(t) || t.impl()->trace.alias == UINT32_MAX) return;
+  TensorState& ts = tensors_[t.impl()->trace.alias];
+  const StorageState& s = storages_[ts.storage];
+  if (ts.generation == s.generation) return;
+  Tensor fresh = replay(s, ts.chain, ts.chain.size());
+  graph::ValueId v{fresh.impl()->trace.value};
+  t.impl()->trace.value = v.index;
+  ts.generation = s.generation;
+  bool r = requires_grad(v);
+  if (r || t.requires_grad()) t.impl()->autograd_meta().requires_grad = r;
+}
+
+void Tracer::sync_args(ops::OpArgs& args) {
+  for (ops::Arg& a : args) {
+    if (auto* t = std::get_if<Tensor>(&a)) sync(*t);
+    else if (auto* l = std::get_if<ops::TensorList>(&a))
+      for (Tensor& e : *l) sync(e);
+  }
+}
+
+// ---- recording ----
+
+std::vector<Tensor> Tracer::call(const ops::OpDef& op, ops::OpArgs& args) {
+  sync_args(args);
+  if (op.is_inplace()) return functionalize_inplace(op, args);
+  return record(op, args, /*track=*/true);
+}
+
+std::vector<Tensor> Tracer::record(const ops::OpDef& op, ops::OpArgs& args, bool track) {
   std::vector<graph::NodeArg> node_args;
   bool any_requires_grad = false;
   for (size_t i = 0; i < args.size(); ++i) {
@@ -99,10 +196,10 @@ std::vector<Tensor> Tracer::record(const ops::OpDef& op, ops::OpArgs& args) {
     throw std::invalid_argument(std::string(op.name) + ": " + e.what());
   }
   std::vector<graph::ValueId> outs = graph_.add_node(op, std::move(node_args), metas);
-  bool track = any_requires_grad && op.vjp && autograd::grad_mode_enabled();
+  bool grad_tracked = any_requires_grad && op.vjp && autograd::grad_mode_enabled();
   std::vector<Tensor> results;
   for (size_t i = 0; i < outs.size(); ++i) {
-    bool r = track && is_floating(metas[i].dtype);
+    bool r = grad_tracked && is_floating(metas[i].dtype);
     Tensor out;
     if (op.is_view() && i == 0) {
       const Tensor& base = ops::tensor_arg(args, op.view_of_arg());
@@ -110,53 +207,116 @@ std::vector<Tensor> Tracer::record(const ops::OpDef& op, ops::OpArgs& args) {
       out.impl()->trace = TraceSlot{this, outs[i].index};
       set_requires_grad(outs[i], r);
       if (r) out.impl()->autograd_meta().requires_grad = true;
+      if (track && base.impl()->trace.alias != UINT32_MAX) track_view(out, base, op, args);
     } else {
       out = bind(outs[i], r);
+      if (track) track_root(out, -1);
     }
     results.push_back(out);
   }
+  if (track && grad_tracked) note_saved(op, args, results);
   return results;
 }
 
-std::vector<Tensor> Tracer::record_inplace(const ops::OpDef& op, ops::OpArgs& args) {
+// Remembers which storages a VJP will read, so a later mutation of them can be reported the way
+// eager autograd's version check would report it.
+void Tracer::note_saved(const ops::OpDef& op, const ops::OpArgs& args, const std::vector<Tensor>& outs) {
+  auto note = [&](const Tensor& t, const std::string& what) {
+    if (!traced_here(t) || t.impl()->trace.alias == UINT32_MAX) return;
+    size_t s = tensors_[t.impl()->trace.alias].storage;
+    saved_uses_.push_back({s, storages_[s].generation, what + " of " + std::string(op.name)});
+  };
+  for (size_t i = 0; i < args.size() && i < 32; ++i)
+    if (op.saves.inputs & ops::bit(i))
+      if (auto* t = std::get_if<Tensor>(&args[i]); t && t->defined()) note(*t, "input " + std::to_string(i));
+  for (size_t i = 0; i < outs.size() && i < 32; ++i)
+    if (op.saves.outputs & ops::bit(i)) note(outs[i], "output " + std::to_string(i));
+}
+
+void Tracer::check_leaf_mutation(const ops::OpDef& op, const TensorState& ts, bool hidden) const {
+  const StorageState& s = storages_[ts.storage];
+  if (hidden || s.input_index < 0 || !input_is_leaf_requiring_grad_[s.input_index]) return;
+  if (ts.chain.empty())
+    throw std::runtime_error("a leaf Variable that requires grad is being used in an in-place "
+                             "operation (" + std::string(op.name) + " on input " +
+                             std::to_string(s.input_index) +
+                             "). Wrap the update in NoGradGuard, or clone() the tensor first.");
+  throw std::runtime_error("a view of a leaf Variable that requires grad is being used in an "
+                           "in-place operation (" + std::string(op.name) + " on a view of input " +
+                           std::to_string(s.input_index) +
+                           "). Clone the leaf first, or update it under NoGradGuard.");
+}
+
+Tensor Tracer::scatter_into_root(const TensorState& ts, const Tensor& updated) {
+  const StorageState& s = storages_[ts.storage];
+  // bases[i] is the tensor chain step i views; the update flows back innermost first.
+  std::vector<Tensor> bases{bind(s.root, requires_grad(s.root))};
+  for (size_t i = 0; i + 1 < ts.chain.size(); ++i) {
+    ops::OpArgs args = ts.chain[i].args;
+    args[ts.chain[i].op->view_of_arg()] = bases.back();
+    GradModeScope mode(ts.chain[i].grad_mode);
+    bases.push_back(record(*ts.chain[i].op, args, /*track=*/false).at(0));
+  }
+  Tensor u = updated;
+  for (size_t i = ts.chain.size(); i-- > 0;) {
+    const ViewStep& step = ts.chain[i];
+    if (!step.op->view_scatter)
+      throw UnsupportedError("an in-place op writes through a view made by " +
+                             std::string(step.op->name) +
+                             "; aot_function cannot write that view back into its base. Apply "
+                             "the op to a clone() instead.");
+    u = step.op->view_scatter(bases[i], u, step.args);
+  }
+  return u;
+}
+
+std::vector<Tensor> Tracer::functionalize_inplace(const ops::OpDef& op, ops::OpArgs& args) {
   Tensor self = ops::tensor_arg(args, op.mutated_arg());
-  graph::ValueId old = value_of(self, std::string(op.name) + " argument 'self'");
-  for (size_t i = 0; i < input_storages_.size(); ++i)
-    if (self.storage() == input_storages_[i])
-      throw UnsupportedError(
-          std::string(op.name) + " mutates input " + std::to_string(i) +
-          " of the compiled function (or a view of it). Input mutation is not supported by "
-          "aot_function yet: clone() the input inside the function, or mutate it outside.");
-  if (self.is_view() || self.storage().use_count() > 1)
-    throw UnsupportedError(std::string(op.name) +
-                           " mutates a tensor that shares storage with another tensor (a view "
-                           "or its base) inside the compiled function; mutation through "
-                           "aliases is not supported by aot_function yet. Use the out-of-place "
-                           "op instead.");
-  if (!autograd::grad_mode_enabled() && requires_grad(old))
-    throw UnsupportedError(std::string(op.name) +
-                           " under no_grad mutates a tensor that requires grad inside the "
-                           "compiled function; hiding a mutation from autograd is not supported "
-                           "by aot_function yet.");
+  value_of(self, std::string(op.name) + " argument 'self'");
+  if (self.impl()->trace.alias == UINT32_MAX)
+    throw std::logic_error(std::string(op.name) + ": in-place op on an untracked traced tensor");
   if (op.functional_variant.empty())
     throw std::logic_error(std::string(op.name) + " has no functional variant in the op table");
+  size_t state_index = self.impl()->trace.alias;
+  bool grad_on = autograd::grad_mode_enabled();
+  bool hidden = !grad_on || tensors_[state_index].hidden;
+  check_leaf_mutation(op, tensors_[state_index], hidden);
+
   const ops::OpDef& functional = ops::lookup(op.functional_variant);
   ops::OpArgs fargs = args;
   ops::normalize(functional, fargs);
-  Tensor result = record(functional, fargs).at(0);
-  if (result.dtype() != self.dtype() || result.sizes() != self.sizes())
-    throw std::invalid_argument(std::string(op.name) + ": result of dtype " +
-                                std::string(dtype_name(result.dtype())) + " and shape " +
-                                shape_to_string(result.sizes()) +
-                                " cannot be written into self of dtype " +
-                                std::string(dtype_name(self.dtype())) + " and shape " +
-                                shape_to_string(self.sizes()));
-  // `self` now stands for the new value; no other tensor aliases it (checked above).
-  graph::ValueId fresh{result.impl()->trace.value};
-  self.impl()->trace.value = fresh.index;
-  bool r = requires_grad(fresh) || requires_grad(old);
-  set_requires_grad(fresh, r);
-  if (r) self.impl()->autograd_meta().requires_grad = true;
+  Tensor updated = record(functional, fargs, /*track=*/false).at(0);
+  if (updated.sizes() != self.sizes())
+    throw std::invalid_argument(std::string(op.name) + ": result of shape " +
+                                shape_to_string(updated.sizes()) +
+                                " cannot be written into self of shape " + shape_to_string(self.sizes()));
+  if (updated.dtype() != self.dtype()) {
+    const ops::OpDef& to_copy = ops::lookup("aten._to_copy.default");
+    ops::OpArgs cargs{updated};
+    ops::normalize(to_copy, cargs);
+    cargs[to_copy.parsed_schema().find_arg("dtype")] = self.dtype();
+    updated = record(to_copy, cargs, /*track=*/false).at(0);
+  }
+  Tensor new_root = scatter_into_root(tensors_[state_index], updated);
+  StorageState& s = storages_[tensors_[state_index].storage];
+  if (hidden && requires_grad(s.root)) {
+    // Autograd must keep seeing the old value's history (eager records nothing for this write).
+    EnableGradGuard grad;
+    ops::OpArgs hargs{bind(s.root, true), new_root};
+    new_root = record(ops::lookup("aotgrad.hidden_update.default"), hargs, /*track=*/false).at(0);
+  }
+  for (const SavedUse& use : saved_uses_)
+    if (use.storage == tensors_[state_index].storage && use.generation == s.generation)
+      backward_errors_.push_back(
+          "one of the variables needed for gradient computation has been modified by an inplace "
+          "operation: " + use.what + " was modified by " + std::string(op.name) +
+          " inside the compiled function. Clone it before modifying it.");
+  s.root = graph::ValueId{new_root.impl()->trace.value};
+  ++s.generation;
+  s.mutated = true;
+  s.all_mutations_under_no_grad = s.all_mutations_under_no_grad && !grad_on;
+  s.all_mutations_hidden = s.all_mutations_hidden && hidden;
+  sync(self);
   return {self};
 }
 

@@ -1,12 +1,13 @@
-// The Trace interpreter: records every op call into a Graph instead of running it.
+// The Trace interpreter: records every op call into a Graph instead of running it, and
+// functionalizes as it goes (see functionalize.h).
 //
 // Reading guide: inputs are fake tensors (metadata, no memory) bound to graph values through
-// TensorImpl::trace. call() turns the OpArgs into node arguments, asks the row's meta function
-// for the result metadata, appends a Node, and returns fake results bound to its outputs. View
-// results share their input's fake storage, so aliasing stays visible to the caller. In-place ops
-// on a fresh intermediate are recorded as their functional variant and the tensor is rebound to
-// the new value; in-place ops on inputs or on aliased tensors are rejected (they need full
-// functionalization). Thread-safety: one tracer per thread, used while pushed.
+// TensorImpl::trace. call() first brings every argument up to date (a view whose storage was
+// mutated since it was last used is regenerated from the storage root), then either records the
+// op (record) or, for an in-place op, records its functional variant and scatters the new value
+// back into the storage root (functionalize_inplace). View results share their input's fake
+// storage and extend its view chain, so aliasing stays visible to the caller after the trace.
+// Thread-safety: one tracer per thread, used while pushed.
 #pragma once
 
 #include <string>
@@ -14,6 +15,7 @@
 
 #include "graph/graph.h"
 #include "ops/op.h"
+#include "trace/functionalize.h"
 
 namespace aotgrad::trace {
 
@@ -24,34 +26,56 @@ class Tracer final : public ops::Interpreter {
   std::string_view name() const override { return "Trace"; }
   std::vector<Tensor> call(const ops::OpDef& op, ops::OpArgs& args) override;
 
-  // A fake tensor standing for a new graph input with `example`'s metadata and requires_grad.
+  // A fake tensor standing for a new graph input (the root of its own storage) with `example`'s
+  // metadata and requires_grad.
   Tensor add_input(const Tensor& example, std::string_view name_hint, std::string desc = "");
-  // A fake tensor bound to an existing value of the graph.
+  // A fake view of `base` (a tracked tensor) with the given geometry, recorded as as_strided.
+  Tensor add_strided_view(const Tensor& base, const IntList& sizes, const IntList& strides,
+                          int64_t storage_offset, bool requires_grad);
+  // An untracked fake tensor bound to an existing value of the graph.
   Tensor bind(graph::ValueId v, bool requires_grad);
-  // The value a tensor produced under this tracer stands for; throws naming `what` otherwise.
-  graph::ValueId value_of(const Tensor& t, const std::string& what) const;
+  // The value a traced tensor currently stands for (regenerated first if stale); throws naming
+  // `what` when `t` was not produced under this tracer.
+  graph::ValueId value_of(const Tensor& t, const std::string& what);
   bool traced_here(const Tensor& t) const { return t.defined() && t.impl()->trace.owner == this; }
-  // Whether autograd would track the value (grad mode on and it depends on an input that
-  // requires grad through differentiable ops).
+  // Whether autograd would track the value.
   bool requires_grad(graph::ValueId v) const;
 
+  const std::vector<StorageState>& storages() const { return storages_; }
+  // The functionalization record of a traced tensor, or null for untracked ones.
+  const TensorState* state_of(const Tensor& t) const;
+  // Messages of eager version-counter errors a backward through this trace would raise.
+  const std::vector<std::string>& backward_errors() const { return backward_errors_; }
   graph::Graph& graph() { return graph_; }
 
  private:
-  graph::NodeArg to_node_arg(const ops::OpDef& op, const ops::Arg& a, size_t index) const;
-  std::vector<Tensor> record(const ops::OpDef& op, ops::OpArgs& args);
-  std::vector<Tensor> record_inplace(const ops::OpDef& op, ops::OpArgs& args);
+  struct SavedUse {
+    size_t storage;
+    uint64_t generation;
+    std::string what;  // "input 0 of aten.mul.Tensor"
+  };
+
+  graph::NodeArg to_node_arg(const ops::OpDef& op, const ops::Arg& a, size_t index);
+  std::vector<Tensor> record(const ops::OpDef& op, ops::OpArgs& args, bool track);
+  std::vector<Tensor> functionalize_inplace(const ops::OpDef& op, ops::OpArgs& args);
+  Tensor scatter_into_root(const TensorState& ts, const Tensor& updated);
+  Tensor replay(const StorageState& s, const std::vector<ViewStep>& chain, size_t steps);
+  void sync(const Tensor& t);
+  void sync_args(ops::OpArgs& args);
+  void track_root(const Tensor& t, int input_index);
+  void track_view(const Tensor& view, const Tensor& parent, const ops::OpDef& op,
+                  const ops::OpArgs& args);
+  void note_saved(const ops::OpDef& op, const ops::OpArgs& args, const std::vector<Tensor>& outs);
+  void check_leaf_mutation(const ops::OpDef& op, const TensorState& ts, bool hidden) const;
   void set_requires_grad(graph::ValueId v, bool r);
 
   graph::Graph& graph_;
   std::vector<bool> requires_grad_;  // by value index
-  std::vector<std::shared_ptr<Storage>> input_storages_;
-};
-
-// Thrown when a traced function does something aot_function does not support yet; the message
-// names the case. Distinct so callers can tell "unsupported" from "your function is wrong".
-struct UnsupportedError : std::runtime_error {
-  using std::runtime_error::runtime_error;
+  std::vector<StorageState> storages_;
+  std::vector<TensorState> tensors_;
+  std::vector<bool> input_is_leaf_requiring_grad_;
+  std::vector<SavedUse> saved_uses_;
+  std::vector<std::string> backward_errors_;
 };
 
 }  // namespace aotgrad::trace

@@ -1,0 +1,52 @@
+// How the caller's flat inputs become graph inputs: duplicates are passed once, and inputs that
+// overlap in memory are passed as one synthetic base from which each is regenerated inside the
+// graph (so a mutation through one is seen through the others, as in eager).
+//
+// The plan is part of a specialization's guards: a call whose inputs repeat or alias differently
+// compiles anew.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "aotgrad/tensor.h"
+
+namespace aotgrad::aot {
+
+struct SyntheticBase {
+  std::vector<size_t> members;  // user inputs regenerated from this base
+  bool common_base = false;     // true: the members' shared _base; false: a flat view of storage
+  bool operator==(const SyntheticBase&) const = default;
+};
+
+struct InputPlan {
+  enum class Kind : uint8_t { plain, duplicate, member };
+  struct Entry {
+    Kind kind = Kind::plain;
+    size_t index = 0;  // plain: graph input; duplicate: the user input it repeats; member: base
+    bool operator==(const Entry&) const = default;
+  };
+  std::vector<Entry> inputs;        // one per user input
+  std::vector<SyntheticBase> bases;
+  // Graph inputs in order: each is a plain user input or a synthetic base (by index).
+  struct GraphInput {
+    bool is_base = false;
+    size_t index = 0;
+    bool operator==(const GraphInput&) const = default;
+  };
+  std::vector<GraphInput> graph_inputs;
+
+  bool trivial() const { return bases.empty() && graph_inputs.size() == inputs.size(); }
+  bool operator==(const InputPlan&) const = default;
+  std::string to_string() const;
+};
+
+// The plan for this call's inputs. Throws trace::UnsupportedError naming the inputs when they
+// alias in a way the runtime cannot rebuild (different dtypes, or no common base while some
+// require grad).
+InputPlan plan_inputs(const std::vector<Tensor>& inputs, const std::string& fn_name);
+
+// The tensors to pass to the graph for this call (bases built from the caller's inputs).
+std::vector<Tensor> graph_inputs_for(const InputPlan& plan, const std::vector<Tensor>& inputs);
+
+}  // namespace aotgrad::aot

@@ -1,0 +1,138 @@
+#include "graph/node_args.h"
+
+#include <stdexcept>
+
+namespace aotgrad::graph {
+namespace {
+
+std::optional<IntList> parse_int_list_default(const std::string& t) {
+  // Same reading as args.cpp: strip the brackets, split on ','.
+  if (t.size() < 2) return std::nullopt;
+  IntList v;
+  std::string body = t.substr(1, t.size() - 2);
+  size_t pos = 0;
+  while (pos < body.size()) {
+    size_t next = body.find(',', pos);
+    if (next == std::string::npos) next = body.size();
+    v.push_back(std::stoll(body.substr(pos, next - pos)));
+    pos = next + 1;
+  }
+  return v;
+}
+
+std::optional<NodeArg> parse_default_text(const ops::ArgSchema& s, const std::string& t) {
+  using ops::ArgType;
+  if (t == "None") return NodeArg(std::monostate{});
+  switch (s.type) {
+    case ArgType::bool_:
+      return NodeArg(t == "True");
+    case ArgType::int_:
+      return NodeArg(static_cast<int64_t>(std::stoll(t)));
+    case ArgType::float_:
+      return NodeArg(std::stod(t));
+    case ArgType::scalar:
+      if (t.find_first_of(".e") != std::string::npos) return NodeArg(Scalar(std::stod(t)));
+      if (t == "True" || t == "False") return NodeArg(Scalar(t == "True"));
+      return NodeArg(Scalar(static_cast<int64_t>(std::stoll(t))));
+    case ArgType::int_list:
+      if (auto v = parse_int_list_default(t)) return NodeArg(std::move(*v));
+      return std::nullopt;
+    case ArgType::string:
+      return NodeArg(t.size() >= 2 && (t[0] == '"' || t[0] == '\'') ? t.substr(1, t.size() - 2)
+                                                                    : t);
+    case ArgType::tensor_list:
+      return NodeArg(ValueList{});
+    default:
+      return std::nullopt;
+  }
+}
+
+}  // namespace
+
+std::optional<NodeArg> schema_default(const ops::ArgSchema& s) {
+  if (!s.default_text) {
+    if (s.optional || s.type == ops::ArgType::generator) return NodeArg(std::monostate{});
+    return std::nullopt;
+  }
+  try {
+    return parse_default_text(s, *s.default_text);
+  } catch (const std::logic_error&) {
+    // stoll/stod reject it: a default this IR cannot hold, so the argument must be written.
+    return std::nullopt;
+  }
+}
+
+NodeArg canonical_arg(const ops::ArgSchema& s, NodeArg a) {
+  switch (s.type) {
+    case ops::ArgType::scalar:
+      if (auto* v = std::get_if<int64_t>(&a)) return Scalar(*v);
+      if (auto* d = std::get_if<double>(&a)) return Scalar(*d);
+      if (auto* b = std::get_if<bool>(&a)) return Scalar(*b);
+      break;
+    case ops::ArgType::float_:
+      if (auto* v = std::get_if<int64_t>(&a)) return static_cast<double>(*v);
+      if (auto* sc = std::get_if<Scalar>(&a)) return sc->to_double();
+      break;
+    case ops::ArgType::int_:
+      if (auto* sc = std::get_if<Scalar>(&a); sc && sc->is_integral()) return sc->to_int();
+      break;
+    default:
+      break;
+  }
+  return a;
+}
+
+bool arg_fits_schema(const ops::ArgSchema& s, const NodeArg& a) {
+  using ops::ArgType;
+  if (std::holds_alternative<std::monostate>(a)) return s.optional || s.type == ArgType::generator;
+  switch (s.type) {
+    case ArgType::tensor:
+      return std::holds_alternative<ValueId>(a);
+    case ArgType::tensor_list:
+      return std::holds_alternative<ValueList>(a);
+    case ArgType::scalar:
+      return std::holds_alternative<Scalar>(a) || std::holds_alternative<int64_t>(a) ||
+             std::holds_alternative<double>(a) || std::holds_alternative<bool>(a);
+    case ArgType::int_:
+      return std::holds_alternative<int64_t>(a);
+    case ArgType::int_list:
+      return std::holds_alternative<IntList>(a);
+    case ArgType::float_:
+      return std::holds_alternative<double>(a) || std::holds_alternative<int64_t>(a);
+    case ArgType::bool_:
+      return std::holds_alternative<bool>(a);
+    case ArgType::dtype:
+      return std::holds_alternative<DType>(a);
+    case ArgType::string:
+      return std::holds_alternative<std::string>(a);
+    case ArgType::generator:
+      return false;
+  }
+  return false;
+}
+
+std::string_view arg_kind_name(const NodeArg& a) {
+  static constexpr std::string_view names[] = {"None", "Tensor", "Scalar",     "int",      "float",
+                                               "bool", "int[]",  "ScalarType", "Tensor[]", "str"};
+  return names[a.index()];
+}
+
+std::string type_annotation(const ops::TensorMeta& m) {
+  auto join = [](const IntList& v) {
+    std::string out;
+    for (size_t i = 0; i < v.size(); ++i) out += (i ? "," : "") + std::to_string(v[i]);
+    return out;
+  };
+  std::string out = std::string(dtype_name(m.dtype)) + "[" + join(m.sizes) + "]";
+  // Empty strides on a sized tensor mean "never computed": the parser reads them as contiguous.
+  bool strides_known = !m.strides.empty() || m.sizes.empty();
+  if (strides_known && m.strides != contiguous_strides(m.sizes)) out += "{" + join(m.strides) + "}";
+  if (m.storage_offset != 0) out += "@" + std::to_string(m.storage_offset);
+  return out;
+}
+
+std::string schema_type_text(const ops::ArgSchema& s) {
+  return std::string(ops::arg_type_name(s.type)) + (s.optional ? "?" : "");
+}
+
+}  // namespace aotgrad::graph

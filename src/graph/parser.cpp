@@ -1,0 +1,711 @@
+// Parser for the graph text format (docs/ir.md). Reading guide: Parser::parse follows the grammar
+// top-down (signature, statements, return). Arguments are read into Literals first and converted
+// to NodeArgs only once the schema slot they fill is known (convert), because a positional
+// argument's slot depends on which arguments the call names. Every error goes through fail(),
+// which turns a byte offset into "line L, column C".
+#include "graph/parser.h"
+
+#include <cctype>
+#include <charconv>
+#include <cmath>
+#include <limits>
+#include <optional>
+#include <stdexcept>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "graph/node_args.h"
+
+namespace aotgrad::graph {
+namespace {
+
+struct Literal {
+  enum class Kind { none, value, integer, floating, boolean, dtype, string, list };
+  Kind kind = Kind::none;
+  size_t pos = 0;
+  ValueId value;
+  int64_t i = 0;
+  double d = 0.0;
+  bool b = false;
+  DType dtype = DType::f32;
+  std::string s;  // string contents, or the value's name
+  std::vector<Literal> items;
+};
+
+std::string literal_desc(const Literal& l) {
+  switch (l.kind) {
+    case Literal::Kind::none:
+      return "none";
+    case Literal::Kind::value:
+      return "a tensor value (%" + l.s + ")";
+    case Literal::Kind::integer:
+      return "an integer";
+    case Literal::Kind::floating:
+      return "a float";
+    case Literal::Kind::boolean:
+      return "a bool";
+    case Literal::Kind::dtype:
+      return "a dtype";
+    case Literal::Kind::string:
+      return "a string";
+    case Literal::Kind::list:
+      return "a list";
+  }
+  return "?";
+}
+
+bool is_word_char(char c) {
+  return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.';
+}
+
+struct Binding {
+  std::string name;
+  size_t pos;
+  ops::TensorMeta meta;
+};
+
+struct CallArg {
+  std::string keyword;  // empty for a positional argument
+  size_t pos;
+  Literal value;
+};
+
+class Parser {
+ public:
+  explicit Parser(std::string_view text) : text_(text) {}
+
+  Graph parse() {
+    skip_space();
+    size_t p = pos_;
+    if (!is_word_char(peek()) || word() != "graph")
+      fail(p, "expected 'graph' at the start of the text");
+    skip_space();
+    g_ = Graph(name());
+    skip_space();
+    expect('(', "after the graph name");
+    signature();
+    skip_space();
+    expect('{', "after the signature");
+    while (!statement()) {
+    }
+    skip_space();
+    if (at_end()) fail(pos_, "missing '}' at the end of graph '" + g_.name() + "'");
+    expect('}', "after the return statement");
+    skip_space();
+    if (!at_end()) fail(pos_, "unexpected text after the closing '}' (one graph per text)");
+    return std::move(g_);
+  }
+
+ private:
+  // ---- lexing ----
+  bool at_end() const { return pos_ >= text_.size(); }
+  char peek() const { return at_end() ? '\0' : text_[pos_]; }
+
+  void skip_space() {
+    while (!at_end()) {
+      char c = text_[pos_];
+      if (c == ' ' || c == '\t' || c == '\n' || c == '\r') {
+        ++pos_;
+      } else if (c == '#') {
+        while (!at_end() && text_[pos_] != '\n') ++pos_;
+      } else {
+        break;
+      }
+    }
+  }
+  void skip_inline_space() {
+    while (!at_end() && (text_[pos_] == ' ' || text_[pos_] == '\t')) ++pos_;
+  }
+
+  void expect(char c, std::string_view where) {
+    if (peek() != c)
+      fail(pos_,
+           std::string("expected '") + c + "' " + std::string(where) + ", found " + found_text());
+    ++pos_;
+  }
+
+  std::string found_text() const {
+    if (at_end()) return "the end of the text";
+    if (text_[pos_] == '\n') return "the end of the line";
+    return std::string("'") + text_[pos_] + "'";
+  }
+
+  std::string word() {
+    size_t start = pos_;
+    while (!at_end() && is_word_char(text_[pos_])) ++pos_;
+    if (start == pos_) fail(pos_, "expected a name, found " + found_text());
+    return std::string(text_.substr(start, pos_ - start));
+  }
+
+  std::string quoted_string() {
+    size_t start = pos_;
+    expect('"', "to open a string");
+    std::string out;
+    while (true) {
+      if (at_end() || text_[pos_] == '\n') fail(start, "unterminated string");
+      char c = text_[pos_++];
+      if (c == '"') return out;
+      if (c != '\\') {
+        out += c;
+        continue;
+      }
+      char e = peek();
+      ++pos_;
+      switch (e) {
+        case '"':
+          out += '"';
+          break;
+        case '\\':
+          out += '\\';
+          break;
+        case 'n':
+          out += '\n';
+          break;
+        case 't':
+          out += '\t';
+          break;
+        case 'r':
+          out += '\r';
+          break;
+        case 'x': {
+          unsigned v = 0;
+          auto r = std::from_chars(text_.data() + pos_,
+                                   text_.data() + std::min(pos_ + 2, text_.size()), v, 16);
+          if (r.ptr != text_.data() + pos_ + 2) fail(pos_ - 2, "bad \\x escape (two hex digits)");
+          pos_ += 2;
+          out += static_cast<char>(v);
+          break;
+        }
+        default:
+          fail(pos_ - 2, "unknown escape in string (use \\\" \\\\ \\n \\t \\r \\xHH)");
+      }
+    }
+  }
+
+  // A graph or value name: [A-Za-z0-9_.]+ or a quoted string.
+  std::string name() { return peek() == '"' ? quoted_string() : word(); }
+
+  // A '#' comment on the rest of the current line, trimmed; nullopt when there is none.
+  std::optional<std::string> trailing_comment() {
+    skip_inline_space();
+    if (peek() != '#') return std::nullopt;
+    size_t start = ++pos_;
+    while (!at_end() && text_[pos_] != '\n') ++pos_;
+    std::string_view d = text_.substr(start, pos_ - start);
+    size_t b = d.find_first_not_of(" \t\r"), e = d.find_last_not_of(" \t\r");
+    return b == std::string_view::npos ? std::string() : std::string(d.substr(b, e - b + 1));
+  }
+
+  // After a signature or return entry: consumes the separating comma, if any, and the entry's
+  // descriptor comment (a '#' comment on the same line). Returns whether a comma followed.
+  bool entry_end(std::string& desc) {
+    skip_inline_space();
+    bool comma = peek() == ',';
+    if (comma) ++pos_;
+    if (auto d = trailing_comment()) desc = *d;
+    if (!comma) {
+      skip_space();
+      comma = peek() == ',';
+      if (comma) ++pos_;
+    }
+    return comma;
+  }
+
+  int64_t integer() {
+    size_t start = pos_;
+    if (peek() == '-') ++pos_;
+    while (std::isdigit(static_cast<unsigned char>(peek()))) ++pos_;
+    int64_t v = 0;
+    auto r = std::from_chars(text_.data() + start, text_.data() + pos_, v);
+    if (r.ec == std::errc::result_out_of_range) fail(start, "integer out of range");
+    if (r.ec != std::errc() || r.ptr != text_.data() + pos_) {
+      pos_ = start;
+      fail(start, "expected an integer, found " + found_text());
+    }
+    return v;
+  }
+
+  // "line L, column C" of byte offset `pos` (1-based; columns count bytes).
+  std::string location(size_t pos) const {
+    size_t line = 1, line_start = 0;
+    for (size_t i = 0; i < pos && i < text_.size(); ++i)
+      if (text_[i] == '\n') {
+        ++line;
+        line_start = i + 1;
+      }
+    return "line " + std::to_string(line) + ", column " + std::to_string(pos - line_start + 1);
+  }
+
+  [[noreturn]] void fail(size_t pos, const std::string& what) const {
+    throw std::invalid_argument(location(pos) + ": " + what);
+  }
+
+  // ---- grammar ----
+  void signature() {
+    skip_space();
+    if (peek() == ')') {
+      ++pos_;
+      return;
+    }
+    while (true) {
+      skip_space();
+      Binding b = binding();
+      check_new(b);
+      std::string desc;
+      bool more = entry_end(desc);
+      define(b, g_.add_input(b.name, b.meta, std::move(desc)));
+      if (!more) break;
+    }
+    skip_space();
+    expect(')', "to close the signature");
+  }
+
+  // `%name: type`; checks that the name is new.
+  Binding binding() {
+    Binding b;
+    b.pos = pos_;
+    expect('%', "before a value name");
+    b.name = name();
+    if (b.name.empty()) fail(b.pos, "empty value name");
+    skip_space();
+    expect(':', "and a type annotation after %" + b.name);
+    skip_space();
+    b.meta = type_annotation();
+    return b;
+  }
+
+  // Fails unless `b` names a value not defined yet (`pending`: names bound earlier in the same
+  // statement, not yet in the graph).
+  void check_new(const Binding& b, const std::unordered_set<std::string>& pending = {}) const {
+    if (auto it = def_pos_.find(b.name); it != def_pos_.end())
+      fail(b.pos,
+           "redefinition of %" + b.name + " (first defined at " + location(it->second) + ")");
+    if (pending.count(b.name)) fail(b.pos, "redefinition of %" + b.name + " in the same statement");
+  }
+
+  void define(const Binding& b, ValueId id) {
+    def_pos_.emplace(b.name, b.pos);
+    defined_[b.name] = id;
+  }
+
+  // dtype[sizes]{strides}@offset, the last two optional.
+  ops::TensorMeta type_annotation() {
+    size_t p = pos_;
+    ops::TensorMeta m;
+    if (!std::isalpha(static_cast<unsigned char>(peek())))
+      fail(p, "bad type annotation: expected a dtype such as f32[2,3], found " + found_text());
+    std::string dt = word();
+    try {
+      m.dtype = parse_dtype(dt);
+    } catch (const std::invalid_argument& e) {
+      fail(p, std::string("bad type annotation: ") + e.what());
+    }
+    if (peek() != '[') fail(pos_, "bad type annotation: expected '[' and the sizes after " + dt);
+    m.sizes = int_list(']', "sizes");
+    for (int64_t s : m.sizes)
+      if (s < 0) fail(p, "bad type annotation: negative size " + std::to_string(s));
+    m.strides = contiguous_strides(m.sizes);
+    if (peek() == '{') {
+      size_t sp = pos_;
+      m.strides = int_list('}', "strides");
+      if (m.strides.size() != m.sizes.size())
+        fail(sp, "bad type annotation: " + std::to_string(m.sizes.size()) + " sizes but " +
+                     std::to_string(m.strides.size()) + " strides");
+    }
+    if (peek() == '@') {
+      ++pos_;
+      m.storage_offset = integer();
+      if (m.storage_offset < 0) fail(p, "bad type annotation: negative storage offset");
+    }
+    return m;
+  }
+
+  // '[' or '{' int, int, ... close; spaces allowed inside.
+  IntList int_list(char close, const char* what) {
+    ++pos_;
+    IntList v;
+    skip_space();
+    if (peek() == close) {
+      ++pos_;
+      return v;
+    }
+    while (true) {
+      skip_space();
+      if (!(std::isdigit(static_cast<unsigned char>(peek())) || peek() == '-'))
+        fail(pos_, std::string("bad type annotation: expected an integer in the ") + what +
+                       ", found " + found_text());
+      v.push_back(integer());
+      skip_space();
+      if (peek() == close) {
+        ++pos_;
+        return v;
+      }
+      if (peek() != ',')
+        fail(pos_, std::string("bad type annotation: expected ',' or '") + close + "' in the " +
+                       what + ", found " + found_text());
+      ++pos_;
+    }
+  }
+
+  // One statement; returns true after the return statement.
+  bool statement() {
+    skip_space();
+    if (at_end()) fail(pos_, "missing '}' at the end of graph '" + g_.name() + "'");
+    if (peek() == '}') fail(pos_, "graph '" + g_.name() + "' has no return statement");
+    std::vector<Binding> outs;
+    if (peek() == '%') {
+      std::unordered_set<std::string> pending;
+      while (true) {
+        outs.push_back(binding());
+        check_new(outs.back(), pending);
+        pending.insert(outs.back().name);
+        skip_space();
+        if (peek() != ',') break;
+        ++pos_;
+        skip_space();
+      }
+      expect('=', "after the results of a statement");
+      skip_space();
+    }
+    size_t p = pos_;
+    if (!std::isalpha(static_cast<unsigned char>(peek())))
+      fail(p, "expected a statement (%result: type = op(...), or return (...)), found " +
+                  found_text());
+    std::string head = word();
+    if (head == "return" && outs.empty()) {
+      return_statement();
+      return true;
+    }
+    call(head, p, outs);
+    return false;
+  }
+
+  void return_statement() {
+    skip_space();
+    expect('(', "after 'return'");
+    skip_space();
+    if (peek() == ')') {
+      ++pos_;
+      return;
+    }
+    while (true) {
+      skip_space();
+      size_t p = pos_;
+      expect('%', "before a returned value");
+      ValueId v = use(name(), p);
+      std::string desc;
+      bool more = entry_end(desc);
+      g_.add_output(v, std::move(desc));
+      if (!more) break;
+    }
+    skip_space();
+    expect(')', "to close the return list");
+  }
+
+  ValueId use(const std::string& n, size_t p) const {
+    auto it = defined_.find(n);
+    if (it == defined_.end()) fail(p, "unknown value %" + n + " (not defined before this use)");
+    return it->second;
+  }
+
+  const ops::OpDef& find_op(const std::string& opname, size_t p) const {
+    if (const ops::OpDef* op = ops::find(opname)) return *op;
+    std::string hint;
+    for (const std::string& guess :
+         {opname + ".default", "aten." + opname, "aten." + opname + ".default"})
+      if (ops::find(guess)) hint = " (did you mean " + guess + "?)";
+    fail(p, "unknown op '" + opname + "'" + hint);
+  }
+
+  void call(const std::string& opname, size_t op_pos, const std::vector<Binding>& outs) {
+    const ops::OpDef& op = find_op(opname, op_pos);
+    const ops::Schema& schema = op.parsed_schema();
+    skip_space();
+    expect('(', "after the op name");
+    std::vector<CallArg> given = call_args();
+    std::vector<NodeArg> args = bind_args(op, op_pos, given);
+
+    bool list_result = false;
+    for (const ops::ArgSchema& r : schema.returns)
+      list_result = list_result || r.type == ops::ArgType::tensor_list;
+    if (!list_result && outs.size() != schema.returns.size())
+      fail(outs.empty() ? op_pos : outs[0].pos,
+           "arity mismatch: " + opname + " returns " + std::to_string(schema.returns.size()) +
+               " value(s), the statement binds " + std::to_string(outs.size()));
+
+    std::vector<ops::TensorMeta> metas;
+    std::vector<std::string> names;
+    for (const Binding& b : outs) {
+      metas.push_back(b.meta);
+      names.push_back(b.name);
+    }
+    std::vector<ValueId> ids = g_.add_node(op, std::move(args), metas, names);
+    for (size_t i = 0; i < ids.size(); ++i) define(outs[i], ids[i]);
+  }
+
+  std::vector<CallArg> call_args() {
+    std::vector<CallArg> given;
+    skip_space();
+    if (peek() == ')') {
+      ++pos_;
+      return given;
+    }
+    while (true) {
+      skip_space();
+      CallArg a;
+      a.pos = pos_;
+      if (std::isalpha(static_cast<unsigned char>(peek())) || peek() == '_') {
+        std::string w = word();
+        skip_space();
+        if (peek() == '=') {
+          ++pos_;
+          skip_space();
+          a.keyword = std::move(w);
+        } else {
+          pos_ = a.pos;
+        }
+      }
+      a.value = literal();
+      given.push_back(std::move(a));
+      skip_space();
+      if (peek() == ')') {
+        ++pos_;
+        return given;
+      }
+      expect(',', "or ')' between arguments");
+    }
+  }
+
+  // Places named arguments by name and positional ones into the remaining slots in schema order,
+  // then fills omitted ones with their defaults (ops::normalize semantics).
+  std::vector<NodeArg> bind_args(const ops::OpDef& op, size_t op_pos,
+                                 const std::vector<CallArg>& given) {
+    const ops::Schema& schema = op.parsed_schema();
+    std::vector<std::optional<NodeArg>> slots(schema.args.size());
+    std::vector<bool> named(schema.args.size(), false);
+    for (const CallArg& a : given) {
+      if (a.keyword.empty()) continue;
+      int idx = schema.find_arg(a.keyword);
+      if (idx < 0)
+        fail(a.pos, "unknown keyword argument '" + a.keyword + "' for " + std::string(op.name) +
+                        " (its arguments: " + arg_names(schema) + ")");
+      if (named[idx]) fail(a.pos, "argument '" + a.keyword + "' given twice");
+      named[idx] = true;
+      slots[idx] = convert(a.value, schema.args[idx], op);
+    }
+    size_t next = 0;
+    for (const CallArg& a : given) {
+      if (!a.keyword.empty()) continue;
+      while (next < slots.size() && named[next]) ++next;
+      if (next == slots.size())
+        fail(a.pos, "arity mismatch: " + std::string(op.name) + " takes " +
+                        std::to_string(schema.args.size()) + " argument(s) (" + arg_names(schema) +
+                        "), " + std::to_string(given.size()) + " given");
+      slots[next] = convert(a.value, schema.args[next], op);
+      ++next;
+    }
+    std::vector<NodeArg> args;
+    for (size_t i = 0; i < slots.size(); ++i) {
+      if (!slots[i]) {
+        slots[i] = schema_default(schema.args[i]);
+        if (!slots[i])
+          fail(op_pos, "arity mismatch: " + std::string(op.name) + " is missing argument '" +
+                           schema.args[i].name + "' (" + schema_type_text(schema.args[i]) + ")");
+      }
+      args.push_back(std::move(*slots[i]));
+    }
+    return args;
+  }
+
+  static std::string arg_names(const ops::Schema& s) {
+    std::string out;
+    for (size_t i = 0; i < s.args.size(); ++i) out += (i ? ", " : "") + s.args[i].name;
+    return out;
+  }
+
+  Literal literal() {
+    Literal l;
+    l.pos = pos_;
+    char c = peek();
+    if (c == '%') {
+      ++pos_;
+      l.kind = Literal::Kind::value;
+      l.s = name();
+      l.value = use(l.s, l.pos);
+    } else if (c == '[') {
+      ++pos_;
+      l.kind = Literal::Kind::list;
+      skip_space();
+      if (peek() == ']') {
+        ++pos_;
+        return l;
+      }
+      while (true) {
+        skip_space();
+        l.items.push_back(literal());
+        skip_space();
+        if (peek() == ']') {
+          ++pos_;
+          return l;
+        }
+        expect(',', "or ']' in a list");
+      }
+    } else if (c == '"') {
+      l.kind = Literal::Kind::string;
+      l.s = quoted_string();
+    } else if (c == '-' || std::isdigit(static_cast<unsigned char>(c))) {
+      number(l);
+    } else if (std::isalpha(static_cast<unsigned char>(c))) {
+      word_literal(l);
+    } else {
+      fail(pos_, "expected an argument, found " + found_text());
+    }
+    return l;
+  }
+
+  void number(Literal& l) {
+    size_t start = pos_;
+    if (text_.substr(pos_, 4) == "-inf" &&
+        !is_word_char(text_.size() > pos_ + 4 ? text_[pos_ + 4] : ' ')) {
+      pos_ += 4;
+      l.kind = Literal::Kind::floating;
+      l.d = -std::numeric_limits<double>::infinity();
+      return;
+    }
+    if (peek() == '-') ++pos_;
+    bool is_float = false;
+    auto digits = [&] {
+      while (std::isdigit(static_cast<unsigned char>(peek()))) ++pos_;
+    };
+    digits();
+    if (peek() == '.') {
+      is_float = true;
+      ++pos_;
+      digits();
+    }
+    if (peek() == 'e' || peek() == 'E') {
+      is_float = true;
+      ++pos_;
+      if (peek() == '+' || peek() == '-') ++pos_;
+      digits();
+    }
+    if (is_word_char(peek())) fail(start, "malformed number");
+    const char* b = text_.data() + start;
+    const char* e = text_.data() + pos_;
+    if (is_float) {
+      l.kind = Literal::Kind::floating;
+      auto r = std::from_chars(b, e, l.d);
+      if (r.ec != std::errc() || r.ptr != e) fail(start, "malformed number");
+    } else {
+      pos_ = start;
+      l.kind = Literal::Kind::integer;
+      l.i = integer();
+    }
+  }
+
+  void word_literal(Literal& l) {
+    std::string w = word();
+    if (w == "none") {
+      l.kind = Literal::Kind::none;
+    } else if (w == "true" || w == "false") {
+      l.kind = Literal::Kind::boolean;
+      l.b = w == "true";
+    } else if (w == "inf" || w == "nan") {
+      l.kind = Literal::Kind::floating;
+      l.d = w == "inf" ? std::numeric_limits<double>::infinity()
+                       : std::numeric_limits<double>::quiet_NaN();
+    } else {
+      try {
+        l.dtype = parse_dtype(w);
+        l.kind = Literal::Kind::dtype;
+      } catch (const std::invalid_argument&) {
+        fail(l.pos, "unknown constant '" + w +
+                        "' (constants are numbers, true, false, none, inf, nan, dtypes, strings "
+                        "and lists; values start with %)");
+      }
+    }
+  }
+
+  // The literal as the alternative the schema type is stored as.
+  NodeArg convert(const Literal& l, const ops::ArgSchema& s, const ops::OpDef& op) const {
+    using K = Literal::Kind;
+    using ops::ArgType;
+    auto mismatch = [&]() {
+      fail(l.pos, "argument '" + s.name + "' of " + std::string(op.name) + " expects " +
+                      schema_type_text(s) + ", got " + literal_desc(l));
+    };
+    if (l.kind == K::none) {
+      if (!(s.optional || s.type == ArgType::generator)) mismatch();
+      return std::monostate{};
+    }
+    switch (s.type) {
+      case ArgType::tensor:
+        if (l.kind == K::value) return l.value;
+        break;
+      case ArgType::tensor_list:
+        if (l.kind == K::list) {
+          ValueList v;
+          for (const Literal& item : l.items) {
+            if (item.kind != K::value)
+              fail(item.pos, "argument '" + s.name + "' of " + std::string(op.name) +
+                                 " expects a list of tensor values, got " + literal_desc(item));
+            v.push_back(item.value);
+          }
+          return v;
+        }
+        break;
+      case ArgType::scalar:
+        if (l.kind == K::integer) return Scalar(l.i);
+        if (l.kind == K::floating) return Scalar(l.d);
+        if (l.kind == K::boolean) return Scalar(l.b);
+        break;
+      case ArgType::int_:
+        if (l.kind == K::integer) return l.i;
+        break;
+      case ArgType::int_list:
+        if (l.kind == K::integer) return IntList{l.i};  // ATen lets int[1] take a bare int
+        if (l.kind == K::list) {
+          IntList v;
+          for (const Literal& item : l.items) {
+            if (item.kind != K::integer)
+              fail(item.pos, "argument '" + s.name + "' of " + std::string(op.name) +
+                                 " expects a list of integers, got " + literal_desc(item));
+            v.push_back(item.i);
+          }
+          return v;
+        }
+        break;
+      case ArgType::float_:
+        if (l.kind == K::floating) return l.d;
+        if (l.kind == K::integer) return static_cast<double>(l.i);
+        break;
+      case ArgType::bool_:
+        if (l.kind == K::boolean) return l.b;
+        break;
+      case ArgType::dtype:
+        if (l.kind == K::dtype) return l.dtype;
+        break;
+      case ArgType::string:
+        if (l.kind == K::string) return l.s;
+        break;
+      case ArgType::generator:
+        break;
+    }
+    mismatch();
+    return {};
+  }
+
+  std::string_view text_;
+  size_t pos_ = 0;
+  Graph g_;
+  std::unordered_map<std::string, ValueId> defined_;
+  std::unordered_map<std::string, size_t> def_pos_;  // where each name was defined, for errors
+};
+
+}  // namespace
+
+Graph parse_graph(std::string_view text) {
+  return Parser(text).parse();
+}
+
+}  // namespace aotgrad::graph

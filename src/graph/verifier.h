@@ -1,0 +1,18 @@
+// Structural and metadata checks of a graph.
+#pragma once
+
+#include "graph/graph.h"
+
+namespace aotgrad::graph {
+
+// Checks that `g` is well formed; throws std::invalid_argument naming the offending node (its
+// first result and op, "node %mm = aten.mm.default") or graph output.
+// Needs: nothing (any Graph, however built). Runs every node's meta function on fake tensors, so
+// it costs a meta call per node but never touches data.
+// Guarantees, when it returns: every value is defined once before use; every node has one
+// argument per schema argument, each of the kind its schema type takes; result counts match the
+// schema; graph outputs are defined values; and each result's recorded dtype and sizes are what
+// the op's meta function computes from the recorded input metadata.
+void verify_graph(const Graph& g);
+
+}  // namespace aotgrad::graph

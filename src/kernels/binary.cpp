@@ -1,0 +1,179 @@
+// Binary and ternary pointwise kernels: arithmetic, comparisons, where, activation backwards.
+#include <cmath>
+#include <stdexcept>
+
+#include "kernels/arith.h"
+#include "kernels/elementwise.h"
+#include "kernels/pointwise.h"
+#include "ops/promotion.h"
+
+namespace aotgrad::kernels {
+namespace {
+
+using elementwise::Input;
+
+IntList out_shape(const Input& a, const Input& b) {
+  const Tensor* ta = std::get_if<Tensor>(&a);
+  const Tensor* tb = std::get_if<Tensor>(&b);
+  if (ta && tb) return broadcast_shapes(ta->sizes(), tb->sizes());
+  return ta ? ta->sizes() : tb->sizes();
+}
+
+DType result_of(const Input& a, const Input& b) {
+  ops::ResultTypeState s;
+  for (const Input* in : {&a, &b}) std::visit([&](const auto& v) { s.add(v); }, *in);
+  return s.result();
+}
+
+// a + alpha * b (sign = +1) or a - alpha * b (sign = -1), in the promoted dtype.
+Tensor add_impl(const Input& a, const Input& b, const Scalar& alpha, int sign) {
+  Tensor out = make_tensor(out_shape(a, b), result_of(a, b));
+  visit_compute(out.dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const T al = elementwise::scalar_as<T>(alpha);
+    if (sign > 0)
+      elementwise::run<T, T, T>(out, {a, b},
+                                [al](T x, T y) -> T { return arith::add(x, arith::mul(al, y)); });
+    else
+      elementwise::run<T, T, T>(out, {a, b},
+                                [al](T x, T y) -> T { return arith::sub(x, arith::mul(al, y)); });
+  });
+  return out;
+}
+
+Tensor mul_impl(const Input& a, const Input& b) {
+  Tensor out = make_tensor(out_shape(a, b), result_of(a, b));
+  visit_compute(out.dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    elementwise::run<T, T, T>(out, {a, b}, [](T x, T y) -> T { return arith::mul(x, y); });
+  });
+  return out;
+}
+
+// True division: integral operands are read as the default float.
+Tensor div_impl(const Input& a, const Input& b) {
+  Tensor out = make_tensor(out_shape(a, b), ops::float_op_dtype(result_of(a, b)));
+  visit_float(out.dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    elementwise::run<T, T, T>(out, {a, b}, [](T x, T y) -> T { return x / y; });
+  });
+  return out;
+}
+
+Tensor compare_impl(Compare op, const Input& a, const Input& b) {
+  Tensor out = make_tensor(out_shape(a, b), DType::b8);
+  visit_compute(result_of(a, b), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    switch (op) {
+      case Compare::eq:
+        elementwise::run<bool, T, T>(out, {a, b}, [](T x, T y) { return x == y; });
+        break;
+      case Compare::gt:
+        elementwise::run<bool, T, T>(out, {a, b}, [](T x, T y) { return x > y; });
+        break;
+      case Compare::lt:
+        elementwise::run<bool, T, T>(out, {a, b}, [](T x, T y) { return x < y; });
+        break;
+    }
+  });
+  return out;
+}
+
+// Backward kernels of float activations: f(grad, x) in the promoted floating dtype.
+template <typename Make>
+Tensor float_binary(const Tensor& grad, const Tensor& x, const char* what, Make&& make) {
+  Tensor out = make_tensor(broadcast_shapes(grad.sizes(), x.sizes()), ops::result_type(grad, x));
+  if (!is_floating(out.dtype()))
+    throw std::invalid_argument(std::string(what) + ": expected floating tensors, got " +
+                                std::string(dtype_name(out.dtype())));
+  visit_float(out.dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    elementwise::run<T, T, T>(out, {grad, x}, make(tag));
+  });
+  return out;
+}
+
+}  // namespace
+
+Tensor add(const Tensor& a, const Tensor& b, const Scalar& alpha) {
+  return add_impl(a, b, alpha, 1);
+}
+Tensor add(const Tensor& a, const Scalar& b, const Scalar& alpha) {
+  return add_impl(a, b, alpha, 1);
+}
+Tensor sub(const Tensor& a, const Tensor& b, const Scalar& alpha) {
+  return add_impl(a, b, alpha, -1);
+}
+Tensor sub(const Tensor& a, const Scalar& b, const Scalar& alpha) {
+  return add_impl(a, b, alpha, -1);
+}
+Tensor mul(const Tensor& a, const Tensor& b) {
+  return mul_impl(a, b);
+}
+Tensor mul(const Tensor& a, const Scalar& b) {
+  return mul_impl(a, b);
+}
+Tensor div(const Tensor& a, const Tensor& b) {
+  return div_impl(a, b);
+}
+Tensor div(const Tensor& a, const Scalar& b) {
+  return div_impl(a, b);
+}
+
+Tensor compare(Compare op, const Tensor& a, const Tensor& b) {
+  return compare_impl(op, a, b);
+}
+Tensor compare(Compare op, const Tensor& a, const Scalar& b) {
+  return compare_impl(op, a, b);
+}
+
+Tensor where(const Tensor& condition, const Tensor& a, const Tensor& b) {
+  IntList shape = broadcast_shapes(condition.sizes(), broadcast_shapes(a.sizes(), b.sizes()));
+  Tensor out = make_tensor(shape, ops::result_type(a, b));
+  visit_compute(out.dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    elementwise::run<T, bool, T, T>(out, {condition, a, b},
+                                    [](bool c, T x, T y) -> T { return c ? x : y; });
+  });
+  return out;
+}
+
+Tensor tanh_backward(const Tensor& grad, const Tensor& output) {
+  return float_binary(grad, output, "tanh_backward", [](auto tag) {
+    using T = typename decltype(tag)::type;
+    return [](T g, T y) -> T { return g * (T(1) - y * y); };
+  });
+}
+
+Tensor sigmoid_backward(const Tensor& grad, const Tensor& output) {
+  return float_binary(grad, output, "sigmoid_backward", [](auto tag) {
+    using T = typename decltype(tag)::type;
+    return [](T g, T y) -> T { return g * (T(1) - y) * y; };
+  });
+}
+
+Tensor threshold_backward(const Tensor& grad, const Tensor& self, const Scalar& threshold) {
+  Tensor out =
+      make_tensor(broadcast_shapes(grad.sizes(), self.sizes()), ops::result_type(grad, self));
+  visit_compute(out.dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const T th = elementwise::scalar_as<T>(threshold);
+    elementwise::run<T, T, T>(out, {grad, self},
+                              [th](T g, T x) -> T { return x <= th ? T(0) : g; });
+  });
+  return out;
+}
+
+Tensor gelu_backward(const Tensor& grad, const Tensor& self, bool tanh_approximation) {
+  if (tanh_approximation)
+    return float_binary(grad, self, "gelu_backward", [](auto tag) {
+      using T = typename decltype(tag)::type;
+      return [](T g, T x) -> T { return g * arith::gelu_tanh_derivative(x); };
+    });
+  return float_binary(grad, self, "gelu_backward", [](auto tag) {
+    using T = typename decltype(tag)::type;
+    return [](T g, T x) -> T { return g * arith::gelu_erf_derivative(x); };
+  });
+}
+
+}  // namespace aotgrad::kernels

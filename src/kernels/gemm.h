@@ -1,0 +1,31 @@
+// Matrix products for the linalg family.
+//
+// f32 goes to oneDNN's matmul with strided memory descriptors, so a transposed operand (a view
+// from t() / transpose()) is read in place; one primitive per (shapes, strides) is cached per
+// thread. f64 and i64 (oneDNN has no f64 matmul), layouts oneDNN only serves with its slow
+// reference implementation, and any case oneDNN rejects run a cache-blocked OpenMP loop nest.
+// f16/bf16 compute in f32. Results are contiguous; operands must share one dtype (checked by the
+// op layer's meta functions).
+#pragma once
+
+#include <string>
+
+#include "aotgrad/tensor.h"
+
+namespace aotgrad::kernels {
+
+// [M, K] @ [K, N] -> [M, N].
+Tensor mm(const Tensor& a, const Tensor& b);
+// [B, M, K] @ [B, K, N] -> [B, M, N].
+Tensor bmm(const Tensor& a, const Tensor& b);
+// beta * self + alpha * (a @ b), with `self` broadcast to [M, N]. beta == 0 ignores self
+// entirely (NaN included), as torch.addmm does.
+Tensor addmm(const Tensor& self, const Tensor& a, const Tensor& b, const Scalar& beta,
+             const Scalar& alpha);
+
+// The loop-nest fallback for [B, M, K] @ [B, K, N], exposed so tests can compare both paths.
+Tensor bmm_loop(const Tensor& a, const Tensor& b);
+// Which implementation bmm(a, b) would run: "onednn:<oneDNN impl name>" or "loop".
+std::string gemm_backend(const Tensor& a, const Tensor& b);
+
+}  // namespace aotgrad::kernels
