@@ -28,7 +28,9 @@ struct AotConfig {
   std::string fw_compiler = "interpreter";
   std::string bw_compiler;         // empty: same as fw_compiler
   std::string inference_compiler;  // empty: same as fw_compiler
-  std::string partitioner = "default";
+  std::string partitioner = "default";  // or "min_cut"
+  // min_cut only: fraction in [0, 1] of the runtime-optimal saved activation bytes to keep.
+  double activation_memory_budget = 1.0;
   std::string name = "fn";         // used in error messages and logs
   // Inference graphs write input mutations with copy_ inside the graph instead of returning the
   // new values for the runtime to copy (PyTorch's keep_inference_input_mutations).

@@ -15,8 +15,7 @@
 #include "aotgrad/autograd.h"
 #include "graph/dce.h"
 #include "graph/printer.h"
-#include "partition/default_partition.h"
-#include "partition/extract.h"
+#include "partition/registry.h"
 
 namespace aotgrad {
 namespace {
@@ -74,12 +73,6 @@ std::string mismatch(const Entry& e, const std::vector<InputGuard>& g, const aot
   return "";
 }
 
-partition::Partition run_partitioner(const std::string& name, const graph::Graph& joint,
-                                     const partition::JointInfo& info) {
-  if (name == "default") return partition::default_partition(joint, info);
-  throw std::invalid_argument("unknown partitioner '" + name + "' (known: default)");
-}
-
 void dump(const std::string& fn_name, size_t index, const char* stage, const std::string& text) {
   const char* dir = std::getenv("AOTGRAD_DUMP");
   if (!dir || !*dir) return;
@@ -118,8 +111,9 @@ std::shared_ptr<const aot::Specialization> compile(const AotConfig& cfg, const F
   aot::JointGraph joint = aot::build_joint(captured.graph, captured.value_requires_grad);
   spec->text.joint = graph::print_graph(joint.graph);
   dump(cfg.name, index, "joint", spec->text.joint);
-  partition::Partition part = run_partitioner(cfg.partitioner, joint.graph,
-                                              {joint.num_primals, joint.num_fw_outputs});
+  partition::Partition part = partition::run_partitioner(
+      cfg.partitioner, joint.graph, {joint.num_primals, joint.num_fw_outputs},
+      {.activation_memory_budget = cfg.activation_memory_budget});
   spec->text.forward = graph::print_graph(part.forward);
   spec->text.backward = graph::print_graph(part.backward);
   spec->text.saved_report = part.report();
