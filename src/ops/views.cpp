@@ -639,7 +639,7 @@ const OpDef kRows[] = {
   // Shares storage (and so the version counter) but is no autograd view and never requires grad.
   {.name = "aten.detach.default", .schema = "detach(Tensor(a) self) -> Tensor(a)",
    .meta = same_geometry_meta, .kernel = untracked_alias_kernel<same_geometry_meta>,
-   .recompute = Recompute::view},
+   .recompute = Recompute::view, .view_scatter = view_scatter_identity},
   {.name = "aten.select_backward.default",
    .schema = "select_backward(Tensor grad_output, SymInt[] input_sizes, int dim, SymInt index) -> Tensor",
    .meta = select_backward_meta, .kernel = select_backward_kernel, .vjp = select_backward_vjp,
