@@ -1,0 +1,58 @@
+// Joining, splitting and indexing ops (ops/joining.cpp, ops/indexing.cpp). Same conventions as
+// ops.h: each function dispatches one op-table row, so it runs eagerly with autograd or is
+// recorded when traced; negative dims count from the end. Index tensors are i64 and hold
+// non-negative in-range indices (an out-of-range index throws std::invalid_argument naming the
+// op, the index and the valid range).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "aotgrad/tensor.h"
+
+namespace aotgrad {
+
+// ---- joining (ops/joining.cpp) ----
+// Joins along an existing dim; dtypes promote as torch.cat. A 1-D tensor with no elements is
+// skipped whatever the other tensors' rank (PyTorch's legacy empty tensor).
+Tensor cat(const std::vector<Tensor>& tensors, int64_t dim = 0);
+// Joins equal-shaped tensors along a new dim.
+Tensor stack(const std::vector<Tensor>& tensors, int64_t dim = 0);
+
+// ---- splitting: the pieces are views of `a` ----
+// Pieces of split_size along dim (the last one may be shorter).
+std::vector<Tensor> split(const Tensor& a, int64_t split_size, int64_t dim = 0);
+// Pieces of the given sizes, which must sum to a.size(dim).
+std::vector<Tensor> split_with_sizes(const Tensor& a, const IntList& split_sizes, int64_t dim = 0);
+// a.size(dim) pieces with dim removed.
+std::vector<Tensor> unbind(const Tensor& a, int64_t dim = 0);
+// At most `chunks` pieces of ceil(a.size(dim) / chunks) (fewer when they run out, as torch).
+std::vector<Tensor> chunk(const Tensor& a, int64_t chunks, int64_t dim = 0);
+
+// ---- indexing (ops/indexing.cpp) ----
+// a with dim replaced by a.index(index[j]) for j in the 1-D (or 0-D) index.
+Tensor index_select(const Tensor& a, int64_t dim, const Tensor& index);
+// out[i] = a[i with i[dim] = index[i]]; out has index's shape.
+Tensor gather(const Tensor& a, int64_t dim, const Tensor& index);
+// a, then out[i with i[dim] = index[i]] += src[i] for every i of index's shape.
+Tensor scatter_add(const Tensor& a, int64_t dim, const Tensor& index, const Tensor& src);
+// a, then out.select(dim, index[j]) += alpha * source.select(dim, j).
+Tensor index_add(const Tensor& a, int64_t dim, const Tensor& index, const Tensor& source,
+                 const Scalar& alpha = 1);
+// Rows of the 2-D weight picked by `indices`: shape indices.sizes() + [weight.size(1)].
+// padding_idx >= 0: that row gets no gradient. scale_grad_by_freq: each row's gradient is divided
+// by how often it occurs in `indices`.
+Tensor embedding(const Tensor& weight, const Tensor& indices, int64_t padding_idx = -1,
+                 bool scale_grad_by_freq = false);
+// The gradient of embedding for its weight ([num_weights, grad.size(-1)]).
+Tensor embedding_dense_backward(const Tensor& grad, const Tensor& indices, int64_t num_weights,
+                                int64_t padding_idx, bool scale_grad_by_freq);
+// mask ? value : a, broadcast to the shape of both; a's dtype. mask is b8; a Tensor value is
+// 0-dim (and receives a gradient).
+Tensor masked_fill(const Tensor& a, const Tensor& mask, const Scalar& value);
+Tensor masked_fill(const Tensor& a, const Tensor& mask, const Tensor& value);
+// Lower / upper triangle of each matrix (last two dims) from the diagonal-th diagonal; the rest 0.
+Tensor tril(const Tensor& a, int64_t diagonal = 0);
+Tensor triu(const Tensor& a, int64_t diagonal = 0);
+
+}  // namespace aotgrad
