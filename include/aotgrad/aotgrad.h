@@ -2,9 +2,14 @@
 #pragma once
 
 #include "aotgrad/autograd.h"
+#include "aotgrad/conv.h"
 #include "aotgrad/dtype.h"
+#include "aotgrad/indexing.h"
+#include "aotgrad/math.h"
 #include "aotgrad/ops.h"
 #include "aotgrad/random.h"
 #include "aotgrad/scalar.h"
 #include "aotgrad/aot.h"
+#include "aotgrad/memory_budget.h"
+#include "aotgrad/nn.h"
 #include "aotgrad/tensor.h"

@@ -32,6 +32,9 @@ struct Partition {
 struct JointInfo {
   size_t num_primals = 0;
   size_t num_fw_outputs = 0;
+  // Memory budget of each joint node's MemoryBudgetGuard region (NaN or absent: none; see
+  // partition/memory_budget.h). Read only by the min-cut partitioner.
+  std::vector<double> node_budgets;
 };
 
 }  // namespace aotgrad::partition

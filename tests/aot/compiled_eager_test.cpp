@@ -631,6 +631,63 @@ TEST(CompiledEager, InPlaceOnAnOutputThatIsNotSavedWorks) {
   EXPECT_TRUE(ag::testing::allclose(b.grad(), b_ref.grad(), 0, 0));
 }
 
+// ---- compiled calls inside a larger eager graph ----
+
+TEST(CompiledEager, EagerOpsAroundTheCompiledCall) {
+  // Eager op -> compiled -> eager ops: the compiled node receives an expanded (stride-0)
+  // gradient from sum, and its input is a non-leaf whose gradient flows on to the leaf.
+  auto fn = [](const Tensor& h, const Tensor& w) { return ag::matmul(h, w).tanh(); };
+  auto f = ag::aot_function(fn);
+  Tensor x = in({3, 4}, 180), w = in({4, 2}, 181);
+  Tensor x_ref = in({3, 4}, 180), w_ref = in({4, 2}, 181);
+  Tensor out = (f(x.sin(), w) * 2.0).sum();
+  Tensor ref = (fn(x_ref.sin(), w_ref) * 2.0).sum();
+  EXPECT_TRUE(ag::testing::allclose(out, ref, 1e-12, 1e-12));
+  out.backward();
+  ref.backward();
+  EXPECT_TRUE(ag::testing::allclose(x.grad(), x_ref.grad(), 1e-12, 1e-12));
+  EXPECT_TRUE(ag::testing::allclose(w.grad(), w_ref.grad(), 1e-12, 1e-12));
+}
+
+TEST(CompiledEager, NonContiguousAndOtherDtypeGradOutputs) {
+  auto fn = [](const Tensor& a) { return a.exp() * a; };
+  auto f = ag::aot_function(fn);
+  Tensor a = in({2, 3}, 182), a_ref = in({2, 3}, 182);
+  Tensor g = constant({3, 2}, 183).t();  // strides {1, 2}
+  f(a).backward(g);
+  fn(a_ref).backward(g);
+  EXPECT_TRUE(ag::testing::allclose(a.grad(), a_ref.grad(), 1e-12, 1e-12));
+  // An f32 compiled output used in f64 arithmetic gets an f64 gradient back through to().
+  Tensor b = as_f32(in({3}, 184)), b_ref = as_f32(in({3}, 184));
+  (f(b).to(DType::f64) * constant({3}, 185)).sum().backward();
+  (fn(b_ref).to(DType::f64) * constant({3}, 185)).sum().backward();
+  EXPECT_EQ(b.grad().dtype(), DType::f32);
+  EXPECT_TRUE(ag::testing::allclose(b.grad(), b_ref.grad(), 1e-6, 1e-5));
+}
+
+TEST(CompiledEager, TwoCallsBeforeOneBackward) {
+  auto fn = [](const Tensor& a, const Tensor& b) { return (a * b).sigmoid().sum(); };
+  auto f = ag::aot_function(fn);
+  Tensor a = in({4}, 186), b = in({4}, 187);
+  Tensor a_ref = in({4}, 186), b_ref = in({4}, 187);
+  Tensor y = f(a, b) + f(b, a) * 3.0;
+  Tensor y_ref = fn(a_ref, b_ref) + fn(b_ref, a_ref) * 3.0;
+  y.backward();
+  y_ref.backward();
+  EXPECT_EQ(f.num_compilations(), 1u);
+  EXPECT_TRUE(ag::testing::allclose(a.grad(), a_ref.grad(), 1e-12, 1e-12));
+  EXPECT_TRUE(ag::testing::allclose(b.grad(), b_ref.grad(), 1e-12, 1e-12));
+}
+
+TEST(CompiledEager, InputsThatAreViewsOfOneLeaf) {
+  auto fn = [](const Tensor& a, const Tensor& b) { return ag::matmul(a, b).sum(); };
+  auto f = ag::aot_function(fn);
+  Tensor x = in({3, 3}, 188), x_ref = in({3, 3}, 188);
+  f(x, x.t()).backward();
+  fn(x_ref, x_ref.t()).backward();
+  EXPECT_TRUE(ag::testing::allclose(x.grad(), x_ref.grad(), 1e-12, 1e-12));
+}
+
 // ---- the oracle itself: it must notice when compiled and eager differ ----
 // is_fake() is true only while tracing, so these functions compute something else when compiled.
 

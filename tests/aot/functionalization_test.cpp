@@ -215,3 +215,27 @@ TEST(Functionalization, SavedValueMutatedInsideFunctionErrorsAtBackward) {
   EXPECT_THROW(ref.backward(), std::runtime_error);
   EXPECT_THROW(out.backward(), std::runtime_error);
 }
+
+TEST(Functionalization, RecompilesWhenAliasingChangesAndLogsWhy) {
+  auto fn = [](Tensor a, const Tensor& b) {
+    a.add_(1.0);
+    return (a * b).sum();
+  };
+  auto f = ag::aot_function(fn);
+  Tensor x = test_input({3}, -1, 1, 1, false), y = test_input({3}, -1, 1, 2, false);
+  f(x, y);
+  EXPECT_EQ(f.num_compilations(), 1u);
+  setenv("AOTGRAD_LOG", "recompiles", 1);
+  ::testing::internal::CaptureStderr();
+  Tensor x2 = copy_of(x, false);
+  Tensor ref = fn(x2, x2);
+  Tensor out = f(x, x);  // now the two inputs are one tensor
+  std::string log = ::testing::internal::GetCapturedStderr();
+  unsetenv("AOTGRAD_LOG");
+  EXPECT_EQ(f.num_compilations(), 2u);
+  EXPECT_NE(log.find("inputs repeat or alias differently"), std::string::npos) << log;
+  EXPECT_TRUE(allclose(out, ref, 1e-12, 1e-12));
+  EXPECT_TRUE(allclose(x, x2, 0, 0));
+  f(x, y);  // the first specialization is reused
+  EXPECT_EQ(f.num_compilations(), 2u);
+}
