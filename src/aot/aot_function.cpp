@@ -112,7 +112,7 @@ std::shared_ptr<const aot::Specialization> compile(const AotConfig& cfg, const F
   spec->text.joint = graph::print_graph(joint.graph);
   dump(cfg.name, index, "joint", spec->text.joint);
   partition::Partition part = partition::run_partitioner(
-      cfg.partitioner, joint.graph, {joint.num_primals, joint.num_fw_outputs},
+      cfg.partitioner, joint.graph, {joint.num_primals, joint.num_fw_outputs, captured.node_budgets},
       {.activation_memory_budget = cfg.activation_memory_budget});
   spec->text.forward = graph::print_graph(part.forward);
   spec->text.backward = graph::print_graph(part.backward);

@@ -4,6 +4,7 @@
 #include <stdexcept>
 
 #include "aotgrad/autograd.h"
+#include "partition/memory_budget.h"
 #include "trace/tracer.h"
 
 namespace aotgrad::aot {
@@ -135,6 +136,7 @@ CapturedForward capture_forward(const FlatFn& fn, const std::vector<Tensor>& inp
     throw std::invalid_argument(config.name + ": tracing failed for inputs (" +
                                 describe_inputs(inputs) + "): " + e.what());
   }
+  c.node_budgets = partition::take_node_budgets(c.graph);
   ViewAndMutationMeta& meta = c.meta;
   meta.keep_input_mutations = config.keep_inference_input_mutations;
   OutputPlan out_plan = classify_outputs(tracer, user_fakes, outs, meta);

@@ -24,6 +24,8 @@ struct CapturedForward {
   ViewAndMutationMeta meta;
   bool needs_autograd = false;
   std::vector<std::string> backward_errors;
+  // Memory budget of each traced node's MemoryBudgetGuard region, by node index (NaN: none).
+  std::vector<double> node_budgets;
 };
 
 CapturedForward capture_forward(const FlatFn& fn, const std::vector<Tensor>& inputs,

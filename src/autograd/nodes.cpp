@@ -22,6 +22,7 @@ Tensor metadata_only(const Tensor& t) {
   impl->dtype = t.dtype();
   impl->sizes = t.sizes();
   impl->strides = t.strides();
+  impl->storage_offset = t.storage_offset();  // as_strided's VJP addresses the storage with it
   impl->storage = std::make_shared<Storage>(0, /*fake=*/true);
   return Tensor(std::move(impl));
 }

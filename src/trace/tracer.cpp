@@ -4,6 +4,7 @@
 #include <stdexcept>
 
 #include "aotgrad/autograd.h"
+#include "partition/memory_budget.h"
 
 namespace aotgrad::trace {
 namespace {
@@ -196,6 +197,7 @@ std::vector<Tensor> Tracer::record(const ops::OpDef& op, ops::OpArgs& args, bool
     throw std::invalid_argument(std::string(op.name) + ": " + e.what());
   }
   std::vector<graph::ValueId> outs = graph_.add_node(op, std::move(node_args), metas);
+  partition::note_node_budget(graph_, graph_.nodes().size() - 1);
   bool grad_tracked = any_requires_grad && op.vjp && autograd::grad_mode_enabled();
   std::vector<Tensor> results;
   for (size_t i = 0; i < outs.size(); ++i) {

@@ -354,9 +354,8 @@ TEST(ViewsGrad, AsStrided) {
                         {transposed_input(3, 4)}));
 }
 
-// Needs src/autograd/nodes.cpp's metadata_only() to keep storage_offset: as_strided's VJP reads
-// the input's offset from the metadata eager autograd keeps, and today that offset arrives as 0.
-TEST(ViewsGrad, DISABLED_AsStridedOfAnOffsetInput) {
+// as_strided's VJP reads the input's storage offset from the metadata eager autograd keeps.
+TEST(ViewsGrad, AsStridedOfAnOffsetInput) {
   Tensor tail = test_input({6}, -1, 1, 5, false).slice(0, 2, kEnd);  // storage offset 2
   tail.requires_grad_();
   EXPECT_TRUE(gradcheck([](const Inputs& v) { return v[0].as_strided({2}, {1}, 3); }, {tail}));

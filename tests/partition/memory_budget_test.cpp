@@ -206,9 +206,8 @@ TEST(MemoryBudget, RegionBudgetAppliesToTheNodesTracedInside) {
   EXPECT_EQ(activation_bytes(ag::testing::min_cut(no_region, 1.0)), (6u * 4 + 6u * 3) * 8);
 }
 
-// Once Tracer::record calls note_node_budget and aot_function hands take_node_budgets to the
-// partitioner (see the report of issue 5), this runs the region end to end.
-TEST(MemoryBudget, DISABLED_RegionBudgetReachesAotFunction) {
+// A guard inside the traced function reaches the min-cut partitioner through aot_function.
+TEST(MemoryBudget, RegionBudgetReachesAotFunction) {
   FlatLoss fn = [](const std::vector<Tensor>& in) {
     Tensor a;
     {

@@ -21,24 +21,6 @@ namespace aotgrad::testing {
 
 using FlatLoss = std::function<std::vector<Tensor>(const std::vector<Tensor>&)>;
 
-// Stands in for the tracer's own call to note_node_budget (see partition/memory_budget.h):
-// forwards every op to the interpreter below and notes the current MemoryBudgetGuard's budget
-// on each node that call appended.
-class BudgetNoter final : public ops::Interpreter {
- public:
-  explicit BudgetNoter(const graph::Graph& g) : graph_(g) {}
-  std::string_view name() const override { return "BudgetNoter"; }
-  std::vector<Tensor> call(const ops::OpDef& op, ops::OpArgs& args) override {
-    size_t before = graph_.nodes().size();
-    std::vector<Tensor> out = ops::dispatch_below(*this, op, args);
-    for (size_t i = before; i < graph_.nodes().size(); ++i) partition::note_node_budget(graph_, i);
-    return out;
-  }
-
- private:
-  const graph::Graph& graph_;
-};
-
 struct TracedJoint {
   aot::JointGraph joint;
   std::vector<double> node_budgets;  // by joint node, from MemoryBudgetGuards in `fn`
@@ -55,9 +37,7 @@ inline TracedJoint trace_joint(const FlatLoss& fn, const std::vector<Tensor>& ex
   trace::Tracer tracer(fw);
   std::vector<Tensor> outs;
   {
-    ops::InterpreterGuard trace_guard(tracer);
-    BudgetNoter noter(fw);
-    ops::InterpreterGuard noter_guard(noter);
+    ops::InterpreterGuard trace_guard(tracer);  // the tracer notes MemoryBudgetGuard regions
     std::vector<Tensor> fakes;
     for (size_t i = 0; i < examples.size(); ++i)
       fakes.push_back(tracer.add_input(examples[i], "arg" + std::to_string(i)));
