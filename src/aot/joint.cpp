@@ -122,8 +122,13 @@ JointGraph build_joint(const graph::Graph& forward, const std::vector<bool>& rg)
         }
     }
   }
-  for (size_t i = 0; i < forward.outputs().size(); ++i)
-    g.add_output(joint_value(forward.outputs()[i]), "output(" + std::to_string(i) + ")");
+  // Forward outputs keep capture's descriptors (mutated_input(k), output(k),
+  // intermediate_base(k)), so the training forward graph reads like the inference graph.
+  for (size_t i = 0; i < forward.outputs().size(); ++i) {
+    const std::string& desc = forward.output_descs()[i];
+    g.add_output(joint_value(forward.outputs()[i]),
+                 desc.empty() ? "output(" + std::to_string(i) + ")" : desc);
+  }
   for (size_t i = 0; i < forward.inputs().size(); ++i) {
     graph::ValueId v = forward.inputs()[i];
     if (!needs(rg, v) || !grads[v.index].defined()) continue;
