@@ -12,4 +12,5 @@
 #include "aotgrad/aot.h"
 #include "aotgrad/memory_budget.h"
 #include "aotgrad/nn.h"
+#include "aotgrad/npy.h"
 #include "aotgrad/tensor.h"

@@ -1,53 +1,11 @@
 #include "graph/node_args.h"
 
 #include <stdexcept>
+#include <variant>
+
+#include "ops/schema.h"
 
 namespace aotgrad::graph {
-namespace {
-
-std::optional<IntList> parse_int_list_default(const std::string& t) {
-  // Same reading as args.cpp: strip the brackets, split on ','.
-  if (t.size() < 2) return std::nullopt;
-  IntList v;
-  std::string body = t.substr(1, t.size() - 2);
-  size_t pos = 0;
-  while (pos < body.size()) {
-    size_t next = body.find(',', pos);
-    if (next == std::string::npos) next = body.size();
-    v.push_back(std::stoll(body.substr(pos, next - pos)));
-    pos = next + 1;
-  }
-  return v;
-}
-
-std::optional<NodeArg> parse_default_text(const ops::ArgSchema& s, const std::string& t) {
-  using ops::ArgType;
-  if (t == "None") return NodeArg(std::monostate{});
-  switch (s.type) {
-    case ArgType::bool_:
-      return NodeArg(t == "True");
-    case ArgType::int_:
-      return NodeArg(static_cast<int64_t>(std::stoll(t)));
-    case ArgType::float_:
-      return NodeArg(std::stod(t));
-    case ArgType::scalar:
-      if (t.find_first_of(".e") != std::string::npos) return NodeArg(Scalar(std::stod(t)));
-      if (t == "True" || t == "False") return NodeArg(Scalar(t == "True"));
-      return NodeArg(Scalar(static_cast<int64_t>(std::stoll(t))));
-    case ArgType::int_list:
-      if (auto v = parse_int_list_default(t)) return NodeArg(std::move(*v));
-      return std::nullopt;
-    case ArgType::string:
-      return NodeArg(t.size() >= 2 && (t[0] == '"' || t[0] == '\'') ? t.substr(1, t.size() - 2)
-                                                                    : t);
-    case ArgType::tensor_list:
-      return NodeArg(ValueList{});
-    default:
-      return std::nullopt;
-  }
-}
-
-}  // namespace
 
 std::optional<NodeArg> schema_default(const ops::ArgSchema& s) {
   if (!s.default_text) {
@@ -55,9 +13,12 @@ std::optional<NodeArg> schema_default(const ops::ArgSchema& s) {
     return std::nullopt;
   }
   try {
-    return parse_default_text(s, *s.default_text);
-  } catch (const std::logic_error&) {
-    // stoll/stod reject it: a default this IR cannot hold, so the argument must be written.
+    ops::DefaultValue d = ops::parse_default_value(s);
+    if (std::holds_alternative<std::monostate>(d)) return NodeArg(std::monostate{});
+    if (s.type == ops::ArgType::tensor_list) return NodeArg(ValueList{});
+    return std::visit([](auto&& v) { return NodeArg(std::move(v)); }, std::move(d));
+  } catch (const std::invalid_argument&) {
+    // A default this IR cannot hold: the argument must be written.
     return std::nullopt;
   }
 }

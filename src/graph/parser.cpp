@@ -507,7 +507,7 @@ class Parser {
     std::vector<NodeArg> args;
     for (size_t i = 0; i < slots.size(); ++i) {
       if (!slots[i]) {
-        slots[i] = schema_default(schema.args[i]);
+        slots[i] = default_arg(schema.args[i]);
         if (!slots[i])
           fail(op_pos, "arity mismatch: " + std::string(op.name) + " is missing argument '" +
                            schema.args[i].name + "' (" + schema_type_text(schema.args[i]) + ")");
@@ -515,6 +515,20 @@ class Parser {
       args.push_back(std::move(*slots[i]));
     }
     return args;
+  }
+
+  // What an omitted argument takes (ops::parse_default_value, which also reads ATen's
+  // scalar-written list defaults: `int[2] padding=0` is [0, 0]); nullopt when required.
+  static std::optional<NodeArg> default_arg(const ops::ArgSchema& s) {
+    if (!s.default_text) return schema_default(s);
+    ops::DefaultValue d;
+    try {
+      d = ops::parse_default_value(s);
+    } catch (const std::invalid_argument&) {
+      return std::nullopt;
+    }
+    if (s.type == ops::ArgType::tensor_list) return NodeArg(ValueList{});
+    return std::visit([](auto&& v) { return NodeArg(v); }, std::move(d));
   }
 
   static std::string arg_names(const ops::Schema& s) {
@@ -626,6 +640,25 @@ class Parser {
     }
   }
 
+  // A list literal for an int[] or bool[] argument. A bool[] (output_mask) is stored as 0 / 1
+  // (ops::ArgSchema::bool_elements) and reads `[true, false]`; 0 / 1 are accepted too, which is
+  // how an IntList prints.
+  IntList int_list(const Literal& l, const ops::ArgSchema& s, const ops::OpDef& op) const {
+    IntList v;
+    for (const Literal& item : l.items) {
+      if (item.kind == Literal::Kind::integer && (!s.bool_elements || item.i == 0 || item.i == 1))
+        v.push_back(item.i);
+      else if (item.kind == Literal::Kind::boolean && s.bool_elements)
+        v.push_back(item.b ? 1 : 0);
+      else
+        fail(item.pos, "argument '" + s.name + "' of " + std::string(op.name) + " expects a list of " +
+                           (s.bool_elements ? "bools (true / false)" : "integers") + ", got " +
+                           (item.kind == Literal::Kind::integer ? "the integer " + std::to_string(item.i)
+                                                                 : literal_desc(item)));
+    }
+    return v;
+  }
+
   // The literal as the alternative the schema type is stored as.
   NodeArg convert(const Literal& l, const ops::ArgSchema& s, const ops::OpDef& op) const {
     using K = Literal::Kind;
@@ -663,17 +696,10 @@ class Parser {
         if (l.kind == K::integer) return l.i;
         break;
       case ArgType::int_list:
-        if (l.kind == K::integer) return IntList{l.i};  // ATen lets int[1] take a bare int
-        if (l.kind == K::list) {
-          IntList v;
-          for (const Literal& item : l.items) {
-            if (item.kind != K::integer)
-              fail(item.pos, "argument '" + s.name + "' of " + std::string(op.name) +
-                                 " expects a list of integers, got " + literal_desc(item));
-            v.push_back(item.i);
-          }
-          return v;
-        }
+        if (l.kind == K::list) return int_list(l, s, op);
+        // ATen lets int[N] take one int, repeated N times (int[1]: a one-element list).
+        if (l.kind == K::integer && !s.bool_elements)
+          return IntList(s.list_size > 1 ? s.list_size : 1, l.i);
         break;
       case ArgType::float_:
         if (l.kind == K::floating) return l.d;

@@ -121,6 +121,13 @@ std::string node_call(const Graph& g, const Node& n) {
       std::optional<NodeArg> def = schema_default(s);
       if (def && *def == a) continue;
     }
+    if (auto* bools = std::get_if<IntList>(&a); bools && s.bool_elements) {
+      std::string text;  // `bool[3] output_mask` holds 0 / 1 but reads as booleans
+      for (size_t k = 0; k < bools->size(); ++k)
+        text += std::string(k ? ", " : "") + ((*bools)[k] ? "true" : "false");
+      named.push_back(s.name + "=[" + text + "]");
+      continue;
+    }
     named.push_back(s.name + "=" + format_arg(g, a));
   }
   std::string out = std::string(n.op->name) + "(";

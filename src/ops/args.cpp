@@ -3,6 +3,7 @@
 #include <string>
 
 #include "ops/op.h"
+#include "ops/schema.h"
 
 namespace aotgrad::ops {
 namespace {
@@ -21,36 +22,12 @@ const Arg& at(const OpArgs& a, size_t i) {
   return a[i];
 }
 
+// The default of an omitted argument, as schema.h's parse_default_value reads it.
 Arg parse_default(const ArgSchema& s) {
-  const std::string& t = *s.default_text;
-  if (t == "None") return std::monostate{};
-  switch (s.type) {
-    case ArgType::bool_: return t == "True";
-    case ArgType::int_: return static_cast<int64_t>(std::stoll(t));
-    case ArgType::float_: return std::stod(t);
-    case ArgType::scalar:
-      if (t.find_first_of(".e") != std::string::npos) return Scalar(std::stod(t));
-      if (t == "True" || t == "False") return Scalar(t == "True");
-      return Scalar(static_cast<int64_t>(std::stoll(t)));
-    case ArgType::int_list: {
-      IntList v;
-      std::string body = t.substr(1, t.size() - 2);
-      size_t pos = 0;
-      while (pos < body.size()) {
-        size_t next = body.find(',', pos);
-        if (next == std::string::npos) next = body.size();
-        v.push_back(std::stoll(body.substr(pos, next - pos)));
-        pos = next + 1;
-      }
-      return v;
-    }
-    case ArgType::string: return t.size() >= 2 && (t[0] == '"' || t[0] == '\'')
-                                     ? t.substr(1, t.size() - 2)
-                                     : t;
-    case ArgType::tensor_list: return TensorList{};
-    default: break;
-  }
-  throw std::logic_error("cannot parse default '" + t + "' of argument " + s.name);
+  DefaultValue d = parse_default_value(s);
+  if (std::holds_alternative<std::monostate>(d)) return std::monostate{};
+  if (s.type == ArgType::tensor_list) return TensorList{};
+  return std::visit([](auto&& v) -> Arg { return Arg(std::move(v)); }, std::move(d));
 }
 
 // Converts an argument to the schema's type where the conversion is lossless and unambiguous.

@@ -13,9 +13,9 @@
 // compiled function's runtime replays. Eager and compiled calls thus update the caller's
 // running statistics identically.
 //
-// output_mask. ATen's backward rows take `bool[3] output_mask`; the schema parser has no bool
-// lists yet, so these rows declare `int[3] output_mask` (0 / 1) until it does. A masked-out
-// result is an empty [0] tensor (ATen returns an undefined one; graph values are always tensors).
+// output_mask. The backward rows take ATen's `bool[3] output_mask`, held in OpArgs as an int[] of
+// 0 / 1 (see ArgSchema::bool_elements). A masked-out result is an empty [0] tensor (ATen returns
+// an undefined one; graph values are always tensors).
 #include "aotgrad/conv.h"
 
 #include <stdexcept>
@@ -186,10 +186,11 @@ std::vector<TensorMeta> convolution_backward_meta(const OpArgs& a) {
                  shape_to_string(grad.sizes()) + ", expected the convolution's output " +
                  std::string(dtype_name(input.dtype())) + shape_to_string(s.out_sizes));
   const IntList bias_sizes{weight.size(0)};
-  if (!is_none(a, 3) && int_list_arg(a, 3) != bias_sizes)
+  auto mask = output_mask(op, a, 10);
+  // Without a bias gradient the sizes are not read: PyTorch passes [0] for a conv without bias.
+  if (mask[2] && !is_none(a, 3) && int_list_arg(a, 3) != bias_sizes)
     fail(op, "bias_sizes " + shape_to_string(int_list_arg(a, 3)) + " do not match the " +
                  std::to_string(weight.size(0)) + " output channels");
-  auto mask = output_mask(op, a, 10);
   return {masked_meta(mask[0], input.sizes(), input.dtype()),
           masked_meta(mask[1], weight.sizes(), input.dtype()),
           masked_meta(mask[2], bias_sizes, input.dtype())};
@@ -369,10 +370,9 @@ const OpDef kRows[] = {
      .saves = {.inputs = bit(0) | bit(1)},
      .recompute = Recompute::compute_heavy},
     {.name = "aten.convolution_backward.default",
-     // ATen: `bool[3] output_mask` (see the top of this file).
      .schema = "convolution_backward(Tensor grad_output, Tensor input, Tensor weight, "
                "SymInt[]? bias_sizes, SymInt[] stride, SymInt[] padding, SymInt[] dilation, "
-               "bool transposed, SymInt[] output_padding, SymInt groups, int[3] output_mask) "
+               "bool transposed, SymInt[] output_padding, SymInt groups, bool[3] output_mask) "
                "-> (Tensor, Tensor, Tensor)",
      .meta = convolution_backward_meta,
      .kernel = convolution_backward_kernel,
@@ -402,10 +402,9 @@ const OpDef kRows[] = {
      // compiled function's runtime overwrites right after the forward.
      .recompute = Recompute::compute_heavy},
     {.name = "aten.native_batch_norm_backward.default",
-     // ATen: `bool[3] output_mask` (see the top of this file).
      .schema = "native_batch_norm_backward(Tensor grad_out, Tensor input, Tensor? weight, "
                "Tensor? running_mean, Tensor? running_var, Tensor? save_mean, "
-               "Tensor? save_invstd, bool train, float eps, int[3] output_mask) "
+               "Tensor? save_invstd, bool train, float eps, bool[3] output_mask) "
                "-> (Tensor, Tensor, Tensor)",
      .meta = batch_norm_backward_meta,
      .kernel = batch_norm_backward_kernel,

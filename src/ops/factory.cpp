@@ -145,6 +145,19 @@ std::vector<Tensor> arange_kernel(const OpArgs& a) {
   return {kernels::arange(scalar_arg(a, 0), scalar_arg(a, 2), g.length, g.dtype)};
 }
 
+// arange.default(end, *, dtype, ...) is arange.start_step(0, end, 1, *, dtype, ...).
+OpArgs arange_start_step_args(const OpArgs& a) {
+  OpArgs full{Scalar(int64_t{0}), a.at(0), Scalar(int64_t{1})};
+  full.insert(full.end(), a.begin() + 1, a.end());
+  return full;
+}
+std::vector<TensorMeta> arange_end_meta(const OpArgs& a) {
+  return arange_meta(arange_start_step_args(a));
+}
+std::vector<Tensor> arange_end_kernel(const OpArgs& a) {
+  return arange_kernel(arange_start_step_args(a));
+}
+
 // ---- rand / randn(size, *, dtype, layout, device, pin_memory) ----
 
 void check_random_dtype(std::string_view op, DType dtype) {
@@ -327,6 +340,10 @@ const OpDef kRows[] = {
    .schema = "arange.start_step(Scalar start, Scalar end, Scalar step=1, *, ScalarType? dtype=None, "
              "Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor",
    .meta = arange_meta, .kernel = arange_kernel, .recompute = Recompute::factory},
+  {.name = "aten.arange.default",
+   .schema = "arange(Scalar end, *, ScalarType? dtype=None, Layout? layout=None, "
+             "Device? device=None, bool? pin_memory=None) -> Tensor",
+   .meta = arange_end_meta, .kernel = arange_end_kernel, .recompute = Recompute::factory},
   {.name = "aten.rand.default",
    .schema = "rand(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, "
              "Device? device=None, bool? pin_memory=None) -> Tensor",

@@ -135,9 +135,9 @@ std::vector<Tensor> layer_norm_vjp(const VjpContext& c) {
 
 // ---- native_layer_norm_backward ----
 
-// output_mask is int[3] (0/1) here where ATen says bool[3]: the schema parser and OpArgs have no
-// bool list yet. Entries whose mask is 0 come back as empty [0] tensors (ATen: undefined), since
-// a graph value always has a shape.
+// output_mask is ATen's `bool[3]`, held in OpArgs as an int[] of 0 / 1 (see ArgSchema::
+// bool_elements). Entries whose mask is false come back as empty [0] tensors (ATen: undefined),
+// since a graph value always has a shape.
 std::array<bool, 3> output_mask_of(const OpArgs& a) {
   const IntList& m = int_list_arg(a, 7);
   if (m.size() != 3)
@@ -269,7 +269,7 @@ const OpDef kRows[] = {
     {.name = "aten.native_layer_norm_backward.default",
      .schema = "native_layer_norm_backward(Tensor grad_out, Tensor input, SymInt[] "
                "normalized_shape, Tensor mean, Tensor rstd, Tensor? weight, Tensor? bias, "
-               "int[3] output_mask) -> (Tensor, Tensor, Tensor)",
+               "bool[3] output_mask) -> (Tensor, Tensor, Tensor)",
      .meta = layer_norm_backward_meta,
      .kernel = layer_norm_backward_kernel,
      .recompute = Recompute::reduction},

@@ -93,22 +93,22 @@ class SchemaParser {
     else if (type == "Generator") a.type = ArgType::generator;
     else if (type == "Layout" || type == "Device" || type == "MemoryFormat") a.type = ArgType::string;
     else fail("unknown type '" + type + "'");
-    if (peek() == '(') {
-      ++pos_;
-      while (std::isalpha(static_cast<unsigned char>(peek()))) a.alias_set += text_[pos_++];
-      if (peek() == '!') {
-        a.is_write = true;
-        ++pos_;
-      }
-      expect(')');
-    }
+    if (peek() == '(') alias_annotation(a);
     if (peek() == '[') {
       ++pos_;
-      while (std::isdigit(static_cast<unsigned char>(peek()))) ++pos_;
+      while (std::isdigit(static_cast<unsigned char>(peek())))
+        a.list_size = a.list_size * 10 + (text_[pos_++] - '0');
       expect(']');
-      if (a.type == ArgType::tensor) a.type = ArgType::tensor_list;
-      else if (a.type == ArgType::int_) a.type = ArgType::int_list;
-      else fail("unsupported list type");
+      if (a.type == ArgType::tensor) {
+        a.type = ArgType::tensor_list;
+      } else if (a.type == ArgType::int_) {
+        a.type = ArgType::int_list;
+      } else if (a.type == ArgType::bool_) {
+        a.type = ArgType::int_list;
+        a.bool_elements = true;
+      } else {
+        fail("unsupported list type '" + type + "[]' (lists of Tensor, int, SymInt and bool)");
+      }
     }
     if (peek() == '?') {
       a.optional = true;
@@ -135,6 +135,27 @@ class SchemaParser {
       a.name = ident();
     }
     return a;
+  }
+
+  // `(a)`, `(a!)`, `(a -> *)` after a type: the alias set, whether it is written, and for
+  // `-> *` (the results of split / unbind alias it, each a view) nothing more to record.
+  void alias_annotation(ArgSchema& a) {
+    ++pos_;
+    while (std::isalpha(static_cast<unsigned char>(peek()))) a.alias_set += text_[pos_++];
+    if (a.alias_set.empty()) fail("expected an alias set name such as 'a' after '('");
+    if (peek() == '!') {
+      a.is_write = true;
+      ++pos_;
+    }
+    skip_ws();
+    if (peek() == '-') {
+      ++pos_;
+      expect('>');
+      skip_ws();
+      expect('*');
+      skip_ws();
+    }
+    expect(')');
   }
 
   std::string ident() {
@@ -166,5 +187,91 @@ class SchemaParser {
 }  // namespace
 
 Schema parse_schema(std::string_view text) { return SchemaParser(text).parse(); }
+
+namespace {
+
+[[noreturn]] void bad_default(const ArgSchema& s, const std::string& why) {
+  throw std::invalid_argument("default '" + s.default_text.value_or("") + "' of argument '" +
+                              s.name + "' (" + std::string(arg_type_name(s.type)) + "): " + why);
+}
+
+int64_t read_int(const ArgSchema& s, std::string_view t) {
+  size_t b = t.find_first_not_of(' '), e = t.find_last_not_of(' ');
+  if (b == std::string_view::npos) bad_default(s, "empty list entry");
+  std::string body(t.substr(b, e - b + 1));
+  if (s.bool_elements && (body == "True" || body == "False")) return body == "True" ? 1 : 0;
+  size_t used = 0;
+  int64_t v = 0;
+  try {
+    v = std::stoll(body, &used);
+  } catch (const std::logic_error&) {
+    bad_default(s, "'" + body + "' is not an integer");
+  }
+  if (used != body.size()) bad_default(s, "'" + body + "' is not an integer");
+  return v;
+}
+
+std::vector<int64_t> read_list(const ArgSchema& s, const std::string& t) {
+  std::vector<int64_t> v;
+  if (t.empty() || t.front() != '[') {
+    // ATen writes `int[2] padding=0` for [0, 0]: one value, repeated to the list's size.
+    v.assign(s.list_size > 0 ? s.list_size : 1, read_int(s, t));
+    return v;
+  }
+  if (t.back() != ']') bad_default(s, "a list must end with ']'");
+  std::string_view body = std::string_view(t).substr(1, t.size() - 2);
+  if (body.find_first_not_of(' ') == std::string_view::npos) return v;
+  size_t pos = 0;
+  while (true) {
+    size_t next = body.find(',', pos);
+    v.push_back(read_int(s, body.substr(pos, next == std::string_view::npos ? next : next - pos)));
+    if (next == std::string_view::npos) return v;
+    pos = next + 1;
+  }
+}
+
+double read_float(const ArgSchema& s, const std::string& t) {
+  try {
+    size_t used = 0;
+    double d = std::stod(t, &used);
+    if (used == t.size()) return d;
+  } catch (const std::logic_error&) {
+  }
+  bad_default(s, "not a number");
+}
+
+}  // namespace
+
+DefaultValue parse_default_value(const ArgSchema& s) {
+  if (!s.default_text) bad_default(s, "the argument has no default");
+  const std::string& t = *s.default_text;
+  if (t == "None") return std::monostate{};
+  switch (s.type) {
+    case ArgType::bool_:
+      if (t != "True" && t != "False") bad_default(s, "expected True or False");
+      return t == "True";
+    case ArgType::int_:
+      return read_int(s, t);
+    case ArgType::float_:
+      return read_float(s, t);
+    case ArgType::scalar:
+      if (t == "True" || t == "False") return Scalar(t == "True");
+      if (t.find_first_of(".eE") != std::string::npos || t == "inf" || t == "-inf" || t == "nan")
+        return Scalar(read_float(s, t));
+      return Scalar(read_int(s, t));
+    case ArgType::int_list:
+      return read_list(s, t);
+    case ArgType::tensor_list:
+      if (t != "[]") bad_default(s, "a Tensor[] default can only be []");
+      return std::vector<int64_t>{};
+    case ArgType::string:
+      return t.size() >= 2 && (t[0] == '"' || t[0] == '\'') ? t.substr(1, t.size() - 2) : t;
+    case ArgType::tensor:
+    case ArgType::dtype:
+    case ArgType::generator:
+      break;
+  }
+  bad_default(s, "this type takes no default other than None");
+}
 
 }  // namespace aotgrad::ops

@@ -320,6 +320,32 @@ std::vector<TensorMeta> as_strided_meta(const OpArgs& a) {
   return {TensorMeta{self.dtype(), size, stride, offset}};
 }
 
+// _reshape_alias(self, size, stride): what PyTorch 1.13's make_fx records for a reshape that is
+// a view. An as_strided at self's own offset that keeps the element count.
+OpArgs reshape_alias_as_strided_args(const OpArgs& a) {
+  return {a.at(0), a.at(1), a.at(2), tensor_arg(a, 0).storage_offset()};
+}
+
+std::vector<TensorMeta> reshape_alias_meta(const OpArgs& a) {
+  constexpr std::string_view op = "aten._reshape_alias.default";
+  const Tensor& self = tensor_arg(a, 0);
+  const IntList& size = int_list_arg(a, 1);
+  const IntList& stride = int_list_arg(a, 2);
+  if (size.size() != stride.size())
+    fail(op, "argument 'size' " + shape_to_string(size) + " and argument 'stride' " +
+                 shape_to_string(stride) + " must have the same length");
+  if (numel_of(size) != self.numel())
+    fail(op, "argument 'size' " + shape_to_string(size) + " holds " +
+                 std::to_string(numel_of(size)) + " elements but the input " +
+                 shape_to_string(self.sizes()) + " holds " + std::to_string(self.numel()) +
+                 "; use a size with the same element count");
+  return as_strided_meta(reshape_alias_as_strided_args(a));
+}
+
+Tensor view_scatter_reshape_alias(const Tensor& base, const Tensor& updated, const OpArgs& a) {
+  return view_scatter_as_strided(base, updated, reshape_alias_as_strided_args(a));
+}
+
 std::vector<TensorMeta> same_geometry_meta(const OpArgs& a) {
   return {geometry(tensor_arg(a, 0))};
 }
@@ -599,6 +625,10 @@ const OpDef kRows[] = {
   {.name = "aten._unsafe_view.default", .schema = "_unsafe_view(Tensor self, SymInt[] size) -> Tensor",
    .meta = unsafe_view_meta, .kernel = untracked_alias_kernel<unsafe_view_meta>,
    .vjp = reshape_vjp, .recompute = Recompute::view},
+  {.name = "aten._reshape_alias.default",
+   .schema = "_reshape_alias(Tensor(a) self, SymInt[] size, SymInt[] stride) -> Tensor(a)",
+   .meta = reshape_alias_meta, .kernel = view_kernel<reshape_alias_meta>, .vjp = reshape_vjp,
+   .recompute = Recompute::view, .view_scatter = view_scatter_reshape_alias},
   {.name = "aten.permute.default", .schema = "permute(Tensor(a) self, int[] dims) -> Tensor(a)",
    .meta = permute_meta, .kernel = view_kernel<permute_meta>, .vjp = permute_vjp,
    .recompute = Recompute::view, .view_scatter = view_scatter_permute},

@@ -1,0 +1,98 @@
+// Graph files as programs: what the `aotgrad` command-line program runs (docs/cli.md).
+//
+// A GraphProgram is a forward graph in the text format (docs/ir.md), parsed and verified once. It
+// runs with the interpreter backend, either forward only or — like aot_function's training path —
+// as joint graph -> partition -> forward + backward, with the gradients of its inputs.
+//
+// Which inputs require grad in a backward run: every floating input (f32, f64, f16, bf16) whose
+// position is not in GraphRunOptions::no_grad. A graph value then requires grad when any tensor
+// argument of its node does, the node's op has a VJP rule, and the value is floating — the rule
+// eager autograd follows.
+#pragma once
+
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "aotgrad/tensor.h"
+
+namespace aotgrad {
+
+// A syntax or name error in a graph text, at a 1-based line and column. what() reads
+// "SOURCE:LINE:COLUMN: MESSAGE", the form compilers use, so editors can jump to it.
+class GraphParseError : public std::invalid_argument {
+ public:
+  GraphParseError(std::string source, int line, int column, std::string message);
+  const std::string& source() const { return source_; }
+  int line() const { return line_; }
+  int column() const { return column_; }
+  const std::string& message() const { return message_; }
+
+ private:
+  std::string source_;
+  int line_;
+  int column_;
+  std::string message_;
+};
+
+struct GraphRunOptions {
+  // Build the joint graph, partition it and run forward then backward.
+  bool backward = false;
+  // Partitioner name ("default", "min_cut"); see partition/registry.h.
+  std::string partitioner = "default";
+  // In [0, 1]; read by the min_cut partitioner (1 = runtime-optimal, 0 = save only inputs).
+  double activation_memory_budget = 1.0;
+  // Input positions that never require grad, even when floating.
+  std::vector<size_t> no_grad;
+};
+
+struct GraphRunResult {
+  std::vector<Tensor> outputs;
+  // One slot per graph input: its gradient, or an undefined Tensor for inputs that do not require
+  // grad (or whose gradient does not depend on any output). Empty for forward-only runs.
+  std::vector<Tensor> grads;
+};
+
+// What one graph input expects, for messages and for `aotgrad show`.
+struct GraphInputInfo {
+  std::string name;  // without the leading '%'
+  DType dtype = DType::f32;
+  IntList sizes;
+};
+
+class GraphProgram {
+ public:
+  // Parses and verifies `text`. `source` names the text in errors (a file path, or "<graph>").
+  // Throws GraphParseError for syntax errors and std::invalid_argument for a graph that parses but
+  // does not verify (shapes that disagree with the ops) or uses in-place ops.
+  static GraphProgram parse(std::string_view text, const std::string& source = "<graph>");
+  // Reads the file at `path` and parses it; throws std::invalid_argument if it cannot be read.
+  static GraphProgram load(const std::string& path);
+
+  const std::vector<GraphInputInfo>& inputs() const;
+  size_t num_outputs() const;
+
+  // Throws std::invalid_argument when `t` does not fit input `index` (dtype or shape), naming the
+  // input by position and name, what was expected and what was given.
+  void check_input(size_t index, const Tensor& t) const;
+
+  // Runs the graph on `inputs` (checked as check_input does, plus their count). With
+  // options.backward, `tangents` are the gradients of the outputs that require grad, either one
+  // per such output or one per output (entries for outputs without grad are then ignored); empty
+  // means ones.
+  GraphRunResult run(const std::vector<Tensor>& inputs, const GraphRunOptions& options = {},
+                     const std::vector<Tensor>& tangents = {}) const;
+
+  // The text `aotgrad show` prints: the forward graph; with options.backward also the joint,
+  // partitioned forward and backward graphs and the saved-value report with its totals.
+  std::string show(const GraphRunOptions& options = {}) const;
+
+ private:
+  struct Impl;
+  explicit GraphProgram(std::shared_ptr<const Impl> impl) : impl_(std::move(impl)) {}
+  std::shared_ptr<const Impl> impl_;
+};
+
+}  // namespace aotgrad

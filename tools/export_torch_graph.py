@@ -1,0 +1,480 @@
+#!/usr/bin/python3
+"""Records PyTorch as an oracle for aotgrad: traces functions with make_fx into aotgrad's graph
+text format (docs/ir.md) and saves inputs, outputs and input gradients as .npy, one directory per
+fixture with a manifest.json. Runs only where PyTorch is installed (Debian python3-torch 1.13 and
+python3-numpy work); the C++ tests read the files and never need PyTorch. docs/torch_oracle.md
+says how to regenerate and what the fixtures cover.
+
+Reading guide: `Exporter.graph_text` walks a make_fx graph and prints each node against OUR schema
+(tests/data/torch/op_table.txt, written by the TorchOpTable test), so an op aotgrad lacks, or an
+argument our schema lacks, stops the export with the op named. `record` runs PyTorch eagerly for
+the reference values. The fixture list lives with the fixtures, in tests/data/torch/fixtures.py.
+"""
+import argparse
+import json
+import math
+import operator
+import os
+import re
+import shutil
+import sys
+
+import numpy as np
+import torch
+from torch._decomp import get_decompositions
+from torch.fx.experimental.proxy_tensor import make_fx
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+DEFAULT_OUT = os.path.join(ROOT, "tests", "data", "torch")
+
+DTYPES = {torch.float32: "f32", torch.float64: "f64", torch.int64: "i64", torch.bool: "b8",
+          torch.float16: "f16", torch.bfloat16: "bf16"}
+
+
+# Nodes PyTorch 1.13 records that compute nothing a graph output needs: autograd's shape checks
+# (is_same_size returns a bool, not a tensor) and batch norm's unused uint8 `reserve` buffer. They
+# are left out when nothing uses them; any other op must be in our table.
+DROP_IF_UNUSED = {"aten::is_same_size", "aten::empty"}
+
+
+class ExportError(Exception):
+    pass
+
+
+# ---- our schemas ----
+
+class Arg:
+    def __init__(self, text, kwarg_only):
+        m = re.match(r"^(\w+)(\([^)]*\))?(\[\d*\])?(\?)?\s+(\w+)(?:=(.*))?$", text.strip())
+        if not m:
+            raise ExportError("cannot read schema argument '%s'" % text)
+        base, _alias, lst, opt, self_name, default = m.groups()
+        self.name = self_name
+        self.base = base
+        self.is_list = lst is not None
+        self.list_size = int(lst[1:-1]) if lst and len(lst) > 2 else 0
+        self.optional = opt is not None
+        self.default = default
+        self.kwarg_only = kwarg_only
+        self.is_tensor = base == "Tensor"
+
+    def type_text(self):
+        return self.base + ("[]" if self.is_list else "") + ("?" if self.optional else "")
+
+
+def split_top(text):
+    """Splits on commas not nested in brackets or parentheses."""
+    out, depth, cur = [], 0, ""
+    for c in text:
+        if c in "([":
+            depth += 1
+        elif c in ")]":
+            depth -= 1
+        if c == "," and depth == 0:
+            out.append(cur)
+            cur = ""
+        else:
+            cur += c
+    if cur.strip():
+        out.append(cur)
+    return out
+
+
+class Schema:
+    def __init__(self, text):
+        self.text = text
+        open_ = text.index("(")
+        depth, close = 0, None
+        for i in range(open_, len(text)):
+            if text[i] == "(":
+                depth += 1
+            elif text[i] == ")":
+                depth -= 1
+                if depth == 0:
+                    close = i
+                    break
+        self.args, kwarg_only = [], False
+        for part in split_top(text[open_ + 1:close]):
+            if part.strip() == "*":
+                kwarg_only = True
+                continue
+            self.args.append(Arg(part, kwarg_only))
+        self.returns_list = text[close:].strip().endswith("[]")
+
+
+def load_op_table(path):
+    table = {}
+    with open(path) as f:
+        for line in f:
+            line = line.rstrip("\n")
+            if line and not line.startswith("#"):
+                name, schema = line.split("\t", 1)
+                table[name] = Schema(schema)
+    return table
+
+
+# ---- constants in the text format ----
+
+def float_text(x):
+    if math.isnan(x):
+        return "nan"
+    if math.isinf(x):
+        return "inf" if x > 0 else "-inf"
+    r = repr(float(x))  # shortest round-trip text: '1e-05', '0.1', '1.0'
+    return r if ("." in r or "e" in r) else r + ".0"
+
+
+def string_text(s):
+    out = '"'
+    for c in s:
+        if c in '"\\':
+            out += "\\" + c
+        elif c == "\n":
+            out += "\\n"
+        elif c == "\t":
+            out += "\\t"
+        elif c == "\r":
+            out += "\\r"
+        elif ord(c) < 32:
+            out += "\\x%02x" % ord(c)
+        else:
+            out += c
+    return out + '"'
+
+
+def value_name(name):
+    return name if re.match(r"^[A-Za-z0-9_.]+$", name) else string_text(name)
+
+
+def type_text(t):
+    if t.dtype not in DTYPES:
+        raise ExportError("dtype %s has no aotgrad equivalent" % t.dtype)
+    sizes = list(t.shape)
+    text = "%s[%s]" % (DTYPES[t.dtype], ",".join(str(s) for s in sizes))
+    contiguous, expect = [], 1
+    for s in reversed(sizes):
+        contiguous.insert(0, expect)
+        expect *= max(s, 1)
+    if list(t.stride()) != contiguous and t.numel() > 0:
+        text += "{%s}" % ",".join(str(s) for s in t.stride())
+    if t.storage_offset() != 0:
+        text += "@%d" % t.storage_offset()
+    return text
+
+
+# ---- make_fx graph -> text ----
+
+class Exporter:
+    def __init__(self, op_table):
+        self.table = op_table
+
+    def constant(self, v, arg, names, where):
+        if isinstance(v, torch.fx.Node):
+            if v not in names:
+                raise ExportError("%s: argument '%s' uses %s, which has no value" % (where, arg.name, v))
+            return "%" + value_name(names[v])
+        if v is None:
+            return "none"
+        if isinstance(v, bool):
+            return "true" if v else "false"
+        if isinstance(v, int):
+            return float_text(v) if arg.base == "float" else str(v)
+        if isinstance(v, float):
+            return float_text(v)
+        if isinstance(v, (list, tuple)):
+            return "[" + ", ".join(self.constant(x, arg, names, where) for x in v) + "]"
+        if isinstance(v, torch.dtype):
+            if v not in DTYPES:
+                raise ExportError("%s: dtype %s has no aotgrad equivalent" % (where, v))
+            return DTYPES[v]
+        if isinstance(v, torch.device):
+            return string_text(str(v))
+        if isinstance(v, (torch.layout, torch.memory_format)):
+            return string_text(str(v).replace("torch.", ""))
+        if isinstance(v, str):
+            return string_text(v)
+        raise ExportError("%s: argument '%s' holds %r, which the text format cannot write"
+                          % (where, arg.name, v))
+
+    @staticmethod
+    def is_default(v, arg):
+        """Whether `v` equals our schema default (ops::normalize's reading of it)."""
+        d = arg.default
+        if d is None:
+            return v is None and arg.optional
+        if d == "None":
+            return v is None
+        if isinstance(v, bool):
+            return d == ("True" if v else "False")
+        if isinstance(v, (int, float)) and not isinstance(v, bool):
+            try:
+                dv = float(d)
+            except ValueError:
+                return False
+            # `alpha=1` stays an int for Scalar: a float 1.0 is not the default (docs/ir.md).
+            if arg.base == "Scalar" and (isinstance(v, float) != ("." in d or "e" in d)):
+                return False
+            return dv == v
+        if isinstance(v, (list, tuple)) and arg.is_list:
+            if d.startswith("["):
+                items = [x for x in d[1:-1].split(",") if x.strip()]
+                return [int(x) for x in items] == [int(x) for x in v]
+            return all(int(x) == int(d) for x in v) and len(v) == (arg.list_size or len(v))
+        if isinstance(v, str):
+            return d.strip("'\"") == v
+        return False
+
+    @staticmethod
+    def torch_args(node):
+        """PyTorch's arguments by name, defaults filled from PyTorch's schema."""
+        given = {}
+        for i, a in enumerate(node.target._schema.arguments):
+            if i < len(node.args):
+                given[a.name] = node.args[i]
+            elif a.name in node.kwargs:
+                given[a.name] = node.kwargs[a.name]
+            elif a.has_default_value():
+                given[a.name] = a.default_value
+            else:
+                given[a.name] = None
+        return given
+
+    def unwrap_numbers(self, opname, given, node):
+        """make_fx records `x * 2` as aten.mul.Tensor(x, 2): a Python number where the schema says
+        Tensor (ATen wraps it in a 0-dim "wrapped number" tensor, which promotes like a Scalar).
+        Our graphs hold only tensor values there, so such a call becomes the op's `.Scalar`
+        overload, which ATen defines to mean the same; without one the export stops."""
+        numbers = [a.name for a in node.target._schema.arguments
+                   if str(a.type) == "Tensor" and isinstance(given.get(a.name), (int, float))]
+        if not numbers:
+            return opname
+        scalar = opname.rsplit(".", 1)[0] + ".Scalar"
+        if scalar not in self.table or opname.rsplit(".", 1)[1] != "Tensor":
+            raise ExportError("%s (node %s) passes the number %r for Tensor argument '%s', and "
+                              "aotgrad has no %s to take it" % (opname, node.name, given[numbers[0]],
+                                                                 numbers[0], scalar))
+        return scalar
+
+    def call_text(self, node, names):
+        op = node.target
+        sname = op._schema.name.replace("aten::", "")
+        overload = op._schema.overload_name or "default"
+        opname = "aten.%s.%s" % (sname, overload)
+        given = self.torch_args(node)
+        opname = self.unwrap_numbers(opname, given, node)
+        ours = self.table.get(opname)
+        if ours is None:
+            raise ExportError("op %s (schema: %s) is not in aotgrad's op table" % (opname, op._schema))
+        where = "%s (node %s)" % (opname, node.name)
+        known = {a.name for a in ours.args}
+        for name, v in given.items():
+            if name not in known and v is not None:
+                raise ExportError("%s: PyTorch passes argument '%s' = %r, which our schema (%s) lacks"
+                                  % (where, name, v, ours.text))
+        positional, named = [], []
+        for i, a in enumerate(ours.args):
+            v = given.get(a.name, None)
+            if a.is_tensor:
+                positional.append(self.constant(v, a, names, where))
+                continue
+            tensor_follows = any(b.is_tensor for b in ours.args[i + 1:])
+            if not tensor_follows and self.is_default(v, a):
+                continue
+            if v is None and not (a.optional or a.base == "Generator"):
+                raise ExportError("%s: required argument '%s' is missing" % (where, a.name))
+            named.append("%s=%s" % (a.name, self.constant(v, a, names, where)))
+        return "%s(%s)" % (opname, ", ".join(positional + named)), ours
+
+    def graph_text(self, gm, values, graph_name, input_names):
+        """`values`: node -> the tensor (or tuple of tensors) it computed on the recorded inputs."""
+        names, lines, sig = {}, [], []
+        getitems = {}
+        for node in gm.graph.nodes:
+            if node.op == "call_function" and node.target is operator.getitem:
+                getitems.setdefault(node.args[0], {})[node.args[1]] = node
+        used = set()
+
+        def fresh(base):
+            n, k = base, 1
+            while n in used:
+                n, k = "%s_%d" % (base, k), k + 1
+            used.add(n)
+            return n
+
+        inputs = [n for n in gm.graph.nodes if n.op == "placeholder"]
+        for node, name in zip(inputs, input_names):
+            names[node] = fresh(name)
+            sig.append("%%%s: %s" % (value_name(names[node]), type_text(values[node])))
+        for node in gm.graph.nodes:
+            if node.op == "placeholder" or node.target is operator.getitem:
+                continue
+            if node.op == "output":
+                flat = torch.utils._pytree.tree_flatten(node.args[0])[0]
+                outs = ", ".join("%" + value_name(names[n]) for n in flat)
+                lines.append("  return (%s)" % outs)
+                continue
+            if node.op != "call_function" or not isinstance(node.target, torch._ops.OpOverload):
+                raise ExportError("node %s: %s %s is not an ATen op" % (node.name, node.op, node.target))
+            if not node.users and node.target._schema.name in DROP_IF_UNUSED:
+                continue
+            call, ours = self.call_text(node, names)
+            v = values[node]
+            if isinstance(v, (tuple, list)):
+                binds = []
+                for i, t in enumerate(v):
+                    if t is None:  # a masked-out backward result: ours is an empty [0] tensor
+                        t = torch.empty(0, dtype=next(x for x in v if x is not None).dtype)
+                    item = getitems.get(node, {}).get(i)
+                    n = fresh(item.name if item is not None else "%s_%d" % (node.name, i))
+                    if item is not None:
+                        names[item] = n
+                    binds.append("%%%s: %s" % (value_name(n), type_text(t)))
+                lines.append("  %s = %s" % (", ".join(binds), call))
+            elif v is None:
+                lines.append("  %s" % call)
+            else:
+                names[node] = fresh(node.name)
+                lines.append("  %%%s: %s = %s" % (value_name(names[node]), type_text(v), call))
+        return "graph %s(%s) {\n%s\n}\n" % (graph_name, ", ".join(sig), "\n".join(lines))
+
+
+def run_recording(gm, inputs):
+    """Runs `gm` on real inputs; returns node -> value for every node."""
+    values = {}
+
+    class Recorder(torch.fx.Interpreter):
+        def run_node(self, n):
+            r = super().run_node(n)
+            values[n] = r
+            return r
+
+    with torch.no_grad():
+        Recorder(gm).run(*inputs)
+    return values
+
+
+# ---- fixtures ----
+
+def save(path, t):
+    t = t.detach()
+    if t.dtype == torch.bfloat16:
+        t = t.to(torch.float32)
+    np.save(path, t.contiguous().numpy())
+
+
+def flat_outputs(out):
+    return list(out) if isinstance(out, (tuple, list)) else [out]
+
+
+def record(exporter, spec, out_dir):
+    """spec: name, fn, inputs (list of tensors), input_names, grad (bool), joint (bool),
+    rtol, atol, tangents (optional list)."""
+    name = spec["name"]
+    fn, inputs = spec["fn"], [t.detach().clone() for t in spec["inputs"]]
+    input_names = spec.get("input_names") or ["x%d" % i for i in range(len(inputs))]
+    d = os.path.join(out_dir, name)
+    if os.path.isdir(d):
+        shutil.rmtree(d)
+    os.makedirs(d)
+    grad_inputs = [i for i, t in enumerate(inputs) if t.is_floating_point()] if spec.get("grad") else []
+    for i in spec.get("no_grad_inputs", []):
+        if i in grad_inputs:
+            grad_inputs.remove(i)
+
+    # Reference values: PyTorch eager, with autograd.
+    leaves = [t.clone().requires_grad_(i in grad_inputs) for i, t in enumerate(inputs)]
+    outs = flat_outputs(fn(*leaves))
+    manifest = {"name": name, "rtol": spec.get("rtol", 1e-5), "atol": spec.get("atol", 1e-6),
+                "inputs": [], "outputs": [], "tangents": [], "grads": [], "mode": "forward"}
+    tangents, grads = [], []
+    if grad_inputs:
+        diff = [(k, o) for k, o in enumerate(outs) if o.requires_grad]
+        given = spec.get("tangents")
+        for k, o in diff:
+            tangents.append(given[k] if given is not None else torch.ones_like(o))
+        grads = torch.autograd.grad([o for _, o in diff], [leaves[i] for i in grad_inputs], tangents,
+                                    allow_unused=True)
+        grads = [g if g is not None else torch.zeros_like(leaves[i]) for g, i in zip(grads, grad_inputs)]
+        manifest["tangent_of_output"] = [k for k, _ in diff]
+
+    # Ops aotgrad lacks are decomposed only where a fixture asks by name (recorded in the
+    # manifest); any other missing op stops the export.
+    decomp = get_decompositions([getattr(torch.ops.aten, n.split(".")[0]) for n in spec.get("decompose", [])])
+    manifest["decomposed"] = spec.get("decompose", [])
+    if spec.get("joint"):
+        # PyTorch's own joint graph: (inputs..., tangents...) -> (outputs..., grads...).
+        def joint(*args):
+            prim = [a.clone().requires_grad_(i in grad_inputs) if a.is_floating_point() else a
+                    for i, a in enumerate(args[:len(inputs)])]
+            o = flat_outputs(fn(*prim))
+            diff = [x for x in o if x.requires_grad]
+            g = torch.autograd.grad(diff, [prim[i] for i in grad_inputs], list(args[len(inputs):]),
+                                    allow_unused=True)
+            return tuple(x.detach() for x in o) + tuple(g)
+        gm = make_fx(joint, decomposition_table=decomp)(*inputs, *tangents)
+        graph_inputs = inputs + tangents
+        graph_names = input_names + ["tangent%d" % k for k in range(len(tangents))]
+        manifest["mode"] = "backward_graph"
+    else:
+        gm = make_fx(fn, decomposition_table=decomp)(*inputs)
+        graph_inputs, graph_names = inputs, input_names
+    values = run_recording(gm, graph_inputs)
+    text = exporter.graph_text(gm, values, name, graph_names)
+    with open(os.path.join(d, "graph.txt"), "w") as f:
+        f.write(text)
+
+    for i, t in enumerate(graph_inputs):
+        save(os.path.join(d, "input%d.npy" % i), t)
+        manifest["inputs"].append("input%d.npy" % i)
+    ref_outs = [o for o in outs] + (list(grads) if spec.get("joint") else [])
+    for k, o in enumerate(ref_outs):
+        save(os.path.join(d, "output%d.npy" % k), o)
+        manifest["outputs"].append("output%d.npy" % k)
+    if not spec.get("joint"):
+        for k, t in enumerate(tangents):
+            save(os.path.join(d, "tangent%d.npy" % k), t)
+            manifest["tangents"].append("tangent%d.npy" % k)
+        for g, i in zip(grads, grad_inputs):
+            save(os.path.join(d, "grad%d.npy" % i), g)
+            manifest["grads"].append({"input": i, "file": "grad%d.npy" % i})
+    with open(os.path.join(d, "manifest.json"), "w") as f:
+        json.dump(manifest, f, indent=1)
+        f.write("\n")
+    return text
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--out", default=DEFAULT_OUT, help="fixture directory (default tests/data/torch)")
+    p.add_argument("--op-table", default=os.path.join(DEFAULT_OUT, "op_table.txt"))
+    p.add_argument("--only", default=None, help="regex: record only fixtures whose name matches")
+    p.add_argument("--list", action="store_true", help="list fixture names and exit")
+    p.add_argument("--print", action="store_true", help="print each graph as it is recorded")
+    args = p.parse_args()
+    sys.dont_write_bytecode = True  # no __pycache__ among the fixtures
+    sys.path.insert(0, DEFAULT_OUT)
+    from fixtures import fixtures  # noqa: E402 (tests/data/torch/fixtures.py)
+    specs = fixtures()
+    if args.only:
+        specs = [s for s in specs if re.search(args.only, s["name"])]
+    if args.list:
+        print("\n".join(s["name"] for s in specs))
+        return 0
+    exporter = Exporter(load_op_table(args.op_table))
+    failed = []
+    for s in specs:
+        try:
+            text = record(exporter, s, args.out)
+            if args.print:
+                print(text)
+        except ExportError as e:
+            failed.append(s["name"])
+            print("FAILED %s: %s" % (s["name"], e), file=sys.stderr)
+            shutil.rmtree(os.path.join(args.out, s["name"]), ignore_errors=True)
+    print("recorded %d fixture(s), %d failed%s" % (len(specs) - len(failed), len(failed),
+                                                    (": " + ", ".join(failed)) if failed else ""))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
