@@ -153,9 +153,32 @@ std::vector<Tensor> CopySlices::apply(std::vector<Tensor>&& grad_outputs) {
   return out;
 }
 
+namespace {
+
+// The view's history as eager would record it now: as_strided of the base's current history.
+void regenerate_view_history(const Tensor& view) {
+  Tensor base = view._base();
+  const ops::OpDef& as_strided = ops::lookup("aten.as_strided.default");
+  ops::OpArgs args{base, view.sizes(), view.strides(), view.storage_offset()};
+  ops::normalize(as_strided, args);
+  auto node = std::make_shared<OpNode>(as_strided, args, std::vector<Tensor>{view},
+                                       std::vector<bool>{true});
+  node->next_edges.push_back(gradient_edge(base));
+  set_history(view, node, 0);
+}
+
+bool view_history_is_stale(const Tensor& t, const AutogradMeta& m) {
+  if (!m.grad_fn || !t.is_view()) return false;
+  auto* op = dynamic_cast<const OpNode*>(m.grad_fn.get());
+  return op && op->view_version && *op->view_version != t.version() && t._base().requires_grad();
+}
+
+}  // namespace
+
 Edge gradient_edge(const Tensor& t) {
   if (!t.defined() || !t.impl()->autograd) return {};
   AutogradMeta& m = *t.impl()->autograd;
+  if (view_history_is_stale(t, m)) regenerate_view_history(t);
   if (m.grad_fn) return {m.grad_fn, m.output_nr};
   if (!m.requires_grad) return {};
   auto acc = m.grad_accumulator.lock();
@@ -173,6 +196,8 @@ void set_history(const Tensor& t, const std::shared_ptr<Node>& node, uint32_t ou
   m.requires_grad = true;
   m.grad_fn = node;
   m.output_nr = output_nr;
+  if (t.is_view())
+    if (auto* op = dynamic_cast<OpNode*>(node.get())) op->view_version = t.version();
 }
 
 }  // namespace aotgrad::autograd

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -32,6 +33,10 @@ class OpNode : public Node {
   std::vector<Tensor> apply(std::vector<Tensor>&& grad_outputs) override;
   void release_saved() override;
   uint32_t num_outputs() const override { return static_cast<uint32_t>(output_sizes.size()); }
+
+  // Set when this node is a view's history: the storage's version at that moment. A write to
+  // the storage through any other alias makes the history stale (see gradient_edge).
+  std::optional<uint64_t> view_version;
 
  private:
   const ops::OpDef& op_;
@@ -69,7 +74,9 @@ class CopySlices : public Node {
 };
 
 // The edge a gradient for `t` flows into: its grad_fn, or its leaf accumulator. Null node when
-// `t` does not require grad.
+// `t` does not require grad. A view whose storage was written through another alias since its
+// history was recorded first gets a fresh history, as_strided of its base's current one (as
+// PyTorch regenerates a view's grad_fn when the base's version moved on).
 Edge gradient_edge(const Tensor& t);
 
 // Makes `t`'s history (grad_fn, output_nr) point at `node` output `output_nr`.

@@ -376,3 +376,27 @@ TEST(Engine, GradientOfF32LeafStaysF32) {
   EXPECT_EQ(x.grad().dtype(), ag::DType::f32);
   EXPECT_TRUE(allclose(x.grad(), ag::from_vector(std::vector<float>{2.0f, 4.0f}, {2}), 0, 0));
 }
+
+// A view made before its base is written through another alias reads the new values, and its
+// gradient must follow the base's new history (PyTorch regenerates the view's grad_fn).
+TEST(EngineViews, ViewHistoryFollowsAWriteThroughItsBase) {
+  Tensor l = ag::from_vector(std::vector<double>{1, -2, 3, 0.5, -1, 2}, {2, 3});
+  l.requires_grad_();
+  Tensor base = l * 2.0;
+  Tensor v = base.t();
+  base.mul_(0.5);  // v now reads l's values
+  ag::sum(v * v).backward();
+  std::vector<double> expected;
+  for (double x : l.to_vector<double>()) expected.push_back(2 * x);  // d/dl sum(l^2)
+  EXPECT_EQ(l.grad().to_vector<double>(), expected);
+}
+
+TEST(EngineViews, ViewHistoryFollowsAWriteThroughASiblingView) {
+  Tensor l = ag::from_vector(std::vector<double>{1, 2, 3, 4}, {4});
+  l.requires_grad_();
+  Tensor base = l * 1.0;
+  Tensor a = base.slice(0, 0, 3), b = base.slice(0, 1, 4);  // overlap at elements 1, 2
+  b.mul_(3.0);
+  ag::sum(a).backward();  // a = [l0, 3 l1, 3 l2]
+  EXPECT_EQ(l.grad().to_vector<double>(), (std::vector<double>{1, 3, 3, 0}));
+}
