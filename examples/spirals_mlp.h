@@ -1,4 +1,6 @@
-// The two-spirals MLP shared by examples/train_mlp and bench/aot_bench.
+// The two-spirals MLP shared by examples/train_mlp and bench/aot_bench: 2 -> 64 -> 64 -> 2 with
+// ReLU. (With tanh the first ~100 AdamW steps sit on a plateau near 55% accuracy; ReLU leaves it
+// within a few dozen, for every seed tried.)
 #pragma once
 
 #include <cmath>
@@ -15,7 +17,8 @@ using ag::Tensor;
 constexpr int64_t kPointsPerClass = 256;
 constexpr int64_t kHidden = 64;
 
-// Two spirals, one per class, with a little noise.
+// Two spirals, one per class, with a little noise. Each call draws new noise from the global
+// generator, so a second call gives a held-out set of the same distribution.
 inline std::pair<Tensor, Tensor> make_spirals() {
   std::vector<float> xy;
   std::vector<int64_t> labels;
@@ -44,10 +47,24 @@ inline std::vector<Tensor> init_params() {
   return params;
 }
 
+inline Tensor logits(const std::vector<Tensor>& p, const Tensor& x) {
+  Tensor h = ag::linear(x, p[0], p[1]).relu();
+  h = ag::linear(h, p[2], p[3]).relu();
+  return ag::linear(h, p[4], p[5]);
+}
+
 inline Tensor loss_fn(const std::vector<Tensor>& p, const Tensor& x, const Tensor& y) {
-  Tensor h = ag::linear(x, p[0], p[1]).tanh();
-  h = ag::linear(h, p[2], p[3]).tanh();
-  return ag::cross_entropy(ag::linear(h, p[4], p[5]), y);
+  return ag::cross_entropy(logits(p, x), y);
+}
+
+// Fraction of points whose larger logit is their label.
+inline double accuracy(const std::vector<Tensor>& p, const Tensor& x, const Tensor& y) {
+  ag::NoGradGuard no_grad;
+  std::vector<float> z = logits(p, x).to_vector<float>();
+  std::vector<int64_t> labels = y.to_vector<int64_t>();
+  int64_t correct = 0;
+  for (size_t i = 0; i < labels.size(); ++i) correct += (z[2 * i + 1] > z[2 * i]) == (labels[i] == 1);
+  return static_cast<double>(correct) / static_cast<double>(labels.size());
 }
 
 }  // namespace spirals

@@ -10,6 +10,7 @@
 #include "aotgrad/random.h"
 #include "aotgrad/scalar.h"
 #include "aotgrad/aot.h"
+#include "aotgrad/memory.h"
 #include "aotgrad/memory_budget.h"
 #include "aotgrad/nn.h"
 #include "aotgrad/npy.h"

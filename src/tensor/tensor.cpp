@@ -6,20 +6,17 @@
 #include <stdexcept>
 
 #include "aotgrad/tensor.h"
+#include "tensor/allocator.h"
 #include "tensor/dtype_dispatch.h"
 #include "tensor/iter.h"
 
 namespace aotgrad {
 
 Storage::Storage(size_t nbytes, bool fake) : nbytes_(nbytes), fake_(fake) {
-  if (!fake && nbytes > 0) {
-    size_t rounded = (nbytes + 63) / 64 * 64;
-    data_ = std::aligned_alloc(64, rounded);
-    if (!data_) throw std::bad_alloc();
-  }
+  if (!fake) data_ = cpu_allocator().allocate(nbytes);
 }
 
-Storage::~Storage() { std::free(data_); }
+Storage::~Storage() { cpu_allocator().deallocate(data_, nbytes_); }
 
 int64_t numel_of(const IntList& sizes) {
   int64_t n = 1;

@@ -1,0 +1,70 @@
+// The CPU allocator behind Storage: 64-byte aligned blocks, cached by size class.
+//
+// Reading guide: a request of n bytes is served by a block of size_class(n) bytes (64 bytes at
+// least; powers of two up to 1 MiB; whole MiB above). A freed block goes onto the free list of its
+// class instead of back to the C library, and the next request of that class pops it. Why: glibc
+// hands blocks above its mmap threshold back to the kernel on free(), so every training step would
+// fault its activations in again, page by page (PyTorch with glibc defaults: 7,000+ faults and 2x
+// the time per MLP step). Power-of-two classes keep the number of lists small and make a block
+// reusable by every request up to twice smaller; above 1 MiB that waste would be too costly, so
+// large classes grow by 1 MiB.
+//
+// The caller passes the size back on deallocate (Storage knows its nbytes), so blocks carry no
+// header. If the system refuses an allocation, the cache is emptied and the allocation retried
+// once before std::bad_alloc.
+//
+// Under AddressSanitizer the cache stays on (so sanitizer runs test the code that ships), but a
+// cached block is poisoned while it waits on a free list, and a reused block keeps the bytes past
+// the request poisoned: a use after free, or an overrun into the slack of the size class, is
+// reported as before. What ASan can no longer name is the original free's stack.
+//
+// Thread-safety: every member function may be called from any thread (one mutex).
+#pragma once
+
+#include <cstddef>
+#include <mutex>
+#include <unordered_map>
+#include <vector>
+
+#include "aotgrad/memory.h"
+
+namespace aotgrad {
+
+class CpuAllocator {
+ public:
+  static constexpr size_t kAlignment = 64;
+  static constexpr size_t kLargeStep = size_t{1} << 20;
+  // Requests above this fail with std::bad_alloc before any rounding could overflow.
+  static constexpr size_t kMaxRequest = size_t{1} << 56;
+
+  explicit CpuAllocator(bool caching) : caching_(caching) {}
+  ~CpuAllocator();
+  CpuAllocator(const CpuAllocator&) = delete;
+  CpuAllocator& operator=(const CpuAllocator&) = delete;
+
+  // nullptr for 0 bytes; otherwise a kAlignment-aligned block of at least `nbytes`.
+  void* allocate(size_t nbytes);
+  // `nbytes` must be what was passed to allocate() for `ptr`. nullptr is ignored.
+  void deallocate(void* ptr, size_t nbytes);
+
+  void empty_cache();
+  MemoryStats stats() const;
+  void reset_peak();
+  bool caching() const { return caching_; }
+
+  static size_t size_class(size_t nbytes);
+
+ private:
+  void release_all_locked();
+
+  const bool caching_;
+  mutable std::mutex mutex_;
+  std::unordered_map<size_t, std::vector<void*>> free_lists_;  // size class -> cached blocks
+  MemoryStats stats_;
+};
+
+// The process-wide allocator used by Storage. Caching unless AOTGRAD_ALLOCATOR=system. It is
+// never destroyed, so storages freed by static destructors at exit still find it.
+CpuAllocator& cpu_allocator();
+
+}  // namespace aotgrad
