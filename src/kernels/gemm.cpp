@@ -245,6 +245,26 @@ const Primitive* choose_onednn(Tensor& a, Tensor& b, Operand& oa, Operand& ob, i
   return p.usable ? &p : nullptr;
 }
 
+// Below about a million multiply-adds, waking a second thread costs more than it saves; oneDNN
+// would split even a 64x64 product. One thread for the calling thread's next primitives (the
+// thread count is part of the primitive cache's key), restored on exit.
+class SmallProductScope {
+ public:
+  explicit SmallProductScope(int64_t multiply_adds)
+      : prev_(omp_get_max_threads()), active_(multiply_adds < (int64_t{1} << 20) && prev_ > 1) {
+    if (active_) omp_set_num_threads(1);
+  }
+  ~SmallProductScope() {
+    if (active_) omp_set_num_threads(prev_);
+  }
+  SmallProductScope(const SmallProductScope&) = delete;
+  SmallProductScope& operator=(const SmallProductScope&) = delete;
+
+ private:
+  int prev_;
+  bool active_;
+};
+
 Tensor run_gemm(Tensor a, Tensor b, const IntList& out_sizes) {
   const DType dtype = a.dtype();
   if (dtype == DType::f16 || dtype == DType::bf16) {
@@ -263,6 +283,7 @@ Tensor run_gemm(Tensor a, Tensor b, const IntList& out_sizes) {
     fill(out, 0);
     return out;
   }
+  SmallProductScope threads(batch * oa.rows * oa.cols * ob.cols);
   if (const Primitive* p = choose_onednn(a, b, oa, ob, batch)) {
     onednn_run(*p, oa, ob, out);
     return out;
