@@ -5,6 +5,7 @@
 #include "aotgrad/conv.h"
 #include "aotgrad/dtype.h"
 #include "aotgrad/indexing.h"
+#include "aotgrad/inplace_view.h"
 #include "aotgrad/math.h"
 #include "aotgrad/ops.h"
 #include "aotgrad/random.h"

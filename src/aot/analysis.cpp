@@ -43,6 +43,15 @@ std::string ViewAndMutationMeta::to_string() const {
     }
     os << "\n";
   }
+  for (const MetadataMutation& m : metadata_mutations) {
+    if (!m.changed) {
+      os << "  metadata ops without effect on user input " << m.input << " (version bump only)\n";
+      continue;
+    }
+    os << "  metadata mutation of user input " << m.input << ": sizes " << shape_to_string(m.sizes)
+       << " strides " << shape_to_string(m.strides) << " storage_offset " << m.storage_offset
+       << (m.under_grad ? " (seen by autograd)" : " (under no_grad)") << "\n";
+  }
   os << "  mutated inputs: " << mutated_inputs.size() << ", intermediate bases: "
      << num_intermediate_bases << "\n";
   return os.str();

@@ -14,7 +14,7 @@ struct InputAliasInfo {  // one per graph input
   bool is_leaf = true;
   bool requires_grad = false;
   bool mutates_data = false;
-  bool mutates_metadata = false;  // always false for now: no metadata-mutating ops are traced
+  bool mutates_metadata = false;  // t_, as_strided_, ...: see ViewAndMutationMeta::metadata_mutations
   bool mutations_hidden_from_autograd = false;   // every write went through a detach()ed alias
   bool mutations_under_no_grad = false;          // every write happened under no_grad
   bool keep_in_graph = false;  // the mutation is a copy_ inside the graph (inference only)
@@ -41,12 +41,28 @@ struct OutputAliasInfo {  // one per user output
   std::vector<trace::ViewStep> view_chain;  // replayed on the base to regenerate the alias
 };
 
+// A user input whose geometry the function changed in place (t_, transpose_, as_strided_, ...).
+// Shapes are specialized (the guards pin each input's sizes, strides and offset), so the new
+// geometry is a constant of the specialization: the runtime applies it with as_strided_ after the
+// call instead of reading it from a graph output, as PyTorch must with dynamic shapes.
+struct MetadataMutation {
+  size_t input = 0;  // user input (duplicates: the first occurrence only)
+  // False when the ops left the geometry as it was (t_ twice, squeeze_ of a size-2 dim): not a
+  // mutation, but eager bumped the version counter, so the runtime bumps it too.
+  bool changed = true;
+  IntList sizes, strides;
+  int64_t storage_offset = 0;
+  bool under_grad = false;  // some change was made with grad mode on: autograd records the replay
+};
+
 struct ViewAndMutationMeta {
   std::vector<InputAliasInfo> input_info;
   std::vector<OutputAliasInfo> output_info;
   // Forward graph outputs are (new values of mutated inputs, non-aliased user outputs,
   // intermediate bases); these say which graph input each mutation writes to, and the counts.
   std::vector<size_t> mutated_inputs;
+  // Applied after the data mutations, in order.
+  std::vector<MetadataMutation> metadata_mutations;
   size_t num_user_graph_outputs = 0;
   size_t num_intermediate_bases = 0;
   bool keep_input_mutations = false;

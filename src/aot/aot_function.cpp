@@ -111,13 +111,8 @@ std::shared_ptr<const aot::Specialization> compile(const AotConfig& cfg, const F
   aot::JointGraph joint = aot::build_joint(captured.graph, captured.value_requires_grad);
   spec->text.joint = graph::print_graph(joint.graph);
   dump(cfg.name, index, "joint", spec->text.joint);
-  std::vector<size_t> mutated_primals;  // graph input g is primal g of the joint
-  for (size_t g = 0; g < captured.meta.input_info.size(); ++g)
-    if (captured.meta.input_info[g].mutates_data || captured.meta.input_info[g].mutates_metadata)
-      mutated_primals.push_back(g);
   partition::Partition part = partition::run_partitioner(
-      cfg.partitioner, joint.graph,
-      {joint.num_primals, joint.num_fw_outputs, captured.node_budgets, mutated_primals},
+      cfg.partitioner, joint.graph, {joint.num_primals, joint.num_fw_outputs, captured.node_budgets},
       {.activation_memory_budget = cfg.activation_memory_budget});
   spec->text.forward = graph::print_graph(part.forward);
   spec->text.backward = graph::print_graph(part.backward);

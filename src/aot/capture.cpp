@@ -1,5 +1,6 @@
 #include "aot/capture.h"
 
+#include <algorithm>
 #include <map>
 #include <stdexcept>
 
@@ -86,21 +87,35 @@ OutputPlan classify_outputs(trace::Tracer& tracer, const std::vector<Tensor>& us
         info.view_chain = ts->chain;
       }
     } else {
+      // A root-like output is its storage's own tensor in eager terms: the root, or the root after
+      // t_() / as_strided_() (a new geometry, still no _base). Eager returns it as a plain tensor,
+      // and views made from its current geometry as views of it.
+      auto root_like = [&](size_t p) { return states[p]->chain.empty() || !outs[p].is_view(); };
       size_t aliases = 0;
       int root_output = -1;
+      std::vector<trace::ViewStep> from_root;
       for (size_t p = 0; p < outs.size(); ++p) {
         if (!states[p] || states[p]->storage != ts->storage) continue;
         ++aliases;
-        if (states[p]->chain.empty() && root_output < 0) root_output = static_cast<int>(p);
+        if (root_output >= 0 || p == o || !root_like(p)) continue;
+        const std::vector<trace::ViewStep>& pc = states[p]->chain;
+        const std::vector<trace::ViewStep>& oc = ts->chain;
+        bool derived = pc.empty() ||
+                       (outs[o]._base().is_same(outs[p]) && oc.size() > pc.size() &&
+                        std::equal(pc.begin(), pc.end(), oc.begin(),
+                                   [](const auto& a, const auto& b) { return a.op == b.op; }));
+        if (!derived) continue;
+        root_output = static_cast<int>(p);
+        from_root.assign(oc.begin() + static_cast<std::ptrdiff_t>(pc.size()), oc.end());
       }
-      if (ts->chain.empty()) {
+      if (root_like(o)) {
         as_value(OutputType::non_alias);
       } else if (aliases == 1) {
         as_value(OutputType::unsafe_view_alias);
       } else if (root_output >= 0) {
         info.type = OutputType::alias_of_intermediate_base_is_user_output;
         info.base = root_output;
-        info.view_chain = ts->chain;
+        info.view_chain = std::move(from_root);
       } else {
         auto [it, fresh] = base_of_storage.emplace(ts->storage, static_cast<int>(plan.bases.size()));
         if (fresh) plan.bases.push_back(s->root);
@@ -113,6 +128,48 @@ OutputPlan classify_outputs(trace::Tracer& tracer, const std::vector<Tensor>& us
     meta.output_info.push_back(std::move(info));
   }
   return plan;
+}
+
+// requires_grad_() inside the function flips only a fake's flag: the graph was traced without it
+// and the caller's tensor would not change. Refused rather than answered wrongly.
+void check_requires_grad_unchanged(trace::Tracer& tracer, const std::vector<Tensor>& inputs,
+                                   const InputPlan& plan, const std::vector<Tensor>& user_fakes,
+                                   const std::vector<Tensor>& outs, const std::string& fn_name) {
+  // An in-place op with an operand that requires grad legitimately makes an input require grad;
+  // then its current value does too.
+  for (size_t i = 0; i < inputs.size(); ++i)
+    if (plan.inputs[i].kind == InputPlan::Kind::plain &&
+        user_fakes[i].requires_grad() != tracer.requires_grad(tracer.value_of(user_fakes[i], "input")))
+      throw trace::UnsupportedError(
+          fn_name + ": the function called requires_grad_() on input " + std::to_string(i) +
+          "; aot_function cannot change an input's requires_grad. Call requires_grad_() on it "
+          "before calling the compiled function.");
+  for (size_t o = 0; o < outs.size(); ++o)
+    if (tracer.traced_here(outs[o]) &&
+        outs[o].requires_grad() != tracer.requires_grad(tracer.value_of(outs[o], "output")))
+      throw trace::UnsupportedError(
+          fn_name + ": output " + std::to_string(o) + " had requires_grad_() called on it inside "
+          "the function, which aot_function cannot trace. Return it as is and call "
+          "requires_grad_() on the result, or make it a function input that requires grad.");
+}
+
+// Inputs whose fake ended the trace with another geometry than the caller's tensor (t_,
+// as_strided_, ...). Changes that cancel out (t_ twice) are not mutations, as in PyTorch.
+void record_metadata_mutations(const trace::Tracer& tracer, const std::vector<Tensor>& inputs,
+                               const InputPlan& plan, const std::vector<Tensor>& user_fakes,
+                               ViewAndMutationMeta& meta) {
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const InputPlan::Entry& e = plan.inputs[i];
+    const Tensor& f = user_fakes[i];
+    if (e.kind == InputPlan::Kind::duplicate) continue;  // the same tensor as input e.index
+    trace::Tracer::MetadataTouch touch = tracer.metadata_touch(f);
+    if (!touch.touched) continue;
+    bool changed = f.sizes() != inputs[i].sizes() || f.strides() != inputs[i].strides() ||
+                   f.storage_offset() != inputs[i].storage_offset();
+    meta.metadata_mutations.push_back(
+        {i, changed, f.sizes(), f.strides(), f.storage_offset(), touch.under_grad});
+    if (changed && e.kind == InputPlan::Kind::plain) meta.input_info[e.index].mutates_metadata = true;
+  }
 }
 
 }  // namespace
@@ -139,6 +196,7 @@ CapturedForward capture_forward(const FlatFn& fn, const std::vector<Tensor>& inp
   c.node_budgets = partition::take_node_budgets(c.graph);
   ViewAndMutationMeta& meta = c.meta;
   meta.keep_input_mutations = config.keep_inference_input_mutations;
+  check_requires_grad_unchanged(tracer, inputs, plan, user_fakes, outs, config.name);
   OutputPlan out_plan = classify_outputs(tracer, user_fakes, outs, meta);
 
   // Mutated graph inputs, and whether anything the caller gets needs autograd.
@@ -158,10 +216,30 @@ CapturedForward capture_forward(const FlatFn& fn, const std::vector<Tensor>& inp
     meta.mutated_inputs.push_back(static_cast<size_t>(s.input_index));
     mutated_values.push_back(s.root);
   }
-  for (graph::ValueId v : mutated_values) c.needs_autograd = c.needs_autograd || tracer.requires_grad(v);
+  for (const InputPlan::Unmergeable& u : plan.unmergeable)
+    for (size_t m : u.members)
+      if (meta.input_info[plan.inputs[m].index].mutates_data) throw trace::UnsupportedError(u.reason);
+  record_metadata_mutations(tracer, inputs, plan, user_fakes, meta);
+  // A mutation under no_grad or through detach() is invisible to autograd: alone it needs no
+  // training graph (the value is still written back, without history).
+  for (size_t k = 0; k < mutated_values.size(); ++k) {
+    const InputAliasInfo& info = meta.input_info[meta.mutated_inputs[k]];
+    bool visible = !info.mutations_under_no_grad && !info.mutations_hidden_from_autograd;
+    c.needs_autograd = c.needs_autograd || (visible && tracer.requires_grad(mutated_values[k]));
+  }
   for (graph::ValueId v : out_plan.user_values) c.needs_autograd = c.needs_autograd || tracer.requires_grad(v);
   for (graph::ValueId v : out_plan.bases) c.needs_autograd = c.needs_autograd || tracer.requires_grad(v);
 
+  // Eager's leaf now has the new geometry, and so has its gradient; the training graph's
+  // gradient for the input has the old one. Refused rather than accumulated with the wrong shape.
+  for (const MetadataMutation& m : meta.metadata_mutations)
+    if (c.needs_autograd && m.changed && !m.under_grad && inputs[m.input].is_leaf() &&
+        inputs[m.input].requires_grad())
+      throw trace::UnsupportedError(
+          config.name + ": input " + std::to_string(m.input) + " is a leaf that requires grad "
+          "and had its geometry changed in place under no_grad (t_, transpose_, as_strided_, ...); "
+          "aot_function cannot give its gradient the new geometry. Change the geometry before "
+          "the call.");
   bool keep_in_graph = config.keep_inference_input_mutations && !c.needs_autograd;
   if (keep_in_graph) {
     const ops::OpDef& copy = ops::lookup("aten.copy_.default");

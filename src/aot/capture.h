@@ -5,7 +5,8 @@
 // graph input and outputs (new values of mutated inputs, non-aliased user outputs, intermediate
 // bases of aliased outputs) — or, for inference with keep_input_mutations, copy_ nodes into the
 // mutated inputs instead of the first group — and the metadata the runtime needs to make the
-// call behave like eager; or an error naming what is not supported.
+// call behave like eager (including the final geometry of inputs whose metadata was mutated);
+// or an error naming what is not supported.
 #pragma once
 
 #include <string>

@@ -1,8 +1,9 @@
 #include "aot/input_plan.h"
 
 #include <algorithm>
-#include <set>
+#include <optional>
 #include <stdexcept>
+#include <utility>
 
 #include "aotgrad/autograd.h"
 #include "aotgrad/ops.h"
@@ -43,19 +44,20 @@ Footprint footprint(const Tensor& t) {
 
 // Whether two views of one storage share an element (exact when both footprints are listed;
 // otherwise conservative on the extents).
-bool overlap(const Tensor& a, const Tensor& b) {
+bool overlap(const Tensor& a, const Footprint& fa, const Tensor& b, const Footprint& fb) {
   if (a.numel() == 0 || b.numel() == 0) return false;
-  Footprint fa = footprint(a), fb = footprint(b);
   int64_t ia = fa.lo * static_cast<int64_t>(itemsize(a.dtype()));
   int64_t ja = (fa.hi + 1) * static_cast<int64_t>(itemsize(a.dtype()));
   int64_t ib = fb.lo * static_cast<int64_t>(itemsize(b.dtype()));
   int64_t jb = (fb.hi + 1) * static_cast<int64_t>(itemsize(b.dtype()));
   if (ja <= ib || jb <= ia) return false;
   if (fa.offsets.empty() || fb.offsets.empty() || a.dtype() != b.dtype()) return true;
-  std::vector<int64_t> common;
-  std::set_intersection(fa.offsets.begin(), fa.offsets.end(), fb.offsets.begin(), fb.offsets.end(),
-                        std::back_inserter(common));
-  return !common.empty();
+  for (size_t x = 0, y = 0; x < fa.offsets.size() && y < fb.offsets.size();) {
+    if (fa.offsets[x] == fb.offsets[y]) return true;
+    if (fa.offsets[x] < fb.offsets[y]) ++x;
+    else ++y;
+  }
+  return false;
 }
 
 // The tensor all members view, when there is one: a shared _base, or a member the others view.
@@ -84,37 +86,85 @@ std::string InputPlan::to_string() const {
   return s;
 }
 
-InputPlan plan_inputs(const std::vector<Tensor>& inputs, const std::string& fn_name) {
-  InputPlan plan;
-  size_t n = inputs.size();
-  plan.inputs.resize(n);
-  // Union-find over inputs that overlap in memory (distinct tensors only).
-  std::vector<size_t> group(n);
-  for (size_t i = 0; i < n; ++i) group[i] = i;
-  auto find = [&](size_t i) {
+namespace {
+
+// The result of the pairwise pass: which inputs repeat an earlier one, and the union-find forest
+// of inputs that overlap in memory.
+struct AliasStructure {
+  std::vector<InputPlan::Entry> entries;  // duplicates filled in; the rest are set later
+  std::vector<bool> is_dup;
+  std::vector<size_t> group;
+  std::vector<std::optional<Footprint>> footprints;  // computed once per input, when first needed
+
+  explicit AliasStructure(size_t n) : entries(n), is_dup(n, false), group(n), footprints(n) {
+    for (size_t i = 0; i < n; ++i) group[i] = i;
+  }
+  size_t find(size_t i) {
     while (group[i] != i) i = group[i] = group[group[i]];
     return i;
-  };
-  std::vector<bool> is_dup(n, false);
-  for (size_t j = 0; j < n; ++j)
-    for (size_t i = 0; i < j; ++i) {
-      if (is_dup[i]) continue;
-      if (inputs[i].is_same(inputs[j])) {
-        plan.inputs[j] = {InputPlan::Kind::duplicate, i};
-        is_dup[j] = true;
-        break;
-      }
-      if (inputs[i].storage() == inputs[j].storage() && overlap(inputs[i], inputs[j]))
-        group[find(j)] = find(i);
+  }
+  // Input j against an earlier input i (the order of calls is part of the result: a duplicate
+  // refers to the first earlier non-duplicate that is the same tensor, and stops the scan).
+  bool visit(const std::vector<Tensor>& inputs, size_t i, size_t j) {
+    if (is_dup[i]) return false;
+    if (inputs[i].is_same(inputs[j])) {
+      entries[j] = {InputPlan::Kind::duplicate, i};
+      is_dup[j] = true;
+      return true;
     }
+    if (inputs[i].storage() == inputs[j].storage() &&
+        overlap(inputs[i], footprint_of(inputs, i), inputs[j], footprint_of(inputs, j)))
+      group[find(j)] = find(i);
+    return false;
+  }
+  const Footprint& footprint_of(const std::vector<Tensor>& inputs, size_t i) {
+    if (!footprints[i]) footprints[i] = footprint(inputs[i]);
+    return *footprints[i];
+  }
+};
+
+// Why the overlapping inputs `members` cannot be passed as one synthetic base, or "" when they can.
+std::string unmergeable_reason(const std::vector<Tensor>& inputs, const std::vector<size_t>& members,
+                               const std::string& fn_name) {
+  std::vector<Tensor> tensors;
+  bool any_grad = false;
+  for (size_t m : members) {
+    tensors.push_back(inputs[m]);
+    any_grad = any_grad || inputs[m].requires_grad();
+    if (inputs[m].dtype() != inputs[members[0]].dtype())
+      return fn_name + ": inputs " + std::to_string(members[0]) + " and " + std::to_string(m) +
+             " overlap in memory but have different dtypes, and one is mutated; pass copies instead.";
+  }
+  if (any_grad && !common_base(tensors).defined())
+    return fn_name + ": inputs " + std::to_string(members[0]) + " and " + std::to_string(members[1]) +
+           " overlap in memory, require grad, are not views of one common base, and one is "
+           "mutated; pass clones or views of one tensor.";
+  return "";
+}
+
+// Graph inputs and synthetic bases from the alias structure. A group that cannot become a
+// synthetic base is passed as plain inputs and remembered: that is exact while none of them is
+// mutated, and capture refuses the call when one is (PyTorch, too, builds synthetic bases only for
+// groups with a mutation).
+InputPlan plan_from(AliasStructure a, const std::vector<Tensor>& inputs, const std::string& fn_name) {
+  size_t n = inputs.size();
+  InputPlan plan;
+  plan.inputs = std::move(a.entries);
+  std::vector<std::vector<size_t>> members_of_root(n);
+  for (size_t i = 0; i < n; ++i)
+    if (!a.is_dup[i]) members_of_root[a.find(i)].push_back(i);
+  std::vector<bool> mergeable(n, false);
+  for (size_t r = 0; r < n; ++r) {
+    if (members_of_root[r].size() < 2) continue;
+    std::string why = unmergeable_reason(inputs, members_of_root[r], fn_name);
+    mergeable[r] = why.empty();
+    if (!mergeable[r]) plan.unmergeable.push_back({members_of_root[r], why});
+  }
   std::vector<int> base_of_group(n, -1);
   for (size_t i = 0; i < n; ++i) {
-    if (is_dup[i]) continue;
-    size_t root = find(i);
-    bool grouped = false;
-    for (size_t k = 0; k < n; ++k)
-      if (k != i && !is_dup[k] && find(k) == root) grouped = true;
-    if (!grouped) {
+    if (a.is_dup[i]) continue;
+    size_t root = a.find(i);
+    if (!mergeable[root]) {
       plan.inputs[i] = {InputPlan::Kind::plain, plan.graph_inputs.size()};
       plan.graph_inputs.push_back({false, i});
       continue;
@@ -129,23 +179,40 @@ InputPlan plan_inputs(const std::vector<Tensor>& inputs, const std::string& fn_n
   }
   for (SyntheticBase& b : plan.bases) {
     std::vector<Tensor> members;
-    bool any_grad = false;
-    for (size_t m : b.members) {
-      members.push_back(inputs[m]);
-      any_grad = any_grad || inputs[m].requires_grad();
-      if (inputs[m].dtype() != inputs[b.members[0]].dtype())
-        throw trace::UnsupportedError(fn_name + ": inputs " + std::to_string(b.members[0]) + " and " +
-                                      std::to_string(m) + " overlap in memory but have different "
-                                      "dtypes; pass copies instead.");
-    }
+    for (size_t m : b.members) members.push_back(inputs[m]);
     b.common_base = common_base(members).defined();
-    if (!b.common_base && any_grad)
-      throw trace::UnsupportedError(fn_name + ": inputs " + std::to_string(b.members[0]) + " and " +
-                                    std::to_string(b.members[1]) +
-                                    " overlap in memory, require grad, and are not views of one "
-                                    "common base; pass clones or views of one tensor.");
   }
   return plan;
+}
+
+}  // namespace
+
+// Only inputs that share a storage can repeat or overlap, so the pairwise pass runs within each
+// storage's bucket (found by sorting the storage pointers). Within a bucket it visits the pairs
+// in the order plan_inputs_pairwise does, which makes the two plans equal; a call whose inputs
+// all have storages of their own costs one sort.
+InputPlan plan_inputs(const std::vector<Tensor>& inputs, const std::string& fn_name) {
+  size_t n = inputs.size();
+  std::vector<std::pair<const Storage*, size_t>> by_storage(n);
+  for (size_t i = 0; i < n; ++i) by_storage[i] = {inputs[i].storage().get(), i};
+  std::sort(by_storage.begin(), by_storage.end());
+  AliasStructure a(n);
+  for (size_t lo = 0, hi = 0; lo < n; lo = hi) {
+    while (hi < n && by_storage[hi].first == by_storage[lo].first) ++hi;
+    for (size_t jj = lo + 1; jj < hi; ++jj)
+      for (size_t ii = lo; ii < jj; ++ii)
+        if (a.visit(inputs, by_storage[ii].second, by_storage[jj].second)) break;
+  }
+  return plan_from(std::move(a), inputs, fn_name);
+}
+
+InputPlan plan_inputs_pairwise(const std::vector<Tensor>& inputs, const std::string& fn_name) {
+  size_t n = inputs.size();
+  AliasStructure a(n);
+  for (size_t j = 0; j < n; ++j)
+    for (size_t i = 0; i < j; ++i)
+      if (a.visit(inputs, i, j)) break;
+  return plan_from(std::move(a), inputs, fn_name);
 }
 
 std::vector<Tensor> graph_inputs_for(const InputPlan& plan, const std::vector<Tensor>& inputs) {

@@ -35,16 +35,26 @@ struct InputPlan {
     bool operator==(const GraphInput&) const = default;
   };
   std::vector<GraphInput> graph_inputs;
+  // Overlapping inputs that cannot share a synthetic base (different dtypes, or requiring grad
+  // without a common _base): passed as plain inputs, which is exact unless one is mutated, when
+  // capture raises `reason`.
+  struct Unmergeable {
+    std::vector<size_t> members;
+    std::string reason;
+    bool operator==(const Unmergeable&) const = default;
+  };
+  std::vector<Unmergeable> unmergeable;
 
   bool trivial() const { return bases.empty() && graph_inputs.size() == inputs.size(); }
   bool operator==(const InputPlan&) const = default;
   std::string to_string() const;
 };
 
-// The plan for this call's inputs. Throws trace::UnsupportedError naming the inputs when they
-// alias in a way the runtime cannot rebuild (different dtypes, or no common base while some
-// require grad).
+// The plan for this call's inputs.
+// Runs on every call: pairs of inputs are compared only within groups that share a storage.
 InputPlan plan_inputs(const std::vector<Tensor>& inputs, const std::string& fn_name);
+// The same plan by comparing every pair (O(n^2)); the reference plan_inputs is tested against.
+InputPlan plan_inputs_pairwise(const std::vector<Tensor>& inputs, const std::string& fn_name);
 
 // The tensors to pass to the graph for this call (bases built from the caller's inputs).
 std::vector<Tensor> graph_inputs_for(const InputPlan& plan, const std::vector<Tensor>& inputs);

@@ -1,9 +1,11 @@
 #include "aot/runtime.h"
 
+#include <algorithm>
 #include <optional>
 #include <stdexcept>
 
 #include "aotgrad/autograd.h"
+#include "aotgrad/inplace_view.h"
 #include "aotgrad/ops.h"
 #include "autograd/nodes.h"
 
@@ -64,6 +66,14 @@ class CompiledBackward final : public autograd::Node {
     saved_.clear();
   }
 
+  // The epilogue moved the version counter of `storage` from `before` to `after` without
+  // changing its data (as_strided_ of an input, as eager's t_ would): saved aliases of that
+  // input are still valid.
+  void forgive_version_bump(const Storage* storage, uint64_t before, uint64_t after) {
+    for (size_t i = 0; i < saved_.size(); ++i)
+      if (saved_[i].storage().get() == storage && versions_[i] == before) versions_[i] = after;
+  }
+
  private:
   std::shared_ptr<const Specialization> spec_;
   std::vector<Tensor> saved_;
@@ -72,7 +82,8 @@ class CompiledBackward final : public autograd::Node {
 };
 
 std::vector<Tensor> run_graphs(const std::shared_ptr<const Specialization>& spec,
-                               const std::vector<Tensor>& graph_inputs) {
+                               const std::vector<Tensor>& graph_inputs,
+                               std::shared_ptr<CompiledBackward>& node_out) {
   NoGradGuard no_grad;  // the compiled graphs are not recorded by eager autograd
   if (spec->is_inference) return spec->inference(std::vector<Tensor>(graph_inputs));
   std::vector<autograd::Edge> edges;
@@ -84,12 +95,29 @@ std::vector<Tensor> run_graphs(const std::shared_ptr<const Specialization>& spec
   outs.resize(spec->num_graph_outputs);
   auto node = std::make_shared<CompiledBackward>(spec, std::move(saved));
   node->next_edges = std::move(edges);
+  node_out = node;
   for (size_t k = 0; k < spec->tangent_of_output.size(); ++k) {
     Tensor& out = outs[spec->tangent_of_output[k]];
     if (out.grad_fn()) continue;  // the same tensor returned twice keeps its first slot
     autograd::set_history(out, node, static_cast<uint32_t>(k));
   }
   return outs;
+}
+
+// The graph inputs for a training call: a mutated input, and any input sharing its storage, is
+// passed as a clone (recorded by autograd), so the old values the forward saves for backward are
+// not overwritten, nor their version counter moved, by the copy_ of the epilogue (PyTorch clones
+// mutated inputs in the graph for the same reason). Eager's own version errors are reported
+// separately (Specialization::backward_error).
+std::vector<Tensor> with_fresh_mutated(const Specialization& spec, const std::vector<Tensor>& graph_inputs) {
+  std::vector<const Storage*> written;
+  for (size_t g : spec.meta.mutated_inputs)
+    if (!spec.meta.input_info[g].keep_in_graph) written.push_back(graph_inputs[g].storage().get());
+  if (written.empty()) return graph_inputs;
+  std::vector<Tensor> call = graph_inputs;
+  for (Tensor& t : call)
+    if (std::find(written.begin(), written.end(), t.storage().get()) != written.end()) t = clone(t);
+  return call;
 }
 
 // Writes the new value of each mutated input into the tensor the caller passed.
@@ -111,6 +139,26 @@ void apply_mutations(const Specialization& spec, const std::vector<Tensor>& grap
   }
 }
 
+// Gives each caller's tensor the geometry the function left its input in (after the outputs
+// were regenerated: aliases of an input replay their chain from its original geometry).
+void apply_metadata_mutations(const ViewAndMutationMeta& meta, const std::vector<Tensor>& inputs,
+                              CompiledBackward* node) {
+  for (const MetadataMutation& m : meta.metadata_mutations) {
+    Tensor target = inputs[m.input];
+    uint64_t before = target.version();
+    if (!m.changed) {
+      target.storage()->bump_version();
+    } else {
+      std::optional<NoGradGuard> no_grad;
+      std::optional<EnableGradGuard> grad;
+      if (m.under_grad) grad.emplace();
+      else no_grad.emplace();
+      as_strided_(target, m.sizes, m.strides, m.storage_offset);
+    }
+    if (node) node->forgive_version_bump(target.storage().get(), before, target.version());
+  }
+}
+
 Tensor replay_view(Tensor base, const std::vector<trace::ViewStep>& chain) {
   for (const trace::ViewStep& step : chain) {
     ops::OpArgs args = step.args;
@@ -128,7 +176,9 @@ std::vector<Tensor> run_specialization(const std::shared_ptr<const Specializatio
                                        const std::vector<Tensor>& inputs) {
   const Specialization& s = *spec;
   std::vector<Tensor> graph_inputs = s.plan.trivial() ? inputs : graph_inputs_for(s.plan, inputs);
-  std::vector<Tensor> outs = run_graphs(spec, graph_inputs);
+  std::shared_ptr<CompiledBackward> node;  // null for inference
+  std::vector<Tensor> outs = s.is_inference ? run_graphs(spec, graph_inputs, node)
+                                            : run_graphs(spec, with_fresh_mutated(s, graph_inputs), node);
   if (!s.meta.mutated_inputs.empty()) apply_mutations(s, graph_inputs, outs);
 
   const ViewAndMutationMeta& m = s.meta;
@@ -141,6 +191,10 @@ std::vector<Tensor> run_specialization(const std::shared_ptr<const Specializatio
   for (size_t o = 0; o < m.output_info.size(); ++o) {
     const OutputAliasInfo& info = m.output_info[o];
     if (info.graph_output >= 0) result[o] = outs[first_user + info.graph_output];
+    // A graph output computed by a view op (the value of an intermediate after t_()) is a plain
+    // tensor in eager: it must not keep the backend's buffer as its _base.
+    if (info.type == OutputType::non_alias && result[o].defined() && result[o].is_view())
+      result[o].impl()->base.reset();
     else if (info.type == OutputType::is_input) result[o] = inputs[info.base];
   }
   for (size_t o = 0; o < m.output_info.size(); ++o) {
@@ -160,6 +214,7 @@ std::vector<Tensor> run_specialization(const std::shared_ptr<const Specializatio
         break;
     }
   }
+  if (!m.metadata_mutations.empty()) apply_metadata_mutations(m, inputs, node.get());
   return result;
 }
 

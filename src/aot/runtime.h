@@ -6,7 +6,8 @@
 // node (an ordinary eager autograd node) behind the graph outputs that require grad. Epilogue:
 // write the new values of mutated inputs back into the caller's tensors (copy_, recorded by
 // autograd only when eager would record it), then assemble the user outputs, regenerating each
-// aliased output by replaying its view chain on its base.
+// aliased output by replaying its view chain on its base, and last give the caller's tensors the
+// geometry that metadata-mutating ops (t_, as_strided_, ...) left them in (as_strided_).
 #pragma once
 
 #include <memory>

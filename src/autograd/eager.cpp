@@ -7,6 +7,7 @@
 #include <string>
 
 #include "autograd/nodes.h"
+#include "ops/inplace_view.h"
 #include "ops/op.h"
 
 namespace aotgrad::ops {
@@ -93,13 +94,18 @@ class EagerInterpreter final : public ops::Interpreter {
         edges.push_back(r ? gradient_edge(t) : Edge{});
       }
     }
+    // t_, as_strided_, ...: the kernel rewrites self's geometry, which their VJP still needs.
+    bool metadata_only = any && ops::mutates_metadata_only(op);
+    OpArgs saved_args = metadata_only ? args : OpArgs();
+    if (metadata_only) saved_args[written] = geometry_snapshot(self);
     std::vector<Tensor> outputs = op.kernel(args);
     if (written >= 0) self.storage()->bump_version();
     if (!any) return outputs;
 
-    auto node = std::make_shared<OpNode>(op, args, outputs, needs);
+    auto node = std::make_shared<OpNode>(op, metadata_only ? saved_args : args, outputs, needs);
     node->next_edges = std::move(edges);
-    if (written >= 0 && self.is_view()) {
+    // A view whose geometry changed keeps its data: its base's history is untouched.
+    if (written >= 0 && self.is_view() && !metadata_only) {
       // The base's history now runs through the op for the viewed region.
       Tensor base = self._base();
       auto copy_slices = std::make_shared<CopySlices>(base, self, node);
@@ -116,6 +122,16 @@ class EagerInterpreter final : public ops::Interpreter {
   }
 
  private:
+  static Tensor geometry_snapshot(const Tensor& t) {
+    auto impl = std::make_shared<TensorImpl>();
+    impl->dtype = t.dtype();
+    impl->sizes = t.sizes();
+    impl->strides = t.strides();
+    impl->storage_offset = t.storage_offset();
+    impl->storage = t.storage();
+    return Tensor(std::move(impl));
+  }
+
   // After CopySlices, the view's gradient is the viewed region of its base's gradient.
   static void rebase_view_history(const Tensor& view, const Tensor& base) {
     const OpDef& as_strided = ops::lookup("aten.as_strided.default");

@@ -16,6 +16,7 @@ std::span<const OpDef> linalg_ops();     // linalg.cpp: mm, bmm
 std::span<const OpDef> nn_ops();         // nn.cpp: softmax, log_softmax, losses
 std::span<const OpDef> view_ops();       // views.cpp: view, permute, expand, slice, ...
 std::span<const OpDef> inplace_ops();    // inplace.cpp: add_, mul_, copy_, zero_, fill_
+std::span<const OpDef> inplace_view_ops();  // inplace_view.cpp: t_, transpose_, unsqueeze_, squeeze_, as_strided_
 std::span<const OpDef> factory_ops();    // factory.cpp: full, arange, rand, clone, _to_copy, ...
 std::span<const OpDef> functional_ops();  // functional.cpp: scatters and updates functionalization emits
 std::span<const OpDef> joining_ops();    // joining.cpp: cat, stack, split, unbind, chunk

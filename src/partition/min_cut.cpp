@@ -4,8 +4,7 @@
 // (saving v = cutting that edge), users hang off v_out with infinite edges, banned nodes hang
 // off the source and backward (tangent-dependent) users lead to the sink. A minimum cut is then
 // a cheapest set of values that separates everything that cannot be recomputed from everything
-// the backward reads. Primals are free and so are left out of the flow graph, except those the
-// call mutates after the forward: they join it as sources, so nothing is recomputed from them.
+// the backward reads. Primals are free and so are left out of the flow graph altogether.
 //
 // Max flow: our own Dinic (max_flow.h), not Boost.Graph. Measured on the flow graphs of the bench
 // models (best of 50 solves, graph construction included, -O2, Boost 1.74, shared 2-core machine):
@@ -20,8 +19,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <stdexcept>
-#include <string>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -121,18 +118,6 @@ JointAnalysis analyze_joint(const graph::Graph& joint, const JointInfo& info,
       d = std::min(d, a.tangent_dependent[u] ? 1 : a.dist_from_backward[u] + 1);
     d = std::min(d, kFar);
   }
-
-  std::vector<bool> read_by_backward(joint.values().size(), false);
-  for (size_t i = 0; i < n; ++i)
-    if (a.relevant[i] && a.tangent_dependent[i])
-      for (const graph::NodeArg& arg : joint.nodes()[i].args)
-        for (graph::ValueId v : graph::arg_values(arg)) read_by_backward[v.index] = true;
-  for (size_t p : info.mutated_primals) {
-    if (p >= a.primals.size())
-      throw std::invalid_argument("JointInfo::mutated_primals names primal " + std::to_string(p) +
-                                  " but the joint graph has " + std::to_string(a.primals.size()));
-    if (!read_by_backward[a.primals[p].index]) a.unreadable_primals.push_back(a.primals[p]);
-  }
   return a;
 }
 
@@ -174,12 +159,6 @@ Cut solve_min_cut(const graph::Graph& joint, const JointAnalysis& a,
                     static_cast<int64_t>(value_bytes(joint.value(v).meta)) * scale + penalty);
     }
   }
-  // An unreadable primal is a source: everything computed from it must be saved downstream.
-  for (graph::ValueId p : a.unreadable_primals) {
-    size_t vertex = flow.add_vertex();
-    flow.add_edge(kSource, vertex, MaxFlow::kInfinity);
-    value_vertices[p.index] = {vertex, vertex};  // no edge to cut: it cannot be saved
-  }
   for (size_t i = 0; i < n; ++i) {
     if (!a.relevant[i]) continue;
     size_t target = a.tangent_dependent[i] ? kSink : node_vertex[i];
@@ -206,7 +185,6 @@ bool saved_set_is_valid(const graph::Graph& joint, const JointAnalysis& a,
                         const std::vector<bool>& banned, const std::vector<graph::ValueId>& saved) {
   std::vector<bool> available(joint.values().size(), false);
   for (graph::ValueId v : a.primals) available[v.index] = true;
-  for (graph::ValueId v : a.unreadable_primals) available[v.index] = false;
   for (graph::ValueId v : a.tangents) available[v.index] = true;
   for (graph::ValueId v : saved) available[v.index] = true;
   for (size_t i = 0; i < joint.nodes().size(); ++i) {
@@ -242,10 +220,6 @@ Partition build_partition(const graph::Graph& joint, const JointAnalysis& a,
     seen[v.index] = true;
     int32_t p = joint.value(v).producer;
     if (p < 0) {
-      if (std::find(a.unreadable_primals.begin(), a.unreadable_primals.end(), v) !=
-          a.unreadable_primals.end())
-        throw std::logic_error("min_cut: the backward would read %" + joint.value(v).name +
-                               ", an input the call mutates after the forward");
       if (a.is_primal(v)) all_saved.push_back(v);
       continue;
     }

@@ -15,8 +15,7 @@
 //     memory budget lets the knapsack give them up (budget 0: all of them);
 //   - random and effectful results never are (a recomputed draw would differ: RNG state is not
 //     functionalized), so at budget 0 they are what is saved besides graph inputs;
-//   - graph inputs (primals) are free to save: they are alive anyway, except those the call
-//     mutates after the forward: the backward never reads or recomputes from them.
+//   - graph inputs (primals) are free to save: they are alive anyway.
 //
 // Reading guide: min_cut_partition() is the pipeline, top to bottom. analyze_joint() classifies
 // the nodes; solve_min_cut() builds the flow graph and returns the cut for one set of bans;
@@ -57,12 +56,6 @@ struct JointAnalysis {
   // Distance (in nodes) from a tangent-independent node to its nearest backward use; large when
   // the backward never reads it, directly or through recomputation.
   std::vector<int> dist_from_backward;
-  // Primals the call mutates after the forward (JointInfo::mutated_primals) that the backward
-  // does not read directly: nothing is recomputed from them; what depends on them is saved.
-  // (A backward that reads one directly is the case eager rejects with its version-counter
-  // error, and the runtime raises that error before the backward runs; such a primal stays
-  // savable so the partition remains well formed.)
-  std::vector<graph::ValueId> unreadable_primals;
 
   bool is_primal(graph::ValueId v) const;
 };

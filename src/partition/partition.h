@@ -35,10 +35,6 @@ struct JointInfo {
   // Memory budget of each joint node's MemoryBudgetGuard region (NaN or absent: none; see
   // partition/memory_budget.h). Read only by the min-cut partitioner.
   std::vector<double> node_budgets;
-  // Primals (by index) the compiled call writes to after the forward graph has run: their data
-  // (or sizes and strides) then differ from what the forward read, so a partitioner that
-  // recomputes in the backward must not recompute from them.
-  std::vector<size_t> mutated_primals;
 };
 
 }  // namespace aotgrad::partition

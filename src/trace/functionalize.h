@@ -30,6 +30,10 @@ struct StorageState {
   graph::ValueId root;               // current value of the root tensor
   uint64_t generation = 0;
   int input_index = -1;  // graph input that owns this storage, or -1 for intermediates
+  // The input's storage offset. Graph values made by functional ops start at offset 0, while
+  // as_strided's offsets are absolute, so as_strided on such a storage after a mutation (or a
+  // write through an as_strided view of it) is refused (Tracer::check_as_strided).
+  int64_t root_offset = 0;
   bool mutated = false;
   bool all_mutations_under_no_grad = true;
   bool all_mutations_hidden = true;  // under no_grad or through a detach()ed alias

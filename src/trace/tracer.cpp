@@ -4,6 +4,7 @@
 #include <stdexcept>
 
 #include "aotgrad/autograd.h"
+#include "ops/inplace_view.h"
 #include "partition/memory_budget.h"
 
 namespace aotgrad::trace {
@@ -33,7 +34,62 @@ class GradModeScope {
   std::optional<NoGradGuard> disable_;
 };
 
+// Whether result `i` of `op` aliases its viewed argument: every result of an op returning
+// `Tensor(a)[]`, or a single `Tensor(a)` result.
+bool result_is_view(const ops::OpDef& op, size_t i) {
+  if (!op.is_view()) return false;
+  const ops::Schema& s = op.parsed_schema();
+  const std::string& set = s.args[op.view_of_arg()].alias_set;
+  if (s.returns.size() == 1 && s.returns[0].type == ops::ArgType::tensor_list)
+    return s.returns[0].alias_set == set;
+  return i < s.returns.size() && s.returns[i].alias_set == set;
+}
+
+// The view step of piece `piece` of a multi-output view op, written as the single-output view
+// that selects it: a slice along `dim` for split / split_with_sizes / chunk, a select for unbind.
+// Replays and scatters of the piece then reuse slice's and select's rows (view_scatter), so the
+// multi-output rows need no scatter rule of their own, and a piece regenerated at runtime is an
+// ordinary view of its base.
+ViewStep piece_step(const ops::OpDef& op, const ops::OpArgs& args, size_t piece,
+                    const std::vector<ops::TensorMeta>& metas) {
+  const Tensor& self = ops::tensor_arg(args, op.view_of_arg());
+  int dim_arg = op.parsed_schema().find_arg("dim");
+  if (dim_arg < 0)
+    throw UnsupportedError(std::string(op.name) + " returns several views and has no 'dim' "
+                           "argument, so aot_function cannot follow its results as views; clone() "
+                           "the results inside the function.");
+  int64_t d = wrap_dim(ops::int_arg(args, static_cast<size_t>(dim_arg)), self.dim());
+  const ops::TensorMeta& m = metas[piece];
+  ViewStep step;
+  step.grad_mode = autograd::grad_mode_enabled();
+  if (static_cast<int64_t>(m.sizes.size()) + 1 == self.dim()) {
+    step.op = &ops::lookup("aten.select.int");
+    step.args = {Tensor(), d, static_cast<int64_t>(piece)};
+  } else {
+    int64_t start = 0;
+    for (size_t j = 0; j < piece; ++j) start += metas[j].sizes[d];
+    step.op = &ops::lookup("aten.slice.Tensor");
+    step.args = {Tensor(), d, start, start + m.sizes[d], int64_t{1}};
+  }
+  ops::normalize(*step.op, step.args);
+  ops::OpArgs check = step.args;
+  check[0] = self;
+  if (step.op->meta(check).at(0) != m)
+    throw UnsupportedError(std::string(op.name) + ": result " + std::to_string(piece) +
+                           " is not a slice or select of its input along dim " + std::to_string(d) +
+                           ", so aot_function cannot follow it as a view; clone() the results "
+                           "inside the function.");
+  return step;
+}
+
 }  // namespace
+
+Tracer::MetadataTouch Tracer::metadata_touch(const Tensor& t) const {
+  MetadataTouch m;
+  for (const auto& [impl, under_grad] : metadata_touches_)
+    if (impl == t.impl()) m = {true, m.under_grad || under_grad};
+  return m;
+}
 
 void Tracer::set_requires_grad(graph::ValueId v, bool r) {
   if (requires_grad_.size() <= v.index) requires_grad_.resize(v.index + 1, false);
@@ -70,17 +126,14 @@ void Tracer::track_root(const Tensor& t, int input_index) {
   t.impl()->trace.alias = static_cast<uint32_t>(tensors_.size() - 1);
 }
 
-void Tracer::track_view(const Tensor& view, const Tensor& parent, const ops::OpDef& op,
-                        const ops::OpArgs& args) {
+void Tracer::track_view(const Tensor& view, const Tensor& parent, ViewStep step) {
   const TensorState& p = tensors_.at(parent.impl()->trace.alias);
   TensorState ts;
   ts.storage = p.storage;
   ts.chain = p.chain;
-  ViewStep step{&op, args, autograd::grad_mode_enabled()};
-  step.args[op.view_of_arg()] = Tensor();
-  ts.chain.push_back(std::move(step));
   ts.generation = p.generation;
-  ts.hidden = p.hidden || !op.vjp;  // detach(): autograd does not see through it
+  ts.hidden = p.hidden || !step.op->vjp;  // detach(): autograd does not see through it
+  ts.chain.push_back(std::move(step));
   ts.keep = view.impl_ptr();
   tensors_.push_back(std::move(ts));
   view.impl()->trace.alias = static_cast<uint32_t>(tensors_.size() - 1);
@@ -95,6 +148,7 @@ Tensor Tracer::add_input(const Tensor& example, std::string_view name_hint, std:
   int index = static_cast<int>(input_is_leaf_requiring_grad_.size());
   input_is_leaf_requiring_grad_.push_back(example.requires_grad() && example.is_leaf());
   track_root(fake, index);
+  storages_.back().root_offset = example.storage_offset();
   return fake;
 }
 
@@ -158,6 +212,8 @@ void Tracer::sync(const Tensor& t) {
   TensorState& ts = tensors_[t.impl()->trace.alias];
   const StorageState& s = storages_[ts.storage];
   if (ts.generation == s.generation) return;
+  for (const ViewStep& step : ts.chain)
+    if (step.op->name == "aten.as_strided.default") check_as_strided(*step.op, ts.storage, false);
   Tensor fresh = replay(s, ts.chain, ts.chain.size());
   graph::ValueId v{fresh.impl()->trace.value};
   t.impl()->trace.value = v.index;
@@ -178,11 +234,17 @@ void Tracer::sync_args(ops::OpArgs& args) {
 
 std::vector<Tensor> Tracer::call(const ops::OpDef& op, ops::OpArgs& args) {
   sync_args(args);
+  if (op.is_inplace() && ops::mutates_metadata_only(op)) return functionalize_metadata(op, args);
   if (op.is_inplace()) return functionalize_inplace(op, args);
   return record(op, args, /*track=*/true);
 }
 
 std::vector<Tensor> Tracer::record(const ops::OpDef& op, ops::OpArgs& args, bool track) {
+  if (op.name == "aten.as_strided.default") {
+    const Tensor& base = ops::tensor_arg(args, 0);
+    if (traced_here(base) && base.impl()->trace.alias != UINT32_MAX)
+      check_as_strided(op, tensors_[base.impl()->trace.alias].storage, false);
+  }
   std::vector<graph::NodeArg> node_args;
   bool any_requires_grad = false;
   for (size_t i = 0; i < args.size(); ++i) {
@@ -200,16 +262,21 @@ std::vector<Tensor> Tracer::record(const ops::OpDef& op, ops::OpArgs& args, bool
   partition::note_node_budget(graph_, graph_.nodes().size() - 1);
   bool grad_tracked = any_requires_grad && op.vjp && autograd::grad_mode_enabled();
   std::vector<Tensor> results;
+  bool multi_output_view = op.is_view() && result_is_view(op, 1);
   for (size_t i = 0; i < outs.size(); ++i) {
     bool r = grad_tracked && is_floating(metas[i].dtype);
     Tensor out;
-    if (op.is_view() && i == 0) {
+    if (result_is_view(op, i)) {
       const Tensor& base = ops::tensor_arg(args, op.view_of_arg());
       out = make_view(base, metas[i].sizes, metas[i].strides, metas[i].storage_offset);
       out.impl()->trace = TraceSlot{this, outs[i].index};
       set_requires_grad(outs[i], r);
       if (r) out.impl()->autograd_meta().requires_grad = true;
-      if (track && base.impl()->trace.alias != UINT32_MAX) track_view(out, base, op, args);
+      if (track && base.impl()->trace.alias != UINT32_MAX) {
+        ViewStep step{&op, args, autograd::grad_mode_enabled()};
+        step.args[op.view_of_arg()] = Tensor();
+        track_view(out, base, multi_output_view ? piece_step(op, args, i, metas) : std::move(step));
+      }
     } else {
       out = bind(outs[i], r);
       if (track) track_root(out, -1);
@@ -235,6 +302,27 @@ void Tracer::note_saved(const ops::OpDef& op, const ops::OpArgs& args, const std
     if (op.saves.outputs & ops::bit(i)) note(outs[i], "output " + std::to_string(i));
 }
 
+// Eager bumps the storage's version counter on every in-place op (metadata ones too), so a value
+// a VJP saved from it before would fail backward's version check.
+void Tracer::note_saved_modified(const ops::OpDef& op, size_t storage) {
+  for (const SavedUse& use : saved_uses_)
+    if (use.storage == storage && use.generation == storages_[storage].generation)
+      backward_errors_.push_back(
+          "one of the variables needed for gradient computation has been modified by an inplace "
+          "operation: " + use.what + " was modified by " + std::string(op.name) +
+          " inside the compiled function. Clone it before modifying it.");
+}
+
+void Tracer::check_as_strided(const ops::OpDef& op, size_t storage, bool writing) const {
+  const StorageState& s = storages_[storage];
+  if (s.root_offset == 0 || (!writing && s.generation == 0)) return;
+  throw UnsupportedError(std::string(op.name) + " on input " + std::to_string(s.input_index) +
+                         ", which starts at storage offset " + std::to_string(s.root_offset) +
+                         (writing ? ", is written through" : " after the input was mutated") +
+                         ": aot_function cannot yet rebase as_strided's absolute offsets there. "
+                         "Pass a contiguous clone of the input, or use slice/select/view.");
+}
+
 void Tracer::check_leaf_mutation(const ops::OpDef& op, const TensorState& ts, bool hidden) const {
   const StorageState& s = storages_[ts.storage];
   if (hidden || s.input_index < 0 || !input_is_leaf_requiring_grad_[s.input_index]) return;
@@ -249,19 +337,25 @@ void Tracer::check_leaf_mutation(const ops::OpDef& op, const TensorState& ts, bo
                            "). Clone the leaf first, or update it under NoGradGuard.");
 }
 
-Tensor Tracer::scatter_into_root(const TensorState& ts, const Tensor& updated) {
-  const StorageState& s = storages_[ts.storage];
+Tensor Tracer::scatter_into_root(size_t state_index, const Tensor& updated) {
+  // A copy: the scatter ops below are traced with tracking, which grows tensors_ and storages_
+  // and would leave references into them dangling.
+  const std::vector<ViewStep> chain = tensors_[state_index].chain;
+  graph::ValueId root = storages_[tensors_[state_index].storage].root;
+  for (const ViewStep& step : chain)
+    if (step.op->name == "aten.as_strided.default")
+      check_as_strided(*step.op, tensors_[state_index].storage, /*writing=*/true);
   // bases[i] is the tensor chain step i views; the update flows back innermost first.
-  std::vector<Tensor> bases{bind(s.root, requires_grad(s.root))};
-  for (size_t i = 0; i + 1 < ts.chain.size(); ++i) {
-    ops::OpArgs args = ts.chain[i].args;
-    args[ts.chain[i].op->view_of_arg()] = bases.back();
-    GradModeScope mode(ts.chain[i].grad_mode);
-    bases.push_back(record(*ts.chain[i].op, args, /*track=*/false).at(0));
+  std::vector<Tensor> bases{bind(root, requires_grad(root))};
+  for (size_t i = 0; i + 1 < chain.size(); ++i) {
+    ops::OpArgs args = chain[i].args;
+    args[chain[i].op->view_of_arg()] = bases.back();
+    GradModeScope mode(chain[i].grad_mode);
+    bases.push_back(record(*chain[i].op, args, /*track=*/false).at(0));
   }
   Tensor u = updated;
-  for (size_t i = ts.chain.size(); i-- > 0;) {
-    const ViewStep& step = ts.chain[i];
+  for (size_t i = chain.size(); i-- > 0;) {
+    const ViewStep& step = chain[i];
     if (!step.op->view_scatter)
       throw UnsupportedError("an in-place op writes through a view made by " +
                              std::string(step.op->name) +
@@ -283,6 +377,7 @@ std::vector<Tensor> Tracer::functionalize_inplace(const ops::OpDef& op, ops::OpA
   bool grad_on = autograd::grad_mode_enabled();
   bool hidden = !grad_on || tensors_[state_index].hidden;
   check_leaf_mutation(op, tensors_[state_index], hidden);
+  op.meta(args);  // the in-place row's own checks (an expanded self, ...), with eager's errors
 
   const ops::OpDef& functional = ops::lookup(op.functional_variant);
   ops::OpArgs fargs = args;
@@ -299,7 +394,7 @@ std::vector<Tensor> Tracer::functionalize_inplace(const ops::OpDef& op, ops::OpA
     cargs[to_copy.parsed_schema().find_arg("dtype")] = self.dtype();
     updated = record(to_copy, cargs, /*track=*/false).at(0);
   }
-  Tensor new_root = scatter_into_root(tensors_[state_index], updated);
+  Tensor new_root = scatter_into_root(state_index, updated);
   StorageState& s = storages_[tensors_[state_index].storage];
   if (hidden && requires_grad(s.root)) {
     // Autograd must keep seeing the old value's history (eager records nothing for this write).
@@ -307,18 +402,52 @@ std::vector<Tensor> Tracer::functionalize_inplace(const ops::OpDef& op, ops::OpA
     ops::OpArgs hargs{bind(s.root, true), new_root};
     new_root = record(ops::lookup("aotgrad.hidden_update.default"), hargs, /*track=*/false).at(0);
   }
-  for (const SavedUse& use : saved_uses_)
-    if (use.storage == tensors_[state_index].storage && use.generation == s.generation)
-      backward_errors_.push_back(
-          "one of the variables needed for gradient computation has been modified by an inplace "
-          "operation: " + use.what + " was modified by " + std::string(op.name) +
-          " inside the compiled function. Clone it before modifying it.");
+  note_saved_modified(op, tensors_[state_index].storage);
   s.root = graph::ValueId{new_root.impl()->trace.value};
   ++s.generation;
   s.mutated = true;
   s.all_mutations_under_no_grad = s.all_mutations_under_no_grad && !grad_on;
   s.all_mutations_hidden = s.all_mutations_hidden && hidden;
   sync(self);
+  return {self};
+}
+
+// t_, transpose_, unsqueeze_, squeeze_, as_strided_ on a traced tensor: `self` becomes the view
+// its functional variant makes of it. Its TensorImpl takes the view's geometry, graph value and
+// view chain, so every handle of it sees the change, later reads and writes go through the new
+// chain, and capture compares each input's final geometry with the caller's to find metadata
+// mutations. The data of the storage does not change: no scatter, no generation bump.
+std::vector<Tensor> Tracer::functionalize_metadata(const ops::OpDef& op, ops::OpArgs& args) {
+  Tensor self = ops::tensor_arg(args, op.mutated_arg());
+  value_of(self, std::string(op.name) + " argument 'self'");
+  if (self.impl()->trace.alias == UINT32_MAX)
+    throw std::logic_error(std::string(op.name) + ": in-place op on an untracked traced tensor");
+  bool grad_on = autograd::grad_mode_enabled();
+  const TensorState& ts = tensors_[self.impl()->trace.alias];
+  check_leaf_mutation(op, ts, !grad_on || ts.hidden);
+  note_saved_modified(op, ts.storage);
+  const ops::OpDef& view = ops::lookup(op.functional_variant);
+  ops::OpArgs vargs = args;
+  ops::normalize(view, vargs);
+  Tensor v;
+  {
+    // Recorded with grad on whatever the mode: the tensor keeps its autograd identity (a leaf
+    // stays that leaf), so its new value must still carry gradient to the old one.
+    GradModeScope mode(true);
+    try {
+      v = record(view, vargs, /*track=*/true).at(0);
+    } catch (const std::invalid_argument& e) {
+      throw std::invalid_argument(std::string(op.name) + ": " + e.what());
+    }
+  }
+  TensorImpl& impl = *self.impl();
+  impl.sizes = v.sizes();
+  impl.strides = v.strides();
+  impl.storage_offset = v.storage_offset();
+  impl.trace.value = v.impl()->trace.value;
+  impl.trace.alias = v.impl()->trace.alias;
+  tensors_[impl.trace.alias].keep = self.impl_ptr();
+  metadata_touches_.emplace_back(&impl, grad_on);
   return {self};
 }
 

@@ -7,6 +7,9 @@
 // op (record) or, for an in-place op, records its functional variant and scatters the new value
 // back into the storage root (functionalize_inplace). View results share their input's fake
 // storage and extend its view chain, so aliasing stays visible to the caller after the trace.
+// Every result of a multi-output view op (split, chunk, unbind) is such a view. A metadata-
+// mutating op (t_, as_strided_, ...) records its view op and gives the tensor the view's geometry
+// and chain (functionalize_metadata); the data is untouched.
 // Thread-safety: one tracer per thread, used while pushed.
 #pragma once
 
@@ -44,6 +47,14 @@ class Tracer final : public ops::Interpreter {
   const std::vector<StorageState>& storages() const { return storages_; }
   // The functionalization record of a traced tensor, or null for untracked ones.
   const TensorState* state_of(const Tensor& t) const;
+  // Whether a metadata-mutating op (t_, as_strided_, ...) was applied to `t` (even one that
+  // left its geometry as it was: eager still bumps the version counter), and whether one ran with
+  // grad mode on (the runtime then replays the change where autograd sees it).
+  struct MetadataTouch {
+    bool touched = false;
+    bool under_grad = false;
+  };
+  MetadataTouch metadata_touch(const Tensor& t) const;
   // Messages of eager version-counter errors a backward through this trace would raise.
   const std::vector<std::string>& backward_errors() const { return backward_errors_; }
   graph::Graph& graph() { return graph_; }
@@ -58,13 +69,15 @@ class Tracer final : public ops::Interpreter {
   graph::NodeArg to_node_arg(const ops::OpDef& op, const ops::Arg& a, size_t index);
   std::vector<Tensor> record(const ops::OpDef& op, ops::OpArgs& args, bool track);
   std::vector<Tensor> functionalize_inplace(const ops::OpDef& op, ops::OpArgs& args);
-  Tensor scatter_into_root(const TensorState& ts, const Tensor& updated);
+  std::vector<Tensor> functionalize_metadata(const ops::OpDef& op, ops::OpArgs& args);
+  Tensor scatter_into_root(size_t state_index, const Tensor& updated);
+  void note_saved_modified(const ops::OpDef& op, size_t storage);
+  void check_as_strided(const ops::OpDef& op, size_t storage, bool writing) const;
   Tensor replay(const StorageState& s, const std::vector<ViewStep>& chain, size_t steps);
   void sync(const Tensor& t);
   void sync_args(ops::OpArgs& args);
   void track_root(const Tensor& t, int input_index);
-  void track_view(const Tensor& view, const Tensor& parent, const ops::OpDef& op,
-                  const ops::OpArgs& args);
+  void track_view(const Tensor& view, const Tensor& parent, ViewStep step);
   void note_saved(const ops::OpDef& op, const ops::OpArgs& args, const std::vector<Tensor>& outs);
   void check_leaf_mutation(const ops::OpDef& op, const TensorState& ts, bool hidden) const;
   void set_requires_grad(graph::ValueId v, bool r);
@@ -75,6 +88,7 @@ class Tracer final : public ops::Interpreter {
   std::vector<TensorState> tensors_;
   std::vector<bool> input_is_leaf_requiring_grad_;
   std::vector<SavedUse> saved_uses_;
+  std::vector<std::pair<const TensorImpl*, bool>> metadata_touches_;  // (tensor, grad mode on)
   std::vector<std::string> backward_errors_;
 };
 

@@ -82,7 +82,7 @@ TEST_P(TorchGrad, InputGradientsMatchPyTorch) {
   Fixture f = load_fixture(name);
   graph::Graph fw = graph::parse_graph(f.graph_text);
   aot::JointGraph j = aot::build_joint(fw, requires_grad(fw, f));
-  partition::JointInfo info{j.num_primals, j.num_fw_outputs, {}, {}};
+  partition::JointInfo info{j.num_primals, j.num_fw_outputs, {}};
   partition::Partition p = partition::run_partitioner(partitioner, j.graph, info, {});
   ASSERT_NO_THROW(graph::verify_graph(p.forward));
   ASSERT_NO_THROW(graph::verify_graph(p.backward));

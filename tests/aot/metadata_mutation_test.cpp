@@ -1,0 +1,325 @@
+// Metadata-mutating in-place ops (t_, transpose_, unsqueeze_, squeeze_, as_strided_): eager
+// behaviour as PyTorch, and aot_function applying the new geometry to the caller's tensors.
+#include <gtest/gtest.h>
+
+#include "aot/eager_oracle.h"
+#include "aotgrad/aotgrad.h"
+#include "testing/gradcheck.h"
+#include "trace/functionalize.h"
+
+namespace ag = aotgrad;
+using ag::Tensor;
+using ag::testing::allclose;
+using ag::testing::expect_like_eager;
+using ag::testing::OracleSetup;
+using ag::testing::test_input;
+
+namespace {
+
+Tensor plain(const ag::IntList& sizes, uint64_t seed = 1) {
+  return test_input(sizes, -1, 1, seed, /*requires_grad=*/false);
+}
+
+bool contains(const std::string& text, const std::string& what) {
+  return text.find(what) != std::string::npos;
+}
+
+// A non-leaf input that requires grad, and the leaf it comes from.
+OracleSetup non_leaf(const ag::IntList& sizes) {
+  Tensor leaf = test_input(sizes);
+  return {{leaf * 2.0}, {leaf}};
+}
+
+}  // namespace
+
+// ---- eager ----
+
+TEST(MetadataMutationEager, EveryHandleSeesTheNewGeometryAndTheVersionMoves) {
+  Tensor x = plain({2, 3});
+  Tensor alias = x;
+  uint64_t v0 = x.version();
+  std::vector<double> before = x.to_vector<double>();
+  ag::transpose_(x, 0, 1);
+  EXPECT_EQ(alias.sizes(), (ag::IntList{3, 2}));
+  EXPECT_EQ(alias.strides(), (ag::IntList{1, 3}));
+  EXPECT_EQ(x.version(), v0 + 1);
+  EXPECT_TRUE(allclose(x, ag::transpose(ag::from_vector(before, {2, 3}), 0, 1), 0, 0));
+  ag::unsqueeze_(x, 0);
+  EXPECT_EQ(x.sizes(), (ag::IntList{1, 3, 2}));
+  ag::squeeze_(x, 0);
+  ag::squeeze_(x, 1);  // size 2: geometry unchanged, version still bumped (as PyTorch)
+  EXPECT_EQ(x.sizes(), (ag::IntList{3, 2}));
+  EXPECT_EQ(x.version(), v0 + 4);
+  ag::t_(x);
+  EXPECT_EQ(x.sizes(), (ag::IntList{2, 3}));
+  ag::as_strided_(x, {3, 2}, {1, 3});
+  EXPECT_EQ(x.strides(), (ag::IntList{1, 3}));
+  EXPECT_EQ(x.storage_offset(), 0);
+}
+
+TEST(MetadataMutationEager, ErrorsAsPyTorch) {
+  Tensor leaf = test_input({2, 3});
+  EXPECT_THROW(ag::t_(leaf), std::runtime_error);  // a leaf that requires grad
+  Tensor view = leaf.slice(0, 0, 1);
+  EXPECT_THROW(ag::t_(view), std::runtime_error);  // a view of one
+  {
+    ag::NoGradGuard no_grad;
+    ag::t_(leaf);  // allowed under no_grad
+  }
+  EXPECT_EQ(leaf.sizes(), (ag::IntList{3, 2}));
+  EXPECT_TRUE(leaf.is_leaf());
+  Tensor d = leaf.detach();
+  ag::t_(d);  // a detached alias has its own geometry
+  EXPECT_EQ(leaf.sizes(), (ag::IntList{3, 2}));
+  Tensor c = plain({2, 3, 4});
+  EXPECT_THROW(ag::t_(c), std::invalid_argument);
+  EXPECT_THROW(ag::transpose_(c, 0, 5), std::invalid_argument);
+  EXPECT_THROW(ag::squeeze_(c, 3), std::invalid_argument);
+  EXPECT_THROW(ag::unsqueeze_(c, 5), std::invalid_argument);
+  EXPECT_THROW(ag::as_strided_(c, {100}, {1}), std::invalid_argument);
+  EXPECT_EQ(c.sizes(), (ag::IntList{2, 3, 4}));  // a refused call changes nothing
+}
+
+TEST(MetadataMutationEager, NonLeafGetsTheViewBackward) {
+  // PyTorch: x.t_() on a non-leaf gives TBackward; squeeze_ and as_strided_ need the geometry
+  // from before the call in their backward.
+  Tensor leaf = test_input({2, 3, 1});
+  Tensor x = leaf * 2.0;
+  ag::squeeze_(x, -1);
+  ag::t_(x);
+  ag::as_strided_(x, {2, 3}, {1, 2});
+  ASSERT_TRUE(x.grad_fn());
+  (x * ag::arange(6.0).to(ag::DType::f64).view({2, 3})).sum().backward();
+  // x[i][j] reads storage element i + 2j, i.e. leaf[(i + 2j) / 3][(i + 2j) % 3].
+  std::vector<double> expected(6, 0.0);
+  for (int i = 0; i < 2; ++i)
+    for (int j = 0; j < 3; ++j) expected[i + 2 * j] += 2.0 * (3 * i + j);
+  EXPECT_TRUE(allclose(leaf.grad(), ag::from_vector(expected, {2, 3, 1}), 1e-12, 0));
+}
+
+TEST(MetadataMutationEager, ViewKeepsItsBaseAndTheBaseKeepsItsHistory) {
+  Tensor leaf = test_input({2, 3});
+  Tensor x = leaf * 2.0;
+  Tensor y = x.slice(0, 0, 1);
+  auto x_fn = x.grad_fn();
+  ag::t_(y);
+  EXPECT_EQ(y.sizes(), (ag::IntList{3, 1}));
+  EXPECT_TRUE(y._base().is_same(x));
+  EXPECT_EQ(x.grad_fn(), x_fn);  // no CopySlices: the data did not change
+  (y * 3.0).sum().backward();
+  EXPECT_TRUE(allclose(leaf.grad(), ag::from_vector(std::vector<double>{6, 6, 6, 0, 0, 0}, {2, 3}), 0, 0));
+}
+
+// ---- aot_function ----
+
+TEST(MetadataMutation, TransposeOfInputInference) {
+  auto g = expect_like_eager([] { return OracleSetup{{plain({2, 3})}, {}}; },
+                             [](std::vector<Tensor> a) {
+                               ag::transpose_(a[0], 0, 1);
+                               return std::vector<Tensor>{a[0] * 2.0};
+                             });
+  EXPECT_TRUE(contains(g.meta, "mutates_metadata=1")) << g.meta;
+  EXPECT_TRUE(contains(g.meta, "metadata mutation of user input 0: sizes [3, 2] strides [1, 3]"))
+      << g.meta;
+  EXPECT_FALSE(contains(g.inference, "copy_")) << g.inference;
+}
+
+TEST(MetadataMutation, TOfNonLeafInputTraining) {
+  auto g = expect_like_eager([] { return non_leaf({2, 3}); },
+                             [](std::vector<Tensor> a) {
+                               ag::t_(a[0]);
+                               return std::vector<Tensor>{a[0].sin() * ag::arange(6.0).to(ag::DType::f64).view({3, 2})};
+                             });
+  EXPECT_TRUE(contains(g.meta, "(seen by autograd)")) << g.meta;
+  EXPECT_TRUE(contains(g.meta, "mutated inputs: 0")) << g.meta;
+}
+
+TEST(MetadataMutation, MutatedInputReturnedIsTheInput) {
+  expect_like_eager([] { return OracleSetup{{plain({3, 4}), plain({4}, 2)}}; },
+                    [](std::vector<Tensor> a) {
+                      ag::unsqueeze_(a[0], 0);
+                      ag::squeeze_(a[1], 0);  // size 4: no change, not a mutation
+                      return std::vector<Tensor>{a[0], a[1]};
+                    });
+  expect_like_eager([] { return non_leaf({3, 1}); },
+                    [](std::vector<Tensor> a) {
+                      ag::squeeze_(a[0], 1);
+                      return std::vector<Tensor>{a[0]};
+                    });
+}
+
+TEST(MetadataMutation, AsStridedOfInput) {
+  auto g = expect_like_eager([] { return OracleSetup{{plain({2, 3})}, {}}; },
+                             [](std::vector<Tensor> a) {
+                               ag::as_strided_(a[0], {2, 2}, {1, 2}, 1);
+                               return std::vector<Tensor>{a[0].sum()};
+                             });
+  EXPECT_TRUE(contains(g.meta, "storage_offset 1")) << g.meta;
+  expect_like_eager([] { return non_leaf({2, 3}); },
+                    [](std::vector<Tensor> a) {
+                      ag::as_strided_(a[0], {3, 2}, {1, 3}, 0);
+                      return std::vector<Tensor>{a[0] * a[0]};
+                    });
+}
+
+TEST(MetadataMutation, CancellingChangesAreNotMutations) {
+  auto g = expect_like_eager([] { return OracleSetup{{plain({2, 3})}, {}}; },
+                             [](std::vector<Tensor> a) {
+                               ag::t_(a[0]);
+                               ag::t_(a[0]);
+                               return std::vector<Tensor>{a[0] + 1.0};
+                             });
+  EXPECT_TRUE(contains(g.meta, "mutates_metadata=0")) << g.meta;
+  EXPECT_FALSE(contains(g.meta, "metadata mutation of")) << g.meta;
+}
+
+TEST(MetadataMutation, MetadataThenDataMutation) {
+  auto g = expect_like_eager([] { return OracleSetup{{plain({2, 3})}, {}}; },
+                             [](std::vector<Tensor> a) {
+                               ag::t_(a[0]);
+                               a[0].select(0, 1).mul_(3.0);  // row 1 of the transposed view
+                               return std::vector<Tensor>{a[0] * 1.0};
+                             });
+  EXPECT_TRUE(contains(g.meta, "mutates_data=1 mutates_metadata=1")) << g.meta;
+  EXPECT_TRUE(contains(g.inference, "select_scatter")) << g.inference;
+  expect_like_eager([] { return non_leaf({2, 3}); },
+                    [](std::vector<Tensor> a) {
+                      ag::transpose_(a[0], 0, 1);
+                      a[0].add_(1.0);
+                      return std::vector<Tensor>{a[0].exp()};
+                    });
+}
+
+TEST(MetadataMutation, DataThenMetadataMutationAndViewOutputs) {
+  expect_like_eager([] { return non_leaf({2, 3}); },
+                    [](std::vector<Tensor> a) {
+                      a[0].mul_(2.0);
+                      Tensor before = a[0].slice(1, 0, 2);  // a view made before t_
+                      ag::t_(a[0]);
+                      Tensor after = a[0].select(0, 2);  // and one after
+                      return std::vector<Tensor>{before, after, a[0].sum()};
+                    });
+}
+
+TEST(MetadataMutation, UnderNoGradOfLeafThatRequiresGrad) {
+  // Allowed under no_grad; the leaf keeps requires_grad and the new geometry reaches the caller.
+  auto make = [] {
+    Tensor leaf = test_input({2, 3});
+    return OracleSetup{{leaf, plain({3, 2}, 3)}, {leaf}};
+  };
+  expect_like_eager(make, [](std::vector<Tensor> a) {
+    {
+      ag::NoGradGuard no_grad;
+      ag::t_(a[0]);
+    }
+    return std::vector<Tensor>{a[1] * 2.0};
+  });
+}
+
+TEST(MetadataMutation, IntermediatesAndDuplicates) {
+  expect_like_eager([] { return non_leaf({2, 3}); },
+                    [](std::vector<Tensor> a) {
+                      Tensor y = a[0] * 3.0;
+                      Tensor v = y.slice(0, 0, 1);
+                      ag::t_(y);
+                      return std::vector<Tensor>{y, v};
+                    });
+  expect_like_eager(
+      [] {
+        Tensor x = plain({2, 3});
+        return OracleSetup{{x, x}, {}};
+      },
+      [](std::vector<Tensor> a) {
+        ag::t_(a[0]);  // a[1] is the same tensor: it sees the change too
+        return std::vector<Tensor>{a[1] + 1.0};
+      });
+}
+
+TEST(MetadataMutation, MemberOfSyntheticBase) {
+  // Two overlapping views of one base; one has its geometry changed, the other its data.
+  expect_like_eager(
+      [] {
+        Tensor base = plain({4, 3});
+        return OracleSetup{{base.slice(0, 0, 3), base.slice(0, 1, 4)}, {}};
+      },
+      [](std::vector<Tensor> a) {
+        ag::t_(a[0]);
+        a[1].add_(1.0);
+        return std::vector<Tensor>{a[0] * 1.0};
+      });
+}
+
+TEST(MetadataMutation, LeafRequiringGradRaisesLikeEager) {
+  auto fn = [](Tensor a) {
+    ag::t_(a);
+    return a.sum();
+  };
+  auto f = ag::aot_function(fn);
+  EXPECT_THROW(fn(test_input({2, 3})), std::runtime_error);
+  EXPECT_THROW(f(test_input({2, 3})), std::runtime_error);
+  auto g = ag::aot_function([](Tensor a) { return ag::t_(a).sum(); });
+  EXPECT_THROW(g(plain({2, 3, 4})), std::invalid_argument);
+}
+
+TEST(MetadataMutation, LeafGeometryChangedUnderNoGradThenUsedWithGradIsRefused) {
+  // Eager gives the leaf's gradient its new geometry; the compiled backward would produce the
+  // old one, so aot_function names the case instead of answering wrongly.
+  auto fn = [](Tensor w, const Tensor& y) {
+    {
+      ag::NoGradGuard no_grad;
+      ag::t_(w);
+    }
+    return (w * y).sum();
+  };
+  Tensor y = test_input({3, 2}, -1, 1, 2, false);
+  EXPECT_NO_THROW(fn(test_input({2, 3}), y).backward());
+  auto f = ag::aot_function(fn);
+  EXPECT_THROW(f(test_input({2, 3}), y), ag::trace::UnsupportedError);
+}
+
+TEST(MetadataMutation, TransposedIntermediateReturnedIsNotAView) {
+  // t_() keeps y its storage's own tensor: eager returns it without _base, and y.select(0, 0) as a
+  // view of it.
+  auto g = expect_like_eager([] { return non_leaf({2, 3}); },
+                             [](std::vector<Tensor> a) {
+                               Tensor y = a[0] * 3.0;  // (exp would save y: t_ then fails backward, in eager too)
+                               ag::t_(y);
+                               return std::vector<Tensor>{y, y.select(0, 0)};
+                             });
+  EXPECT_TRUE(contains(g.meta, "output 0: non_alias")) << g.meta;
+  EXPECT_TRUE(contains(g.meta, "output 1: alias_of_intermediate_base_is_user_output base=0")) << g.meta;
+  auto f = ag::aot_function([](const Tensor& x) {
+    Tensor y = x.exp();
+    ag::t_(y);
+    return std::make_tuple(y, y.select(0, 0));
+  });
+  auto [y, row] = f(test_input({2, 3}));
+  EXPECT_FALSE(y.is_view());
+  EXPECT_TRUE(row._base().is_same(y));
+}
+
+TEST(MetadataMutation, AsStridedOfOffsetInputAndMutationIsRefused) {
+  // as_strided's storage_offset is absolute, but a mutated input's new value starts at offset 0
+  // inside the graph: until offsets are rebased, aot_function names the case instead of
+  // answering wrongly.
+  auto f = ag::aot_function([](Tensor x) {
+    ag::as_strided_(x, {2, 2}, {2, 1}, 3);
+    x.add_(1.0);
+    return x * 1.0;
+  });
+  EXPECT_THROW(f(plain({8}).slice(0, 2, 8)), ag::trace::UnsupportedError);
+  auto g = ag::aot_function([](Tensor x) {
+    Tensor y = ag::as_strided(x, {2, 2}, {1, 2}, 3);
+    x.mul_(2.0);
+    return y * 1.0;
+  });
+  EXPECT_THROW(g(plain({8}).slice(0, 2, 8)), ag::trace::UnsupportedError);
+  // Offset 0 inputs are exact.
+  expect_like_eager([] { return OracleSetup{{plain({8})}, {}}; },
+                    [](std::vector<Tensor> a) {
+                      Tensor y = ag::as_strided(a[0], {2, 2}, {1, 2}, 3);
+                      ag::as_strided_(a[0], {2, 3}, {3, 1}, 1);
+                      a[0].mul_(2.0);
+                      return std::vector<Tensor>{y * 1.0, a[0] * 1.0};
+                    });
+}

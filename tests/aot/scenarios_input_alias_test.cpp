@@ -1,0 +1,288 @@
+// Scenarios (issue 4, reference §6 "Aliasing between inputs" and "Duplicate inputs"): one tensor
+// passed twice, inputs that are overlapping views of one base (a synthetic base when one is
+// mutated), and non-overlapping views of one storage (false aliasing).
+// Every scenario runs eager and compiled under every partitioner configuration (scenario.h).
+#include <gtest/gtest.h>
+
+#include "aotgrad/aotgrad.h"
+#include "testing/scenario.h"
+
+namespace ag = aotgrad;
+using ag::Tensor;
+using ag::testing::leaf;
+using ag::testing::run_scenario;
+using ag::testing::ScenarioInputs;
+using ag::testing::TensorList;
+
+// ---- duplicated inputs ----
+
+TEST(ScenarioInputAlias, DuplicateInputNoMutation) {
+  run_scenario(
+      [] {
+        Tensor x = leaf({3}, 1);
+        return TensorList{x, x};
+      },
+      [](const TensorList& a) { return a[0] * a[1] + a[0]; });
+}
+
+TEST(ScenarioInputAlias, DuplicateInputMutatedInference) {
+  run_scenario(
+      [] {
+        Tensor x = leaf({3}, 2, false);
+        return TensorList{x, x};
+      },
+      [](const TensorList& a) {
+        Tensor x = a[0];
+        x.add_(1.0);
+        return a[0] * a[1];
+      });
+}
+
+TEST(ScenarioInputAlias, DuplicateNonLeafMutatedTraining) {
+  run_scenario(
+      [] {
+        Tensor l = leaf({3}, 3);
+        Tensor x = l * 2.0;
+        return ScenarioInputs{{x, x}, {l}};
+      },
+      [](const TensorList& a) {
+        Tensor x = a[0];
+        x.mul_(2.0);
+        return (x * a[1]).sum();
+      });
+}
+
+TEST(ScenarioInputAlias, DuplicateMutatedThroughOneReturnedThroughOther) {
+  // Reference §6 #60.
+  run_scenario(
+      [] {
+        Tensor x = leaf({2, 2}, 4, false);
+        return TensorList{x, leaf({2, 2}, 5), x};
+      },
+      [](const TensorList& a) {
+        Tensor x = a[0];
+        x.mul_(3.0);
+        return TensorList{a[2], a[1] * a[2]};
+      });
+}
+
+TEST(ScenarioInputAlias, DuplicateAmongOtherInputsWithOtherMutated) {
+  run_scenario(
+      [] {
+        Tensor x = leaf({3}, 6);
+        return TensorList{x, leaf({3}, 7, false), x};
+      },
+      [](const TensorList& a) {
+        Tensor y = a[1];
+        y.add_(a[0]);
+        return (a[0] * a[2] * y).sum();
+      });
+}
+
+TEST(ScenarioInputAlias, SameViewPassedTwiceAndMutated) {
+  // Reference §6 #46.
+  run_scenario(
+      [] {
+        Tensor base = leaf({4}, 8, false);
+        Tensor v = base.slice(0, 1, 3);
+        return ScenarioInputs{{v, v}, {base}};
+      },
+      [](const TensorList& a) {
+        Tensor x = a[0];
+        x.mul_(2.0);
+        return a[1] + 1.0;
+      });
+}
+
+// ---- overlapping views of one base ----
+
+TEST(ScenarioInputAlias, OverlappingSlicesOneMutated) {
+  run_scenario(
+      [] {
+        Tensor base = leaf({4, 3}, 1, false);
+        return ScenarioInputs{{base.slice(0, 0, 3), base.slice(0, 1, 4)}, {base}};
+      },
+      [](const TensorList& a) {
+        Tensor x = a[0];
+        x.mul_(2.0);
+        return a[1].sum(std::vector<int64_t>{1});
+      });
+}
+
+TEST(ScenarioInputAlias, OverlappingSlicesOfNonLeafOneMutatedTraining) {
+  run_scenario(
+      [] {
+        Tensor l = leaf({4, 3}, 2);
+        Tensor base = l * 1.0;
+        return ScenarioInputs{{base.slice(0, 0, 3), base.slice(0, 1, 4)}, {base, l}};
+      },
+      [](const TensorList& a) {
+        Tensor x = a[0];
+        x.mul_(2.0);
+        return a[1].exp();
+      });
+}
+
+TEST(ScenarioInputAlias, BaseAndItsViewBothInputsViewMutated) {
+  // Reference §6 #47: one alias is the base itself.
+  run_scenario(
+      [] {
+        Tensor base = leaf({3, 2}, 3, false);
+        return TensorList{base, base.select(1, 0), leaf({3, 2}, 4)};
+      },
+      [](const TensorList& a) {
+        Tensor v = a[1];
+        v.add_(5.0);
+        return a[0] * a[2];
+      });
+}
+
+TEST(ScenarioInputAlias, BaseMutatedViewInputRead) {
+  run_scenario(
+      [] {
+        Tensor l = leaf({2, 3}, 5);
+        Tensor base = l * 2.0;
+        return ScenarioInputs{{base.t(), base}, {l}};
+      },
+      [](const TensorList& a) {
+        Tensor b = a[1];
+        b.mul_(0.5);
+        return (a[0] * a[0]).sum();
+      });
+}
+
+TEST(ScenarioInputAlias, BothOverlappingViewsMutated) {
+  run_scenario(
+      [] {
+        Tensor base = leaf({5}, 6, false);
+        return ScenarioInputs{{base.slice(0, 0, 3), base.slice(0, 2, 5)}, {base}};
+      },
+      [](const TensorList& a) {
+        Tensor x = a[0], y = a[1];
+        x.add_(1.0);
+        y.mul_(2.0);
+        return TensorList{x * 1.0, y * 1.0};
+      });
+}
+
+TEST(ScenarioInputAlias, MutatedAliasAndOutputViewOfTheOther) {
+  // Reference §6 #48.
+  run_scenario(
+      [] {
+        Tensor base = leaf({3, 3}, 7, false);
+        return ScenarioInputs{{base.slice(0, 0, 2), base.slice(0, 1, 3)}, {base}};
+      },
+      [](const TensorList& a) {
+        Tensor x = a[0];
+        x.mul_(-1.0);
+        return TensorList{a[1].t(), x};
+      });
+}
+
+TEST(ScenarioInputAlias, OutputsViewTwoAliasedInputsNoMutation) {
+  // Reference §6 #56: each output is regenerated from the right input.
+  run_scenario(
+      [] {
+        Tensor base = leaf({4, 2}, 8);
+        return ScenarioInputs{{base.slice(0, 0, 3), base.slice(0, 1, 4)}, {base}};
+      },
+      [](const TensorList& a) {
+        return TensorList{a[0].t(), a[1].t(), a[0] * a[1]};
+      });
+}
+
+TEST(ScenarioInputAlias, TwoAliasGroupsOutOfOrder) {
+  // Reference §6 #51: two bases, their views interleaved in the argument list.
+  run_scenario(
+      [] {
+        Tensor b1 = leaf({4}, 9, false), b2 = leaf({4}, 10, false);
+        return ScenarioInputs{
+            {b2.slice(0, 0, 3), b1.slice(0, 1, 4), b2.slice(0, 1, 4), b1.slice(0, 0, 2)}, {b1, b2}};
+      },
+      [](const TensorList& a) {
+        Tensor p = a[1], q = a[2];
+        p.add_(1.0);
+        q.mul_(3.0);
+        return TensorList{a[0] + 0.0, a[3] + 0.0};
+      });
+}
+
+TEST(ScenarioInputAlias, TransposedAndPlainViewsOfOneBaseMutated) {
+  run_scenario(
+      [] {
+        Tensor base = leaf({3, 3}, 11, false);
+        return ScenarioInputs{{base.t(), base.view({9})}, {base}};
+      },
+      [](const TensorList& a) {
+        Tensor t = a[0];
+        t.select(0, 0).fill_(7.0);
+        return a[1] * 2.0;
+      });
+}
+
+TEST(ScenarioInputAlias, DetachedOverlappingViewsWithoutCommonBase) {
+  // No _base to share (detach() drops it): the runtime must build a base from the storage.
+  run_scenario(
+      [] {
+        Tensor base = leaf({6}, 12, false);
+        return ScenarioInputs{{base.slice(0, 0, 4).detach(), base.slice(0, 2, 6).detach()}, {base}};
+      },
+      [](const TensorList& a) {
+        Tensor x = a[0];
+        x.add_(1.0);
+        return a[1] * 2.0;
+      });
+}
+
+// ---- non-overlapping views of one storage (false aliasing) ----
+
+TEST(ScenarioInputAlias, DisjointColumnsOneMutated) {
+  run_scenario(
+      [] {
+        Tensor base = leaf({4, 3}, 1, false);
+        return ScenarioInputs{{base.select(1, 0), base.select(1, 1)}, {base}};
+      },
+      [](const TensorList& a) {
+        Tensor x = a[0];
+        x.mul_(2.0);
+        return a[1].sum();
+      });
+}
+
+TEST(ScenarioInputAlias, InterleavedStridedViewsOneMutatedTraining) {
+  // Even and odd elements of one storage never overlap, though their extents do.
+  run_scenario(
+      [] {
+        Tensor l = leaf({8}, 2);
+        Tensor base = l * 1.0;
+        return ScenarioInputs{{base.slice(0, 0, 8, 2), base.slice(0, 1, 8, 2)}, {base, l}};
+      },
+      [](const TensorList& a) {
+        Tensor x = a[0];
+        x.mul_(a[1]);
+        return a[1].exp();
+      });
+}
+
+TEST(ScenarioInputAlias, AdjacentSlicesBothMutated) {
+  run_scenario(
+      [] {
+        Tensor base = leaf({6}, 3, false);
+        return ScenarioInputs{{base.slice(0, 0, 3), base.slice(0, 3, 6)}, {base}};
+      },
+      [](const TensorList& a) {
+        Tensor x = a[0], y = a[1];
+        x.add_(y);
+        y.zero_();
+        return x + 0.0;
+      });
+}
+
+TEST(ScenarioInputAlias, OverlappingViewsNoMutation) {
+  run_scenario(
+      [] {
+        Tensor base = leaf({5}, 4);
+        return ScenarioInputs{{base.slice(0, 0, 3), base.slice(0, 2, 5)}, {base}};
+      },
+      [](const TensorList& a) { return (a[0] * a[1]).sum(); });
+}

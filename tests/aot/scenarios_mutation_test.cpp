@@ -1,0 +1,593 @@
+// Scenarios (issue 4, reference §6 "Input data mutation"): the function mutates its inputs, or
+// views of them, with grad on, under no_grad or through detach(); batch-norm running statistics.
+// Every scenario runs eager and compiled under every partitioner configuration (scenario.h).
+#include <gtest/gtest.h>
+
+#include "aotgrad/aotgrad.h"
+#include "aotgrad/conv.h"
+#include "testing/scenario.h"
+
+namespace ag = aotgrad;
+using ag::Tensor;
+using ag::testing::leaf;
+using ag::testing::run_scenario;
+using ag::testing::ScenarioInputs;
+using ag::testing::ScenarioOptions;
+using ag::testing::TensorList;
+
+namespace {
+
+// A non-leaf input that requires grad (so eager lets the function mutate it), and its leaf.
+ScenarioInputs nonleaf_setup(const ag::IntList& sizes, uint64_t seed) {
+  Tensor l = leaf(sizes, seed);
+  return ScenarioInputs{{l * 1.5}, {l}};
+}
+
+}  // namespace
+
+// ---- plain data mutation of an input ----
+
+TEST(ScenarioMutation, AddScalarInPlaceInference) {
+  run_scenario(
+      [] {
+        return TensorList{leaf({3, 2}, 1, false)};
+      },
+      [](const TensorList& a) {
+        Tensor x = a[0];
+        x.add_(1.0);
+        return x * 2.0;
+      },
+      {.expect_inference = true});
+}
+
+TEST(ScenarioMutation, MulInPlaceOfInputNotRequiringGradTraining) {
+  run_scenario(
+      [] {
+        return TensorList{leaf({4}, 1, false), leaf({4}, 2)};
+      },
+      [](const TensorList& a) {
+        Tensor x = a[0];
+        x.mul_(2.0);
+        return (x * a[1]).sum();
+      },
+      {.expect_inference = false});
+}
+
+TEST(ScenarioMutation, CopyInPlaceFromInputThatRequiresGrad) {
+  // x did not require grad; after copy_ from y it does (reference §6 #30).
+  run_scenario(
+      [] {
+        return TensorList{leaf({2, 3}, 1, false), leaf({2, 3}, 2)};
+      },
+      [](const TensorList& a) {
+        Tensor x = a[0];
+        x.copy_(a[1]);
+        return x.sin();
+      });
+}
+
+TEST(ScenarioMutation, AddInPlaceOfTensorThatRequiresGradMakesInputRequireGrad) {
+  run_scenario(
+      [] {
+        return TensorList{leaf({3}, 1, false), leaf({3}, 2)};
+      },
+      [](const TensorList& a) {
+        Tensor x = a[0];
+        x.add_(a[1]);
+        return x * 3.0;
+      });
+}
+
+TEST(ScenarioMutation, FillInPlace) {
+  run_scenario(
+      [] {
+        return TensorList{leaf({2, 2}, 1, false), leaf({2, 2}, 2)};
+      },
+      [](const TensorList& a) {
+        Tensor x = a[0];
+        x.fill_(3.0);
+        return x + a[1];
+      });
+}
+
+TEST(ScenarioMutation, ZeroInPlaceOfUnusedInput) {
+  run_scenario(
+      [] {
+        return TensorList{leaf({5}, 1, false), leaf({5}, 2)};
+      },
+      [](const TensorList& a) {
+        Tensor x = a[0];
+        x.zero_();
+        return a[1].exp();
+      });
+}
+
+TEST(ScenarioMutation, SeveralInputsMutatedInOrder) {
+  run_scenario(
+      [] {
+        return TensorList{leaf({3}, 1, false), leaf({3}, 2, false), leaf({3}, 3)};
+      },
+      [](const TensorList& a) {
+        Tensor x = a[0], y = a[1];
+        y.add_(x);  // the second input is mutated first
+        x.mul_(2.0);
+        return x + y + a[2];
+      });
+}
+
+TEST(ScenarioMutation, MutatedInputReturnedInference) {
+  run_scenario(
+      [] {
+        return TensorList{leaf({2, 3}, 1, false)};
+      },
+      [](const TensorList& a) {
+        Tensor x = a[0];
+        x.mul_(2.0);
+        return x;
+      });
+}
+
+TEST(ScenarioMutation, MutatedNonLeafReturnedWithComputedOutput) {
+  run_scenario(
+      [] {
+        return nonleaf_setup({2, 3}, 1);
+      },
+      [](const TensorList& a) {
+        Tensor x = a[0];
+        x.mul_(2.0);
+        return TensorList{x, x.sin()};
+      });
+}
+
+TEST(ScenarioMutation, NonLeafThatRequiresGradMutated) {
+  run_scenario([] { return nonleaf_setup({4}, 3); },
+               [](const TensorList& a) {
+                 Tensor x = a[0];
+                 x.mul_(3.0);
+                 return x.sin().sum();
+               });
+}
+
+TEST(ScenarioMutation, NonLeafMulInPlaceByTensor) {
+  // The gradient of the other factor needs the input's value from before the mutation.
+  run_scenario(
+      [] {
+        ScenarioInputs s = nonleaf_setup({3}, 11);
+        s.args.push_back(leaf({3}, 12));
+        return s;
+      },
+      [](const TensorList& a) {
+        Tensor x = a[0];
+        x.mul_(a[1]);
+        return a[1].exp();
+      });
+}
+
+TEST(ScenarioMutation, NonLeafMutatedWithTensorThatRequiresGradAndAlpha) {
+  run_scenario(
+      [] {
+        ScenarioInputs s = nonleaf_setup({2, 2}, 4);
+        s.args.push_back(leaf({2, 2}, 5));
+        return s;
+      },
+      [](const TensorList& a) {
+        Tensor x = a[0];
+        x.add_(a[1] * a[1], 0.5);
+        return x.exp();
+      });
+}
+
+TEST(ScenarioMutation, InputMutatedTwiceIntermediateValueUsed) {
+  run_scenario(
+      [] {
+        return TensorList{leaf({3}, 1, false), leaf({3}, 2)};
+      },
+      [](const TensorList& a) {
+        Tensor x = a[0];
+        x.mul_(2.0);
+        Tensor mid = x * a[1];
+        x.add_(mid);
+        return TensorList{mid, x.cos()};
+      });
+}
+
+TEST(ScenarioMutation, CopyFromZeroDimSourceBroadcasts) {
+  run_scenario(
+      [] {
+        return TensorList{leaf({2, 3}, 1, false), leaf({}, 2)};
+      },
+      [](const TensorList& a) {
+        Tensor x = a[0];
+        x.copy_(a[1]);
+        return x * 2.0;
+      });
+}
+
+TEST(ScenarioMutation, NonContiguousInputMutated) {
+  // A transposed input (strides {1, 3}) mutated in place: the caller's strides must survive.
+  run_scenario(
+      [] {
+        Tensor base = leaf({2, 3}, 1, false);
+        return ScenarioInputs{{base.t()}, {base}};
+      },
+      [](const TensorList& a) {
+        Tensor x = a[0];
+        x.add_(1.0);
+        return x.sum(std::vector<int64_t>{0});
+      });
+}
+
+// ---- mutation of a view of an input ----
+
+TEST(ScenarioMutation, SliceOfInputMutated) {
+  run_scenario(
+      [] {
+        return TensorList{leaf({4, 2}, 1, false)};
+      },
+      [](const TensorList& a) {
+        Tensor v = a[0].slice(0, 1, 3);
+        v.mul_(2.0);
+        return a[0].sum();
+      });
+}
+
+TEST(ScenarioMutation, SliceOfNonLeafInputMutatedTraining) {
+  run_scenario(
+      [] {
+        return nonleaf_setup({4, 2}, 2);
+      },
+      [](const TensorList& a) {
+        Tensor v = a[0].slice(0, 1, 3);
+        v.mul_(2.0);
+        return (a[0] * a[0]).sum();
+      });
+}
+
+TEST(ScenarioMutation, SelectOfInputMutatedWithTensor) {
+  run_scenario(
+      [] {
+        return TensorList{leaf({3, 4}, 1, false), leaf({4}, 2)};
+      },
+      [](const TensorList& a) {
+        Tensor row = a[0].select(0, 2);
+        row.add_(a[1]);
+        return a[0] * 2.0;
+      });
+}
+
+TEST(ScenarioMutation, TransposeOfInputMutated) {
+  run_scenario(
+      [] {
+        return nonleaf_setup({2, 3}, 3);
+      },
+      [](const TensorList& a) {
+        Tensor t = a[0].transpose(0, 1);
+        t.mul_(ag::arange(3.0).view({3, 1}) + 1.0);
+        return a[0].exp();
+      });
+}
+
+TEST(ScenarioMutation, ReshapingViewOfInputMutated) {
+  run_scenario(
+      [] {
+        return TensorList{leaf({2, 6}, 4, false)};
+      },
+      [](const TensorList& a) {
+        Tensor v = a[0].view({3, 4});
+        v.select(1, 0).fill_(-1.0);
+        return a[0].sum(std::vector<int64_t>{1});
+      });
+}
+
+TEST(ScenarioMutation, AsStridedViewOfInputMutated) {
+  run_scenario(
+      [] {
+        return nonleaf_setup({3, 3}, 5);
+      },
+      [](const TensorList& a) {
+        Tensor diag = a[0].as_strided({3}, {4}, 0);  // the diagonal
+        diag.zero_();
+        return a[0].sin();
+      });
+}
+
+TEST(ScenarioMutation, PermuteUnsqueezeSqueezeChainMutated) {
+  run_scenario(
+      [] {
+        return TensorList{leaf({2, 3, 2}, 6, false), leaf({3, 2, 2}, 7)};
+      },
+      [](const TensorList& a) {
+        Tensor v = a[0].permute({1, 0, 2}).unsqueeze(0).squeeze(0);
+        v.mul_(a[1]);
+        return a[0] + 1.0;
+      });
+}
+
+TEST(ScenarioMutation, ViewOfViewOfViewMutatedThenOriginalViewRead) {
+  run_scenario(
+      [] {
+        return nonleaf_setup({4, 3}, 8);
+      },
+      [](const TensorList& a) {
+        Tensor v1 = a[0].slice(0, 1, 4);
+        Tensor v2 = v1.t();
+        Tensor v3 = v2.select(0, 1);
+        v3.add_(10.0);
+        return TensorList{v1 * 2.0, a[0].sum()};
+      });
+}
+
+TEST(ScenarioMutation, ViewTakenBeforeMutationSeesIt) {
+  run_scenario(
+      [] {
+        return TensorList{leaf({4}, 9, false), leaf({2}, 10)};
+      },
+      [](const TensorList& a) {
+        Tensor x = a[0];
+        Tensor v = x.slice(0, 0, 2);
+        x.mul_(3.0);
+        return v * a[1];
+      });
+}
+
+// ---- mutations hidden from autograd: under no_grad, through detach() ----
+
+TEST(ScenarioMutation, LeafThatRequiresGradMutatedUnderNoGrad) {
+  run_scenario(
+      [] {
+        return TensorList{leaf({3}, 1), leaf({3}, 2)};
+      },
+      [](const TensorList& a) {
+        Tensor w = a[0];
+        {
+          ag::NoGradGuard no_grad;
+          w.mul_(0.5);
+        }
+        return (w * a[1]).sum();
+      });
+}
+
+TEST(ScenarioMutation, SliceOfLeafMutatedUnderNoGrad) {
+  run_scenario(
+      [] {
+        return TensorList{leaf({3, 2}, 3), leaf({3, 2}, 4)};
+      },
+      [](const TensorList& a) {
+        {
+          ag::NoGradGuard no_grad;
+          a[0].slice(0, 0, 1).zero_();
+        }
+        return (a[0].exp() * a[1]).sum();
+      });
+}
+
+TEST(ScenarioMutation, LeafMutatedThroughDetach) {
+  run_scenario([] { return TensorList{leaf({3}, 5)}; },
+               [](const TensorList& a) {
+                 Tensor d = a[0].detach();
+                 d.mul_(2.0);
+                 return (a[0] * a[0]).sum();
+               });
+}
+
+TEST(ScenarioMutation, NonLeafMutatedThroughDetach) {
+  run_scenario([] { return nonleaf_setup({3}, 6); },
+               [](const TensorList& a) {
+                 a[0].detach().add_(1.0);
+                 return a[0].sin();
+               });
+}
+
+TEST(ScenarioMutation, SliceOfNonLeafMutatedThroughDetach) {
+  run_scenario([] { return nonleaf_setup({4}, 13); },
+               [](const TensorList& a) {
+                 a[0].slice(0, 1, 3).detach().mul_(-1.0);
+                 return a[0] * a[0];
+               });
+}
+
+TEST(ScenarioMutation, MutatedUnderNoGradAndViewOfItReturned) {
+  run_scenario(
+      [] {
+        return TensorList{leaf({2, 3}, 14), leaf({2, 3}, 15)};
+      },
+      [](const TensorList& a) {
+        {
+          ag::NoGradGuard no_grad;
+          Tensor w = a[0];
+          w.add_(a[1]);
+        }
+        return TensorList{a[0].select(1, 2), a[0] * a[1]};
+      });
+}
+
+TEST(ScenarioMutation, DetachedNoGradAndVisibleMutationsMixed) {
+  // Reference §6 #27: only the autograd-visible mutation carries gradient.
+  run_scenario(
+      [] {
+        Tensor lb = leaf({3}, 2);
+        return ScenarioInputs{{leaf({3}, 1), lb * 2.0, leaf({3}, 3)}, {lb}};
+      },
+      [](const TensorList& a) {
+        a[0].detach().mul_(2.0);
+        Tensor b = a[1];
+        b.mul_(3.0);
+        {
+          ag::NoGradGuard no_grad;
+          Tensor c = a[2];
+          c.mul_(4.0);
+        }
+        return a[0] + b + a[2];
+      });
+}
+
+TEST(ScenarioMutation, MutationUnderNoGradOfInputReadBeforeAndAfter) {
+  run_scenario(
+      [] {
+        return TensorList{leaf({2, 2}, 7), leaf({2, 2}, 8, false)};
+      },
+      [](const TensorList& a) {
+        Tensor before = a[0] * a[1];
+        {
+          ag::NoGradGuard no_grad;
+          Tensor b = a[1];
+          b.add_(a[0]);
+        }
+        return TensorList{before, a[0] * a[1]};
+      });
+}
+
+TEST(ScenarioMutation, WholeFunctionUnderNoGradMutatesLeafThatRequiresGrad) {
+  run_scenario(
+      [] {
+        return TensorList{leaf({3}, 1), leaf({3}, 2)};
+      },
+      [](const TensorList& a) {
+        Tensor w = a[0];
+        w.add_(a[1]);
+        return w * 2.0;
+      },
+      {.no_grad = true, .expect_inference = true});
+}
+
+TEST(ScenarioMutation, NonLeafMutatedWithGradThenUnderNoGrad) {
+  // Only some of the mutations are visible to autograd.
+  run_scenario([] { return nonleaf_setup({3}, 9); },
+               [](const TensorList& a) {
+                 Tensor x = a[0];
+                 x.mul_(2.0);
+                 {
+                   ag::NoGradGuard no_grad;
+                   x.add_(1.0);
+                 }
+                 return x.exp();
+               });
+}
+
+TEST(ScenarioMutation, InputCopiedFromItsOwnTranspose) {
+  // The source overlaps the destination: every element must be read before it is written.
+  run_scenario(
+      [] {
+        return TensorList{leaf({3, 3}, 10, false)};
+      },
+      [](const TensorList& a) {
+        Tensor x = a[0];
+        x.copy_(x.t());
+        return x + 0.0;
+      });
+}
+
+TEST(ScenarioMutation, EmptyInputMutated) {
+  run_scenario(
+      [] {
+        return TensorList{leaf({0, 2}, 11, false), leaf({2}, 12)};
+      },
+      [](const TensorList& a) {
+        Tensor x = a[0];
+        x.add_(1.0);
+        return TensorList{x, a[1] * 2.0};
+      });
+}
+
+// ---- batch-norm running statistics ----
+
+TEST(ScenarioMutation, ManualRunningStatsUpdatedUnderNoGrad) {
+  run_scenario(
+      [] {
+        return TensorList{leaf({5, 3}, 1), leaf({3}, 2, false)};
+      },
+      [](const TensorList& a) {
+        Tensor running = a[1];
+        Tensor m = a[0].mean(std::vector<int64_t>{0});
+        {
+          ag::NoGradGuard no_grad;
+          running.mul_(0.9).add_(m.detach() * 0.1);
+        }
+        return (a[0] - m).pow(2).sum();
+      });
+}
+
+TEST(ScenarioMutation, BatchNormTrainingUpdatesRunningStats) {
+  run_scenario(
+      [] {
+        return TensorList{leaf({4, 3, 2, 2}, 1), leaf({3}, 2), leaf({3}, 3),
+                          ag::zeros({3}, ag::DType::f64), ag::ones({3}, ag::DType::f64)};
+      },
+      [](const TensorList& a) {
+        return ag::batch_norm(a[0], a[1], a[2], a[3], a[4], /*training=*/true, 0.1, 1e-5);
+      });
+}
+
+TEST(ScenarioMutation, NativeBatchNormTrainingReturnsSavedStats) {
+  run_scenario(
+      [] {
+        return TensorList{leaf({3, 2, 3}, 4), leaf({2}, 5), leaf({2}, 6), leaf({2}, 7, false),
+                          ag::ones({2}, ag::DType::f64)};
+      },
+      [](const TensorList& a) {
+        auto [out, mean, invstd] =
+            ag::native_batch_norm(a[0], a[1], a[2], a[3], a[4], /*training=*/true, 0.2, 1e-5);
+        return TensorList{out, mean, invstd};
+      });
+}
+
+TEST(ScenarioMutation, BatchNormTrainingWithoutAffineInference) {
+  run_scenario(
+      [] {
+        return TensorList{leaf({4, 2}, 8, false), ag::zeros({2}, ag::DType::f64),
+                          ag::ones({2}, ag::DType::f64)};
+      },
+      [](const TensorList& a) {
+        return ag::batch_norm(a[0], Tensor(), Tensor(), a[1], a[2], /*training=*/true);
+      },
+      {.expect_inference = true});
+}
+
+TEST(ScenarioMutation, BatchNormEvalDoesNotMutate) {
+  run_scenario(
+      [] {
+        return TensorList{leaf({4, 3}, 9), leaf({3}, 10), leaf({3}, 11), leaf({3}, 12, false),
+                          ag::full({3}, 2.0, ag::DType::f64)};
+      },
+      [](const TensorList& a) {
+        return ag::batch_norm(a[0], a[1], a[2], a[3], a[4], /*training=*/false);
+      });
+}
+
+// ---- mutation of intermediates, and what autograd saved ----
+
+TEST(ScenarioMutation, ViewOfIntermediateMutatedThenBaseReturned) {
+  run_scenario(
+      [] {
+        return TensorList{leaf({3, 4}, 1)};
+      },
+      [](const TensorList& a) {
+        Tensor y = a[0] * 2.0;
+        y.select(0, 1).mul_(3.0);
+        return y;
+      });
+}
+
+TEST(ScenarioMutation, IntermediateSavedForBackwardThenMutatedFailsAtBackward) {
+  // Eager's version check fires at backward; so must the compiled one (both sides throw).
+  run_scenario([] { return TensorList{leaf({3}, 2)}; },
+               [](const TensorList& a) {
+                 Tensor y = a[0].exp();
+                 Tensor z = y.sum();
+                 y.mul_(2.0);
+                 return z;
+               });
+}
+
+TEST(ScenarioMutation, InputMutatedAfterBeingSavedForBackward) {
+  run_scenario(
+      [] {
+        return TensorList{leaf({3}, 3, false), leaf({3}, 4)};
+      },
+      [](const TensorList& a) {
+        Tensor x = a[0];
+        Tensor p = x * a[1];  // mul's backward needs x for a[1]'s gradient
+        x.add_(1.0);
+        return p;
+      });
+}
