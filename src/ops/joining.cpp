@@ -5,8 +5,8 @@
 // into view geometry (pieces()), and one kernel (views_kernel) that makes each piece a view of
 // self. Their VJPs are PyTorch's: the pieces' gradients (zeros for pieces without one) joined by
 // cat, or by stack for unbind; cat's VJP slices its gradient, stack's selects.
-// The public split functions at the end dispatch the rows eagerly but record single-output
-// slice / select views while tracing (see trace_pieces for why).
+// Traced, each piece is a view the tracer follows (a returned piece aliases the input; an in-place
+// op on a piece is scattered back into it).
 #include "kernels/joining.h"
 
 #include <algorithm>
@@ -315,33 +315,8 @@ const OpDef kRows[] = {
 };
 // clang-format on
 
-// While tracing, the pieces are recorded as one slice / select each instead of the multi-output
-// row: the tracer follows only a view op's first result as a view of its input, so a later
-// in-place op on another piece would not reach the input in the compiled function. Single-output
-// views are functionalized exactly. Eagerly the row is better: one autograd node whose backward
-// is a single cat / stack instead of one zero-filled slice_backward per piece.
-std::vector<Tensor> trace_pieces(const OpDef& def, OpArgs args, bool select_pieces) {
-  normalize(def, args);
-  const Tensor self = tensor_arg(args, 0);
-  const std::vector<TensorMeta> metas = def.meta(args);
-  const int64_t d = wrap_dim(int_arg(args, def.parsed_schema().find_arg("dim")), self.dim());
-  std::vector<Tensor> out;
-  int64_t start = 0;
-  for (const TensorMeta& m : metas) {
-    if (select_pieces) {
-      out.push_back(select(self, d, start++));
-    } else {
-      out.push_back(slice(self, d, start, start + m.sizes[d]));
-      start += m.sizes[d];
-    }
-  }
-  return out;
-}
-
-std::vector<Tensor> split_call(std::string_view name, OpArgs args, bool select_pieces = false) {
-  const OpDef& def = lookup(name);
-  if (tensor_arg(args, 0).is_fake()) return trace_pieces(def, std::move(args), select_pieces);
-  return dispatch(def, std::move(args));
+std::vector<Tensor> split_call(std::string_view name, OpArgs args) {
+  return dispatch(lookup(name), std::move(args));
 }
 
 }  // namespace
@@ -373,7 +348,7 @@ std::vector<Tensor> split_with_sizes(const Tensor& a, const IntList& split_sizes
 }
 
 std::vector<Tensor> unbind(const Tensor& a, int64_t dim) {
-  return ops::split_call(ops::kUnbind, {a, dim}, /*select_pieces=*/true);
+  return ops::split_call(ops::kUnbind, {a, dim});
 }
 
 std::vector<Tensor> chunk(const Tensor& a, int64_t chunks, int64_t dim) {

@@ -310,12 +310,14 @@ TEST(JoiningCompiled, CatStackSplitChunkUnbind) {
   };
   auto g = expect_compiled_matches_eager(
       fn, inputs(test_input({2, 4}, -1, 1, 1), test_input({3, 2}, -1, 1, 2)));
-  // Traced, the pieces are single-output views (see trace_pieces in ops/joining.cpp), so the
-  // backward scatters each piece's gradient with slice_backward / select_backward.
-  EXPECT_FALSE(contains(g.forward, "aten.split")) << g.forward;
-  EXPECT_TRUE(contains(g.forward, "aten.select.int")) << g.forward;
-  EXPECT_TRUE(contains(g.backward, "aten.slice_backward.default")) << g.backward;
-  EXPECT_TRUE(contains(g.backward, "aten.select_backward.default")) << g.backward;
+  // Traced, each call is one multi-output node; the backward joins the pieces' gradients with
+  // cat (split, chunk) and stack (unbind), as PyTorch's VJPs do.
+  EXPECT_TRUE(contains(g.forward, "aten.split.Tensor(%primals_1, split_size=2, dim=1)"))
+      << g.forward;
+  EXPECT_TRUE(contains(g.forward, "aten.unbind.int(%primals_2)")) << g.forward;
+  EXPECT_TRUE(contains(g.forward, "aten.chunk.default(")) << g.forward;
+  EXPECT_TRUE(contains(g.backward, "aten.stack.default")) << g.backward;
+  EXPECT_TRUE(contains(g.backward, "aten.cat.default")) << g.backward;
 }
 
 TEST(JoiningCompiled, InPlaceWriteThroughAPieceReachesTheInput) {

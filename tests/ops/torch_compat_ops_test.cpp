@@ -50,16 +50,20 @@ TEST(ReshapeAlias, WrongElementCountNamesTheSizes) {
 
 TEST(ReshapeAlias, Gradcheck) {
   EXPECT_TRUE(gradcheck(
-      [](const std::vector<Tensor>& v) { return reshape_alias(v[0], {3, 4}, {4, 1}) * 2.0; },
+      [](const std::vector<Tensor>& v) {
+        return reshape_alias(v[0], {3, 4}, {4, 1}) * 2.0;
+      },
       {test_input({2, 6})}));
-  EXPECT_TRUE(gradcheck(
-      [](const std::vector<Tensor>& v) { return reshape_alias(v[0], {6}, {1}).exp(); },
-      {test_input({2, 3})}));
+  EXPECT_TRUE(
+      gradcheck([](const std::vector<Tensor>& v) { return reshape_alias(v[0], {6}, {1}).exp(); },
+                {test_input({2, 3})}));
 }
 
 TEST(ReshapeAlias, CompiledMatchesEager) {
   testing::expect_compiled_matches_eager(
-      [](const Tensor& x) { return reshape_alias(x * 2.0, {4, 3}, {3, 1}).sin().sum({0}); },
+      [](const Tensor& x) {
+        return reshape_alias(x * 2.0, {4, 3}, {3, 1}).sin().sum({0});
+      },
       testing::inputs(test_input({3, 4}, -1, 1, 3)));
 }
 
