@@ -23,13 +23,10 @@
 #include "kernels/copy.h"
 #include "ops/families.h"
 #include "ops/op.h"
+#include "ops/row_helpers.h"
 
 namespace aotgrad::ops {
 namespace {
-
-[[noreturn]] void fail(std::string_view op, const std::string& what) {
-  throw std::invalid_argument(std::string(op) + ": " + what);
-}
 
 std::string strip_torch_prefix(const std::string& s) {
   return s.rfind("torch.", 0) == 0 ? s.substr(6) : s;

@@ -16,6 +16,7 @@
 #include "kernels/indexing.h"
 #include "ops/families.h"
 #include "ops/op.h"
+#include "ops/row_helpers.h"
 #include "tensor/iter.h"
 
 namespace aotgrad::ops {
@@ -31,18 +32,6 @@ constexpr std::string_view kMaskedFillScalar = "aten.masked_fill.Scalar";
 constexpr std::string_view kMaskedFillTensor = "aten.masked_fill.Tensor";
 constexpr std::string_view kTril = "aten.tril.default";
 constexpr std::string_view kTriu = "aten.triu.default";
-
-[[noreturn]] void fail(std::string_view op, const std::string& what) {
-  throw std::invalid_argument(std::string(op) + ": " + what);
-}
-
-int64_t dim_arg(std::string_view op, int64_t dim, int64_t ndim) {
-  try {
-    return wrap_dim(dim, ndim);
-  } catch (const std::invalid_argument& e) {
-    fail(op, e.what());
-  }
-}
 
 // Rank and sizes with a 0-dim tensor read as [1].
 int64_t rank1(const Tensor& t) {

@@ -22,14 +22,11 @@
 #include "kernels/pointwise.h"
 #include "ops/families.h"
 #include "ops/op.h"
+#include "ops/row_helpers.h"
 #include "ops/promotion.h"
 
 namespace aotgrad::ops {
 namespace {
-
-[[noreturn]] void fail(std::string_view op, const std::string& what) {
-  throw std::invalid_argument(std::string(op) + ": " + what);
-}
 
 // The result of an in-place op is self itself: same geometry.
 TensorMeta self_meta(std::string_view op, const Tensor& self) {

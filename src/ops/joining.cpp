@@ -17,6 +17,7 @@
 #include "aotgrad/ops.h"
 #include "ops/families.h"
 #include "ops/op.h"
+#include "ops/row_helpers.h"
 #include "ops/promotion.h"
 
 namespace aotgrad::ops {
@@ -28,18 +29,6 @@ constexpr std::string_view kSplit = "aten.split.Tensor";
 constexpr std::string_view kSplitWithSizes = "aten.split_with_sizes.default";
 constexpr std::string_view kUnbind = "aten.unbind.int";
 constexpr std::string_view kChunk = "aten.chunk.default";
-
-[[noreturn]] void fail(std::string_view op, const std::string& what) {
-  throw std::invalid_argument(std::string(op) + ": " + what);
-}
-
-int64_t dim_arg(std::string_view op, int64_t dim, int64_t ndim) {
-  try {
-    return wrap_dim(dim, ndim);
-  } catch (const std::invalid_argument& e) {
-    fail(op, e.what());
-  }
-}
 
 // ---- cat and stack ----
 

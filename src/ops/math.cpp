@@ -17,13 +17,10 @@
 #include "aotgrad/ops.h"
 #include "ops/families.h"
 #include "ops/promotion.h"
+#include "ops/row_helpers.h"
 
 namespace aotgrad::ops {
 namespace {
-
-[[noreturn]] void fail(std::string_view op, const std::string& what) {
-  throw std::invalid_argument(std::string(op) + ": " + what);
-}
 
 void check_floating(std::string_view op, const Tensor& self) {
   if (!is_floating(self.dtype()))
@@ -72,18 +69,6 @@ int64_t reduced_count(const Tensor& self, const IntList& dims) {
   int64_t n = 1;
   for (int64_t d : dims) n *= self.size(d);
   return n;
-}
-
-// A reduction's output gradient with the reduced dims restored as size 1 (no-op under keepdim),
-// so that it broadcasts against the input.
-Tensor restore_reduced_dims(Tensor g, const IntList& dims, bool keepdim) {
-  if (keepdim) return g;
-  for (int64_t d : dims) g = unsqueeze(g, d);  // ascending, so each index is already final
-  return g;
-}
-
-Tensor cast_like(const Tensor& g, const Tensor& like) {
-  return g.dtype() == like.dtype() ? g : to(g, like.dtype());
 }
 
 std::vector<TensorMeta> one(const IntList& sizes, DType dtype) {

@@ -11,6 +11,7 @@
 
 #include "aotgrad/ops.h"
 #include "ops/families.h"
+#include "ops/row_helpers.h"
 #include "tensor/iter.h"
 
 namespace aotgrad::ops {
@@ -40,10 +41,6 @@ size_t tensor_arg_count(const OpArgs& args) {
 
 Tensor optional_tensor(const OpArgs& a, size_t i) {
   return is_none(a, i) ? Tensor() : tensor_arg(a, i);
-}
-
-Tensor cast_like(const Tensor& g, const Tensor& like) {
-  return g.dtype() == like.dtype() ? g : to(g, like.dtype());
 }
 
 // ---- softmax / log_softmax ----

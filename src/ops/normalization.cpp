@@ -22,13 +22,10 @@
 #include "kernels/factory.h"
 #include "ops/families.h"
 #include "ops/promotion.h"
+#include "ops/row_helpers.h"
 
 namespace aotgrad::ops {
 namespace {
-
-[[noreturn]] void fail(std::string_view op, const std::string& what) {
-  throw std::invalid_argument(std::string(op) + ": " + what);
-}
 
 Tensor optional_tensor(const OpArgs& a, size_t i) {
   return is_none(a, i) ? Tensor() : tensor_arg(a, i);

@@ -10,6 +10,7 @@
 
 #include "aotgrad/ops.h"
 #include "ops/families.h"
+#include "ops/row_helpers.h"
 
 namespace aotgrad::ops {
 namespace {
@@ -53,19 +54,6 @@ DType mean_dtype(const char* op, const Tensor& a, const OpArgs& args, size_t dty
                                 std::string(dtype_name(d)) +
                                 "; convert the input with .to(f32) or pass a floating dtype");
   return d;
-}
-
-// The gradient with the reduced dims restored as size 1 (a no-op under keepdim).
-Tensor restore_reduced_dims(Tensor g, const IntList& dims, bool keepdim) {
-  if (keepdim) return g;
-  for (int64_t d : dims) g = unsqueeze(g, d);  // ascending, so each index is already final
-  return g;
-}
-
-// Autograd hands a VJP the output's gradient; with a `dtype=` argument it may differ from the
-// input's dtype, and the input's gradient must have the input's dtype.
-Tensor cast_like(const Tensor& g, const Tensor& like) {
-  return g.dtype() == like.dtype() ? g : to(g, like.dtype());
 }
 
 // ---- sum ----

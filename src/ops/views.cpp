@@ -19,28 +19,17 @@
 #include "kernels/scatter.h"
 #include "ops/families.h"
 #include "ops/op.h"
+#include "ops/row_helpers.h"
 #include "ops/view_scatter.h"
 
 namespace aotgrad::ops {
 namespace {
-
-[[noreturn]] void fail(std::string_view op, const std::string& what) {
-  throw std::invalid_argument(std::string(op) + ": " + what);
-}
 
 TensorMeta geometry(const Tensor& t) {
   return {t.dtype(), t.sizes(), t.strides(), t.storage_offset()};
 }
 
 // Wraps a dim for `op`, naming the op in the error.
-int64_t dim_arg(std::string_view op, int64_t dim, int64_t ndim) {
-  try {
-    return wrap_dim(dim, ndim);
-  } catch (const std::invalid_argument& e) {
-    fail(op, e.what());
-  }
-}
-
 // ---- view geometry (ATen's infer_size and computeStride) ----
 
 // `shape` with its one -1 replaced so that it holds `numel` elements.
