@@ -242,10 +242,9 @@ inline std::string backward_of(const Side& s) {
       grads.push_back(compare_detail::grad_output_for(s.outs[i], i));
     }
   TensorList k = s.known();
-  // Views are left out: eager autograd does not regenerate the grad_fn of a view whose base was
-  // mutated through another alias (PyTorch does), so their history would compare stale graphs.
+  // Mutated inputs that require grad, views included (their history follows the base's).
   for (size_t i = 0; i < k.size(); ++i)
-    if (k[i].defined() && k[i].requires_grad() && !k[i].is_leaf() && !k[i].is_view() &&
+    if (k[i].defined() && k[i].requires_grad() && !k[i].is_leaf() &&
         k[i].version() != s.versions_before[i]) {
       roots.push_back(k[i]);
       grads.push_back(compare_detail::grad_output_for(k[i], 100 + i));
