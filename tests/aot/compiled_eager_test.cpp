@@ -11,10 +11,12 @@
 #include "aotgrad/aotgrad.h"
 #include "testing/compare.h"
 #include "testing/gradcheck.h"
+#include "testing/values.h"
 
 namespace ag = aotgrad;
 using ag::DType;
 using ag::Tensor;
+using ag::testing::contains;
 using ag::testing::expect_compiled_matches_eager;
 using ag::testing::inputs;
 using ag::testing::kF32Tolerances;
@@ -37,10 +39,6 @@ Tensor as_f32(const Tensor& t, bool rg = true) {
 }
 Tensor longs(std::vector<int64_t> v, ag::IntList sizes) {
   return ag::from_vector(v, sizes);
-}
-
-bool contains(const std::string& text, const std::string& needle) {
-  return text.find(needle) != std::string::npos;
 }
 
 }  // namespace

@@ -5,10 +5,12 @@
 #include "aot/eager_oracle.h"
 #include "aotgrad/aotgrad.h"
 #include "testing/gradcheck.h"
+#include "testing/values.h"
 #include "trace/functionalize.h"
 
 namespace ag = aotgrad;
 using ag::Tensor;
+using ag::testing::contains;
 using ag::testing::allclose;
 using ag::testing::expect_like_eager;
 using ag::testing::OracleSetup;
@@ -18,10 +20,6 @@ namespace {
 
 Tensor plain(const ag::IntList& sizes, uint64_t seed = 1) {
   return test_input(sizes, -1, 1, seed, /*requires_grad=*/false);
-}
-
-bool contains(const std::string& text, const std::string& what) {
-  return text.find(what) != std::string::npos;
 }
 
 // A non-leaf input that requires grad, and the leaf it comes from.

@@ -10,9 +10,11 @@
 #include "aotgrad/aotgrad.h"
 #include "ops/op.h"
 #include "testing/gradcheck.h"
+#include "testing/values.h"
 
 namespace ag = aotgrad;
 using ag::Tensor;
+using ag::testing::contains;
 using ag::testing::expect_like_eager;
 using ag::testing::OracleSetup;
 using ag::testing::test_input;
@@ -37,10 +39,6 @@ std::vector<Tensor> chunk_row(const Tensor& a, int64_t chunks, int64_t dim) {
 }
 std::vector<Tensor> split_with_sizes_row(const Tensor& a, const ag::IntList& sizes, int64_t dim) {
   return row("aten.split_with_sizes.default", {a, sizes, dim});
-}
-
-bool contains(const std::string& text, const std::string& what) {
-  return text.find(what) != std::string::npos;
 }
 
 OracleSetup non_leaf(const ag::IntList& sizes) {

@@ -11,27 +11,16 @@
 #include "aotgrad/random.h"
 #include "ops/op.h"
 #include "testing/gradcheck.h"
+#include "testing/values.h"
 
 namespace aotgrad {
 namespace {
 
 using testing::allclose;
+using testing::contains;
+using testing::error_of;
 using testing::gradcheck;
 using testing::test_input;
-
-template <typename F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return "";
-}
-
-bool contains(const std::string& s, const std::string& part) {
-  return s.find(part) != std::string::npos;
-}
 
 Tensor call(std::string_view op, ops::OpArgs args) {
   return ops::call1(ops::lookup(op), std::move(args));

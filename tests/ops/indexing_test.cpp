@@ -13,11 +13,13 @@
 #include "aotgrad/aotgrad.h"
 #include "testing/compare.h"
 #include "testing/gradcheck.h"
+#include "testing/values.h"
 
 namespace aotgrad {
 namespace {
 
 using testing::allclose;
+using testing::contains;
 using testing::expect_compiled_matches_eager;
 using testing::gradcheck;
 using testing::inputs;
@@ -49,10 +51,6 @@ std::string error_of(F&& f) {
     return e.what();
   }
   return "";
-}
-
-bool contains(const std::string& s, const std::string& part) {
-  return s.find(part) != std::string::npos;
 }
 
 // ---- index_select ----

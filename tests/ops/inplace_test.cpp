@@ -12,38 +12,22 @@
 #include "ops/op.h"
 #include "testing/compare.h"
 #include "testing/gradcheck.h"
+#include "testing/values.h"
 
 namespace aotgrad {
 namespace {
 
 using testing::allclose;
+using testing::contains;
+using testing::error_of;
+using testing::f64;
 using testing::gradcheck;
+using testing::i64;
 using testing::test_input;
 
 Tensor f32(std::vector<float> v, const IntList& sizes) {
   return from_vector(v, sizes);
 }
-Tensor f64(std::vector<double> v, const IntList& sizes) {
-  return from_vector(v, sizes);
-}
-Tensor i64(std::vector<int64_t> v, const IntList& sizes) {
-  return from_vector(v, sizes);
-}
-
-template <typename F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return "";
-}
-
-bool contains(const std::string& s, const std::string& part) {
-  return s.find(part) != std::string::npos;
-}
-
 TEST(InplaceValues, AddBroadcastsAndScalesByAlpha) {
   Tensor x = f32({1, 2, 3, 4, 5, 6}, {2, 3});
   Tensor& r = x.add_(f32({10, 20, 30}, {3}), 2);

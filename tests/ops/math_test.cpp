@@ -12,12 +12,15 @@
 #include "ops/op.h"
 #include "testing/compare.h"
 #include "testing/gradcheck.h"
+#include "testing/values.h"
 
 namespace aotgrad {
 namespace {
 
 using testing::allclose;
+using testing::f64;
 using testing::gradcheck;
+using testing::i64;
 using testing::test_input;
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
@@ -26,13 +29,6 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
 Tensor f32(std::vector<float> v, const IntList& sizes) {
   return from_vector(v, sizes);
 }
-Tensor f64(std::vector<double> v, const IntList& sizes) {
-  return from_vector(v, sizes);
-}
-Tensor i64(std::vector<int64_t> v, const IntList& sizes) {
-  return from_vector(v, sizes);
-}
-
 // The 3x4 matrix every value test below reads (printed as `x` by the torch script).
 Tensor x34() {
   return f32({1.5, -2.0, 3.25, 0.5, -0.75, 4.0, -1.0, 2.0, 0.25, 0.125, -3.5, 1.0}, {3, 4});

@@ -10,24 +10,20 @@
 #include "aotgrad/aotgrad.h"
 #include "ops/op.h"
 #include "testing/gradcheck.h"
+#include "testing/values.h"
 
 namespace aotgrad {
 namespace {
 
 using testing::allclose;
+using testing::f64;
 using testing::gradcheck;
+using testing::i64;
 using testing::test_input;
 
 Tensor f32(std::vector<float> v, const IntList& sizes) {
   return from_vector(v, sizes);
 }
-Tensor f64(std::vector<double> v, const IntList& sizes) {
-  return from_vector(v, sizes);
-}
-Tensor i64(std::vector<int64_t> v, const IntList& sizes) {
-  return from_vector(v, sizes);
-}
-
 // nll_loss_forward with every argument spelled out; returns {output, total_weight}.
 std::vector<Tensor> nll_forward(const Tensor& x, const Tensor& target, const Tensor& weight,
                                 int64_t reduction, int64_t ignore_index = -100) {

@@ -11,42 +11,19 @@
 #include "aotgrad/aotgrad.h"
 #include "ops/op.h"
 #include "testing/gradcheck.h"
+#include "testing/values.h"
 
 namespace aotgrad {
 namespace {
 
 using testing::allclose;
+using testing::contains;
+using testing::error_of;
+using testing::f64;
 using testing::gradcheck;
+using testing::i64;
+using testing::pattern;
 using testing::test_input;
-
-// ((i * mul) % mod) / 50 - 1 in row-major order: the inputs the torch literals were made from.
-Tensor pattern(const IntList& sizes, int64_t mul = 37, int64_t mod = 101) {
-  std::vector<double> v(static_cast<size_t>(numel_of(sizes)));
-  for (size_t i = 0; i < v.size(); ++i)
-    v[i] = static_cast<double>((static_cast<int64_t>(i) * mul) % mod) / 50.0 - 1.0;
-  return from_vector(v, sizes);
-}
-
-Tensor f64(std::vector<double> v, const IntList& sizes) {
-  return from_vector(v, sizes);
-}
-Tensor i64(std::vector<int64_t> v, const IntList& sizes) {
-  return from_vector(v, sizes);
-}
-
-template <typename F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return "";
-}
-
-bool contains(const std::string& s, const std::string& part) {
-  return s.find(part) != std::string::npos;
-}
 
 TEST(PoolingMax, PaddedCeilModeMatchesTorch) {
   Tensor x = pattern({1, 2, 5, 5}).requires_grad_();

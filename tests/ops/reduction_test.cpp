@@ -9,21 +9,19 @@
 #include "aotgrad/aotgrad.h"
 #include "ops/op.h"
 #include "testing/gradcheck.h"
+#include "testing/values.h"
 
 namespace aotgrad {
 namespace {
 
 using testing::allclose;
+using testing::f64;
 using testing::gradcheck;
 using testing::test_input;
 
 Tensor f32(std::vector<float> v, const IntList& sizes) {
   return from_vector(v, sizes);
 }
-Tensor f64(std::vector<double> v, const IntList& sizes) {
-  return from_vector(v, sizes);
-}
-
 // [[0, 1, 2, 3], [4, 5, 6, 7], [8, 9, 10, 11]]
 Tensor iota34() {
   std::vector<float> v(12);

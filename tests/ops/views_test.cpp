@@ -12,11 +12,13 @@
 #include "ops/op.h"
 #include "testing/compare.h"
 #include "testing/gradcheck.h"
+#include "testing/values.h"
 
 namespace aotgrad {
 namespace {
 
 using testing::allclose;
+using testing::error_of;
 using testing::gradcheck;
 using testing::test_input;
 
@@ -34,16 +36,6 @@ std::vector<float> values(const Tensor& t) {
 }
 
 // Runs `f` and returns the message of the std::invalid_argument it throws ("" if none).
-template <typename F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return "";
-}
-
 void expect_geometry(const Tensor& t, const IntList& sizes, const IntList& strides,
                      int64_t offset) {
   EXPECT_EQ(t.sizes(), sizes);

@@ -13,18 +13,16 @@
 #include "partition/choose_saved.h"
 #include "partition/knapsack.h"
 #include "partition/partition_testing.h"
+#include "testing/values.h"
 
 namespace ag = aotgrad;
 using ag::Tensor;
 using ag::testing::activation_bytes;
+using ag::testing::contains;
 using ag::testing::FlatLoss;
 using ag::testing::trace_joint;
 
 namespace {
-
-bool contains(const std::string& text, const std::string& needle) {
-  return text.find(needle) != std::string::npos;
-}
 
 double brute_force_knapsack(const std::vector<ag::partition::KnapsackItem>& items, size_t cap) {
   double best = 0;

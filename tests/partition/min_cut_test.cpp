@@ -13,19 +13,17 @@
 #include "partition/max_flow.h"
 #include "partition/partition_testing.h"
 #include "partition/registry.h"
+#include "testing/values.h"
 
 namespace ag = aotgrad;
 using ag::Tensor;
 using ag::testing::activation_bytes;
+using ag::testing::contains;
 using ag::testing::expect_matches_eager_with;
 using ag::testing::FlatLoss;
 using ag::testing::trace_joint;
 
 namespace {
-
-bool contains(const std::string& text, const std::string& needle) {
-  return text.find(needle) != std::string::npos;
-}
 
 const ag::partition::SavedValue* find_saved(const ag::partition::Partition& p,
                                             const std::string& producer) {
@@ -255,8 +253,8 @@ TEST_P(MinCutMatchesEager, NeverRecomputesFromAnInputTheCallOverwrites) {
                                  ag::testing::test_input({3, 4}, -1, 1, 22)};
     };
     std::vector<Tensor> eager_in = make(), compiled_in = make();
-    auto compiled = ag::aot_function(
-        fn, {.partitioner = "min_cut", .activation_memory_budget = GetParam()});
+    auto compiled =
+        ag::aot_function(fn, {.partitioner = "min_cut", .activation_memory_budget = GetParam()});
     Tensor eager_out = fn(eager_in)[0];
     Tensor compiled_out = compiled(compiled_in)[0];
     EXPECT_TRUE(ag::testing::allclose(compiled_out, eager_out, 1e-12, 1e-12));
@@ -266,6 +264,7 @@ TEST_P(MinCutMatchesEager, NeverRecomputesFromAnInputTheCallOverwrites) {
     for (size_t i = buf_requires_grad ? 0 : 1; i < 2; ++i)
       EXPECT_TRUE(ag::testing::allclose(compiled_in[i].grad(), eager_in[i].grad(), 1e-12, 1e-12))
           << "grad of input " << i << " (buf requires grad: " << buf_requires_grad
-          << ")\nbackward:\n" << compiled.graphs().backward;
+          << ")\nbackward:\n"
+          << compiled.graphs().backward;
   }
 }
