@@ -13,18 +13,10 @@ using ag::Tensor;
 using ag::testing::expect_raises_like_eager;
 using ag::testing::expect_unsupported;
 using ag::testing::leaf;
+using ag::testing::nonleaf_setup;
 using ag::testing::run_scenario;
 using ag::testing::ScenarioInputs;
 using ag::testing::TensorList;
-
-namespace {
-
-ScenarioInputs nonleaf_setup(const ag::IntList& sizes, uint64_t seed) {
-  Tensor l = leaf(sizes, seed);
-  return ScenarioInputs{{l * 1.5}, {l}};
-}
-
-}  // namespace
 
 TEST(ScenarioInplaceView, TransposeOfInputInPlace) {
   // Reference §6 #33: metadata only; the caller's tensor gets the new geometry.

@@ -10,20 +10,11 @@
 namespace ag = aotgrad;
 using ag::Tensor;
 using ag::testing::leaf;
+using ag::testing::nonleaf_setup;
 using ag::testing::run_scenario;
 using ag::testing::ScenarioInputs;
 using ag::testing::ScenarioOptions;
 using ag::testing::TensorList;
-
-namespace {
-
-// A non-leaf input that requires grad (so eager lets the function mutate it), and its leaf.
-ScenarioInputs nonleaf_setup(const ag::IntList& sizes, uint64_t seed) {
-  Tensor l = leaf(sizes, seed);
-  return ScenarioInputs{{l * 1.5}, {l}};
-}
-
-}  // namespace
 
 // ---- plain data mutation of an input ----
 

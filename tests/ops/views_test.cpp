@@ -20,20 +20,11 @@ namespace {
 using testing::allclose;
 using testing::error_of;
 using testing::gradcheck;
+using testing::iota;
 using testing::test_input;
+using testing::values;
 
 constexpr int64_t kEnd = std::numeric_limits<int64_t>::max();
-
-// [[0, 1, 2, 3], [4, 5, 6, 7], [8, 9, 10, 11]] as f32.
-Tensor iota(const IntList& sizes) {
-  std::vector<float> v(static_cast<size_t>(numel_of(sizes)));
-  for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<float>(i);
-  return from_vector(v, sizes);
-}
-
-std::vector<float> values(const Tensor& t) {
-  return t.to_vector<float>();
-}
 
 // Runs `f` and returns the message of the std::invalid_argument it throws ("" if none).
 void expect_geometry(const Tensor& t, const IntList& sizes, const IntList& strides,

@@ -66,6 +66,12 @@ struct ScenarioInputs {
   TensorList extra;
 };
 
+// A non-leaf input that requires grad (so eager lets the function mutate it), and its leaf.
+inline ScenarioInputs nonleaf_setup(const IntList& sizes, uint64_t seed) {
+  Tensor l = leaf(sizes, seed);
+  return ScenarioInputs{{l * 1.5}, {l}};
+}
+
 struct ScenarioOptions {
   bool no_grad = false;  // both calls run under NoGradGuard (backward still runs, outside it)
   Tolerances tol{1e-10, 1e-9};

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <exception>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -30,12 +31,24 @@ inline Tensor pattern(const IntList& sizes, int64_t mul = 37, int64_t mod = 101,
   return dtype == DType::f64 ? t : t.to(dtype);
 }
 
-// The message of the exception `f` throws, or "" when it throws none.
-template <typename F>
+// 0, 1, 2, ... (from `start`) in row-major order, f32.
+inline Tensor iota(const IntList& sizes, float start = 0) {
+  std::vector<float> v(static_cast<size_t>(numel_of(sizes)));
+  for (size_t i = 0; i < v.size(); ++i) v[i] = start + static_cast<float>(i);
+  return from_vector(v, sizes);
+}
+
+inline std::vector<float> values(const Tensor& t) {
+  return t.to_vector<float>();
+}
+
+// The message of the `Exception` that `f` throws, or "" when it throws none (any other exception
+// propagates).
+template <typename Exception = std::exception, typename F>
 std::string error_of(F&& f) {
   try {
     f();
-  } catch (const std::exception& e) {
+  } catch (const Exception& e) {
     return e.what();
   }
   return "";
