@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "kernels/copy.h"
+#include "kernels/onednn.h"
 #include "kernels/parallel.h"
 #include "tensor/dtype_dispatch.h"
 #include "tensor/iter.h"
@@ -79,11 +80,6 @@ int64_t matrix_extent(const Operand& o) {
 
 // ---- oneDNN ----
 
-dnnl::engine& cpu_engine() {
-  static dnnl::engine engine(dnnl::engine::kind::cpu, 0);
-  return engine;
-}
-
 struct Primitive {
   bool usable = false;  // false: oneDNN rejected the case or has only its reference impl
   std::string impl;
@@ -135,7 +131,7 @@ const Primitive& onednn_primitive(const Operand& a, const Operand& b, int64_t ba
     p->b_md = f32_desc(b.batch, b.rows, b.cols, b_sb, b.sr, b.sc);
     p->c_md = f32_desc(batch, a.rows, b.cols, a.rows * b.cols, b.cols, 1);
     dnnl::matmul::desc desc(p->a_md, p->b_md, p->c_md);
-    dnnl::matmul::primitive_desc pd(desc, cpu_engine());
+    dnnl::matmul::primitive_desc pd(desc, onednn_engine());
     p->impl = pd.impl_info_str();
     // The reference implementation is a naive scalar loop: the blocked fallback beats it.
     p->usable = p->impl.find("ref") == std::string::npos;
@@ -148,10 +144,10 @@ const Primitive& onednn_primitive(const Operand& a, const Operand& b, int64_t ba
 }
 
 void onednn_run(const Primitive& p, const Operand& a, const Operand& b, const Tensor& out) {
-  thread_local dnnl::stream stream(cpu_engine());
-  dnnl::memory am(p.a_md, cpu_engine(), const_cast<char*>(a.data));
-  dnnl::memory bm(p.b_md, cpu_engine(), const_cast<char*>(b.data));
-  dnnl::memory cm(p.c_md, cpu_engine(), out.impl()->data_bytes());
+  dnnl::stream& stream = onednn_stream();
+  dnnl::memory am(p.a_md, onednn_engine(), const_cast<char*>(a.data));
+  dnnl::memory bm(p.b_md, onednn_engine(), const_cast<char*>(b.data));
+  dnnl::memory cm(p.c_md, onednn_engine(), out.impl()->data_bytes());
   p.matmul.execute(stream, {{DNNL_ARG_SRC, am}, {DNNL_ARG_WEIGHTS, bm}, {DNNL_ARG_DST, cm}});
   stream.wait();
 }
