@@ -15,6 +15,7 @@
 #include <unordered_map>
 
 #include "kernels/copy.h"
+#include "kernels/onednn.h"
 #include "kernels/parallel.h"
 #include "tensor/dtype_dispatch.h"
 
@@ -29,6 +30,9 @@ struct Geometry {
   int64_t oH, oW;      // output
   int64_t G, Cg, Og;   // groups, input and output channels per group
   Conv2dParams p;
+
+  // Multiply-adds of one pass (forward, or either backward): the threading threshold's measure.
+  int64_t multiply_adds() const { return N * O * oH * oW * Cg * kH * kW; }
 };
 
 Geometry geometry(const Tensor& input, const Tensor& weight, const Conv2dParams& p) {
@@ -62,13 +66,32 @@ std::pair<int64_t, int64_t> valid_range(int64_t offset, int64_t stride, int64_t 
   return {std::min(lo, out), std::clamp(hi, std::min(lo, out), out)};
 }
 
+// One kernel tap (ky, kx): input row y * stride + offy and column x * stride + offx lie inside
+// the (unpadded) input exactly for output rows [y0, y1) and columns [x0, x1).
+struct Tap {
+  int64_t ky, kx, offy, offx, y0, y1, x0, x1;
+};
+
+template <typename Body>
+void for_each_tap(const Geometry& g, Body&& body) {
+  const auto& p = g.p;
+  for (int64_t ky = 0; ky < g.kH; ++ky) {
+    const int64_t offy = ky * p.dilation[0] - p.padding[0];
+    auto [y0, y1] = valid_range(offy, p.stride[0], g.H, g.oH);
+    for (int64_t kx = 0; kx < g.kW; ++kx) {
+      const int64_t offx = kx * p.dilation[1] - p.padding[1];
+      auto [x0, x1] = valid_range(offx, p.stride[1], g.W, g.oW);
+      body(Tap{ky, kx, offy, offx, y0, y1, x0, x1});
+    }
+  }
+}
+
 // ---- the loop nests (contiguous operands of one type T) ----
 
 template <typename T>
 void forward_loop(const Geometry& g, const T* in, const T* w, const T* b, T* out) {
   const auto& p = g.p;
-  const int64_t work = g.N * g.O * g.oH * g.oW * g.Cg * g.kH * g.kW;
-#pragma omp parallel for collapse(2) if (work > kParallelWork)
+#pragma omp parallel for collapse(2) if (g.multiply_adds() > kParallelWork)
   for (int64_t n = 0; n < g.N; ++n) {
     for (int64_t o = 0; o < g.O; ++o) {
       T* op = out + (n * g.O + o) * g.oH * g.oW;
@@ -76,20 +99,14 @@ void forward_loop(const Geometry& g, const T* in, const T* w, const T* b, T* out
       const int64_t c0 = (o / g.Og) * g.Cg;
       for (int64_t c = 0; c < g.Cg; ++c) {
         const T* ip = in + (n * g.C + c0 + c) * g.H * g.W;
-        for (int64_t ky = 0; ky < g.kH; ++ky) {
-          const int64_t offy = ky * p.dilation[0] - p.padding[0];
-          auto [y0, y1] = valid_range(offy, p.stride[0], g.H, g.oH);
-          for (int64_t kx = 0; kx < g.kW; ++kx) {
-            const int64_t offx = kx * p.dilation[1] - p.padding[1];
-            auto [x0, x1] = valid_range(offx, p.stride[1], g.W, g.oW);
-            const T wv = w[((o * g.Cg + c) * g.kH + ky) * g.kW + kx];
-            for (int64_t y = y0; y < y1; ++y) {
-              const T* irow = ip + (y * p.stride[0] + offy) * g.W + offx;
-              T* orow = op + y * g.oW;
-              for (int64_t x = x0; x < x1; ++x) orow[x] += wv * irow[x * p.stride[1]];
-            }
+        for_each_tap(g, [&](const Tap& t) {
+          const T wv = w[((o * g.Cg + c) * g.kH + t.ky) * g.kW + t.kx];
+          for (int64_t y = t.y0; y < t.y1; ++y) {
+            const T* irow = ip + (y * p.stride[0] + t.offy) * g.W + t.offx;
+            T* orow = op + y * g.oW;
+            for (int64_t x = t.x0; x < t.x1; ++x) orow[x] += wv * irow[x * p.stride[1]];
           }
-        }
+        });
       }
     }
   }
@@ -100,8 +117,7 @@ void forward_loop(const Geometry& g, const T* in, const T* w, const T* b, T* out
 template <typename T>
 void backward_input_loop(const Geometry& g, const T* go, const T* w, T* gi) {
   const auto& p = g.p;
-  const int64_t work = g.N * g.O * g.oH * g.oW * g.Cg * g.kH * g.kW;
-#pragma omp parallel for collapse(2) if (work > kParallelWork)
+#pragma omp parallel for collapse(2) if (g.multiply_adds() > kParallelWork)
   for (int64_t n = 0; n < g.N; ++n) {
     for (int64_t ci = 0; ci < g.C; ++ci) {
       T* ip = gi + (n * g.C + ci) * g.H * g.W;
@@ -109,20 +125,14 @@ void backward_input_loop(const Geometry& g, const T* go, const T* w, T* gi) {
       const int64_t grp = ci / g.Cg, c = ci % g.Cg;
       for (int64_t o = grp * g.Og; o < (grp + 1) * g.Og; ++o) {
         const T* op = go + (n * g.O + o) * g.oH * g.oW;
-        for (int64_t ky = 0; ky < g.kH; ++ky) {
-          const int64_t offy = ky * p.dilation[0] - p.padding[0];
-          auto [y0, y1] = valid_range(offy, p.stride[0], g.H, g.oH);
-          for (int64_t kx = 0; kx < g.kW; ++kx) {
-            const int64_t offx = kx * p.dilation[1] - p.padding[1];
-            auto [x0, x1] = valid_range(offx, p.stride[1], g.W, g.oW);
-            const T wv = w[((o * g.Cg + c) * g.kH + ky) * g.kW + kx];
-            for (int64_t y = y0; y < y1; ++y) {
-              T* irow = ip + (y * p.stride[0] + offy) * g.W + offx;
-              const T* orow = op + y * g.oW;
-              for (int64_t x = x0; x < x1; ++x) irow[x * p.stride[1]] += wv * orow[x];
-            }
+        for_each_tap(g, [&](const Tap& t) {
+          const T wv = w[((o * g.Cg + c) * g.kH + t.ky) * g.kW + t.kx];
+          for (int64_t y = t.y0; y < t.y1; ++y) {
+            T* irow = ip + (y * p.stride[0] + t.offy) * g.W + t.offx;
+            const T* orow = op + y * g.oW;
+            for (int64_t x = t.x0; x < t.x1; ++x) irow[x * p.stride[1]] += wv * orow[x];
           }
-        }
+        });
       }
     }
   }
@@ -131,30 +141,23 @@ void backward_input_loop(const Geometry& g, const T* go, const T* w, T* gi) {
 template <typename T>
 void backward_weight_loop(const Geometry& g, const T* go, const T* in, T* gw) {
   const auto& p = g.p;
-  const int64_t work = g.N * g.O * g.oH * g.oW * g.Cg * g.kH * g.kW;
-#pragma omp parallel for collapse(2) if (work > kParallelWork)
+#pragma omp parallel for collapse(2) if (g.multiply_adds() > kParallelWork)
   for (int64_t o = 0; o < g.O; ++o) {
     for (int64_t c = 0; c < g.Cg; ++c) {
       const int64_t ci = (o / g.Og) * g.Cg + c;
-      for (int64_t ky = 0; ky < g.kH; ++ky) {
-        const int64_t offy = ky * p.dilation[0] - p.padding[0];
-        auto [y0, y1] = valid_range(offy, p.stride[0], g.H, g.oH);
-        for (int64_t kx = 0; kx < g.kW; ++kx) {
-          const int64_t offx = kx * p.dilation[1] - p.padding[1];
-          auto [x0, x1] = valid_range(offx, p.stride[1], g.W, g.oW);
-          T acc = 0;
-          for (int64_t n = 0; n < g.N; ++n) {
-            const T* op = go + (n * g.O + o) * g.oH * g.oW;
-            const T* ip = in + (n * g.C + ci) * g.H * g.W;
-            for (int64_t y = y0; y < y1; ++y) {
-              const T* irow = ip + (y * p.stride[0] + offy) * g.W + offx;
-              const T* orow = op + y * g.oW;
-              for (int64_t x = x0; x < x1; ++x) acc += orow[x] * irow[x * p.stride[1]];
-            }
+      for_each_tap(g, [&](const Tap& t) {
+        T acc = 0;
+        for (int64_t n = 0; n < g.N; ++n) {
+          const T* op = go + (n * g.O + o) * g.oH * g.oW;
+          const T* ip = in + (n * g.C + ci) * g.H * g.W;
+          for (int64_t y = t.y0; y < t.y1; ++y) {
+            const T* irow = ip + (y * p.stride[0] + t.offy) * g.W + t.offx;
+            const T* orow = op + y * g.oW;
+            for (int64_t x = t.x0; x < t.x1; ++x) acc += orow[x] * irow[x * p.stride[1]];
           }
-          gw[((o * g.Cg + c) * g.kH + ky) * g.kW + kx] = acc;
         }
-      }
+        gw[((o * g.Cg + c) * g.kH + t.ky) * g.kW + t.kx] = acc;
+      });
     }
   }
 }
@@ -173,11 +176,6 @@ void backward_bias_loop(const Geometry& g, const T* go, T* gb) {
 }
 
 // ---- oneDNN ----
-
-dnnl::engine& cpu_engine() {
-  static dnnl::engine engine(dnnl::engine::kind::cpu, 0);
-  return engine;
-}
 
 enum class Pass : int64_t { forward, backward_data, backward_weights };
 
@@ -233,16 +231,16 @@ dnnl::convolution_forward::primitive_desc forward_pd(const Descs& d) {
   dnnl::convolution_forward::desc desc(dnnl::prop_kind::forward_training,
                                        dnnl::algorithm::convolution_direct, d.src, d.weights,
                                        d.bias, d.dst, d.strides, d.dilates, d.pad_l, d.pad_r);
-  return {desc, cpu_engine()};
+  return {desc, onednn_engine()};
 }
 
 Blocked blocked(const dnnl::memory::desc& plain, const dnnl::memory::desc& wanted, bool into) {
   Blocked b{wanted, std::nullopt};
   if (plain != wanted)
     b.reorder = into ? dnnl::reorder(
-                           dnnl::reorder::primitive_desc(cpu_engine(), plain, cpu_engine(), wanted))
-                     : dnnl::reorder(dnnl::reorder::primitive_desc(cpu_engine(), wanted,
-                                                                   cpu_engine(), plain));
+                           dnnl::reorder::primitive_desc(onednn_engine(), plain, onednn_engine(), wanted))
+                     : dnnl::reorder(dnnl::reorder::primitive_desc(onednn_engine(), wanted,
+                                                                   onednn_engine(), plain));
   return b;
 }
 
@@ -258,7 +256,7 @@ dnnl::convolution_backward_weights::primitive_desc backward_weights_pd(
   dnnl::convolution_backward_weights::desc desc(dnnl::algorithm::convolution_direct, any(d.src),
                                                 any(d.weights), d.bias, any(d.dst), d.strides,
                                                 d.dilates, d.pad_l, d.pad_r);
-  return {desc, cpu_engine(), fwd};
+  return {desc, onednn_engine(), fwd};
 }
 
 template <typename PD>
@@ -308,7 +306,7 @@ const Primitive& primitive(const Geometry& g, Pass pass, bool with_bias) {
       dnnl::convolution_backward_data::desc desc(dnnl::algorithm::convolution_direct, d.src,
                                                  d.weights, d.dst, d.strides, d.dilates, d.pad_l,
                                                  d.pad_r);
-      dnnl::convolution_backward_data::primitive_desc pd(desc, cpu_engine(), fwd);
+      dnnl::convolution_backward_data::primitive_desc pd(desc, onednn_engine(), fwd);
       accept(*prim, pd);
       if (prim->usable) prim->prim = dnnl::convolution_backward_data(pd);
     } else {
@@ -328,19 +326,14 @@ const Primitive& primitive(const Geometry& g, Pass pass, bool with_bias) {
   return *cache.emplace(key, std::move(prim)).first->second;
 }
 
-dnnl::stream& cpu_stream() {
-  thread_local dnnl::stream stream(cpu_engine());
-  return stream;
-}
-
 // Runs a usable primitive; `args` maps oneDNN argument ids to memory over our tensors.
 void execute(const Primitive& prim, const std::unordered_map<int, dnnl::memory>& args) {
-  prim.prim.execute(cpu_stream(), args);
-  cpu_stream().wait();
+  prim.prim.execute(onednn_stream(), args);
+  onednn_stream().wait();
 }
 
 dnnl::memory mem(const dnnl::memory::desc& md, const Tensor& t) {
-  return dnnl::memory(md, cpu_engine(), t.impl()->data_bytes());
+  return dnnl::memory(md, onednn_engine(), t.impl()->data_bytes());
 }
 
 // Memory in layout `b.md` for the plain `user` memory: `user` itself, or a reordered copy held
@@ -349,7 +342,7 @@ dnnl::memory in_layout(const Blocked& b, const dnnl::memory& user, Tensor& scrat
   if (!b.reorder) return user;
   scratch = make_tensor({static_cast<int64_t>((b.md.get_size() + 3) / 4)}, DType::f32);
   dnnl::memory m = mem(b.md, scratch);
-  if (copy_in) b.reorder->execute(cpu_stream(), {{DNNL_ARG_FROM, user}, {DNNL_ARG_TO, m}});
+  if (copy_in) b.reorder->execute(onednn_stream(), {{DNNL_ARG_FROM, user}, {DNNL_ARG_TO, m}});
   return m;
 }
 
@@ -486,9 +479,9 @@ std::array<Tensor, 3> conv2d_backward(const Tensor& grad_output, const Tensor& i
       }
       execute(prim, args);
       if (prim.diff_weights.reorder) {
-        prim.diff_weights.reorder->execute(cpu_stream(),
+        prim.diff_weights.reorder->execute(onednn_stream(),
                                            {{DNNL_ARG_FROM, gw_mem}, {DNNL_ARG_TO, gw_user}});
-        cpu_stream().wait();
+        onednn_stream().wait();
       }
       if (need[1]) r[1] = gw;
     } else {
