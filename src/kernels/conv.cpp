@@ -237,8 +237,8 @@ dnnl::convolution_forward::primitive_desc forward_pd(const Descs& d) {
 Blocked blocked(const dnnl::memory::desc& plain, const dnnl::memory::desc& wanted, bool into) {
   Blocked b{wanted, std::nullopt};
   if (plain != wanted)
-    b.reorder = into ? dnnl::reorder(
-                           dnnl::reorder::primitive_desc(onednn_engine(), plain, onednn_engine(), wanted))
+    b.reorder = into ? dnnl::reorder(dnnl::reorder::primitive_desc(onednn_engine(), plain,
+                                                                   onednn_engine(), wanted))
                      : dnnl::reorder(dnnl::reorder::primitive_desc(onednn_engine(), wanted,
                                                                    onednn_engine(), plain));
   return b;
