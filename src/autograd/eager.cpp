@@ -97,7 +97,7 @@ class EagerInterpreter final : public ops::Interpreter {
     // t_, as_strided_, ...: the kernel rewrites self's geometry, which their VJP still needs.
     bool metadata_only = any && ops::mutates_metadata_only(op);
     OpArgs saved_args = metadata_only ? args : OpArgs();
-    if (metadata_only) saved_args[written] = geometry_snapshot(self);
+    if (metadata_only) saved_args[written] = detached_alias(self);
     std::vector<Tensor> outputs = op.kernel(args);
     if (written >= 0) self.storage()->bump_version();
     if (!any) return outputs;
@@ -113,34 +113,12 @@ class EagerInterpreter final : public ops::Interpreter {
       for (size_t i = 1; i < node->next_edges.size(); ++i)
         copy_slices->next_edges.push_back(node->next_edges[i]);
       set_history(base, copy_slices, 0);
-      rebase_view_history(self, base);
+      rebase_view_history(self);
       return outputs;
     }
     for (size_t i = 0; i < outputs.size(); ++i)
       if (is_floating(outputs[i].dtype())) set_history(outputs[i], node, static_cast<uint32_t>(i));
     return outputs;
-  }
-
- private:
-  static Tensor geometry_snapshot(const Tensor& t) {
-    auto impl = std::make_shared<TensorImpl>();
-    impl->dtype = t.dtype();
-    impl->sizes = t.sizes();
-    impl->strides = t.strides();
-    impl->storage_offset = t.storage_offset();
-    impl->storage = t.storage();
-    return Tensor(std::move(impl));
-  }
-
-  // After CopySlices, the view's gradient is the viewed region of its base's gradient.
-  static void rebase_view_history(const Tensor& view, const Tensor& base) {
-    const OpDef& as_strided = ops::lookup("aten.as_strided.default");
-    OpArgs args{base, view.sizes(), view.strides(), view.storage_offset()};
-    ops::normalize(as_strided, args);
-    auto node = std::make_shared<OpNode>(as_strided, args, std::vector<Tensor>{view},
-                                         std::vector<bool>{true});
-    node->next_edges.push_back(gradient_edge(base));
-    set_history(view, node, 0);
   }
 };
 

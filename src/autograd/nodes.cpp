@@ -27,6 +27,8 @@ Tensor metadata_only(const Tensor& t) {
   return Tensor(std::move(impl));
 }
 
+}  // namespace
+
 Tensor detached_alias(const Tensor& t) {
   auto impl = std::make_shared<TensorImpl>();
   impl->dtype = t.dtype();
@@ -36,8 +38,6 @@ Tensor detached_alias(const Tensor& t) {
   impl->storage = t.storage();
   return Tensor(std::move(impl));
 }
-
-}  // namespace
 
 SavedTensor SavedTensor::save(const Tensor& t, bool keep_data) {
   SavedTensor s;
@@ -153,10 +153,7 @@ std::vector<Tensor> CopySlices::apply(std::vector<Tensor>&& grad_outputs) {
   return out;
 }
 
-namespace {
-
-// The view's history as eager would record it now: as_strided of the base's current history.
-void regenerate_view_history(const Tensor& view) {
+void rebase_view_history(const Tensor& view) {
   Tensor base = view._base();
   const ops::OpDef& as_strided = ops::lookup("aten.as_strided.default");
   ops::OpArgs args{base, view.sizes(), view.strides(), view.storage_offset()};
@@ -166,6 +163,8 @@ void regenerate_view_history(const Tensor& view) {
   node->next_edges.push_back(gradient_edge(base));
   set_history(view, node, 0);
 }
+
+namespace {
 
 bool view_history_is_stale(const Tensor& t, const AutogradMeta& m) {
   if (!m.grad_fn || !t.is_view()) return false;
@@ -178,7 +177,7 @@ bool view_history_is_stale(const Tensor& t, const AutogradMeta& m) {
 Edge gradient_edge(const Tensor& t) {
   if (!t.defined() || !t.impl()->autograd) return {};
   AutogradMeta& m = *t.impl()->autograd;
-  if (view_history_is_stale(t, m)) regenerate_view_history(t);
+  if (view_history_is_stale(t, m)) rebase_view_history(t);
   if (m.grad_fn) return {m.grad_fn, m.output_nr};
   if (!m.requires_grad) return {};
   auto acc = m.grad_accumulator.lock();

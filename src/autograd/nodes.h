@@ -79,6 +79,14 @@ class CopySlices : public Node {
 // PyTorch regenerates a view's grad_fn when the base's version moved on).
 Edge gradient_edge(const Tensor& t);
 
+// A tensor over `t`'s storage with `t`'s geometry, and no autograd history or _base.
+Tensor detached_alias(const Tensor& t);
+
+// Makes `view`'s history as_strided of its _base's current history: after an in-place op on the
+// view (CopySlices), or when the storage was written through another alias since the view's
+// history was recorded.
+void rebase_view_history(const Tensor& view);
+
 // Makes `t`'s history (grad_fn, output_nr) point at `node` output `output_nr`.
 void set_history(const Tensor& t, const std::shared_ptr<Node>& node, uint32_t output_nr);
 
