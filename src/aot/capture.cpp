@@ -5,7 +5,6 @@
 #include <stdexcept>
 
 #include "aotgrad/autograd.h"
-#include "partition/memory_budget.h"
 #include "trace/tracer.h"
 
 namespace aotgrad::aot {
@@ -193,7 +192,7 @@ CapturedForward capture_forward(const FlatFn& fn, const std::vector<Tensor>& inp
     throw std::invalid_argument(config.name + ": tracing failed for inputs (" +
                                 describe_inputs(inputs) + "): " + e.what());
   }
-  c.node_budgets = partition::take_node_budgets(c.graph);
+  c.node_budgets = tracer.node_budgets();
   ViewAndMutationMeta& meta = c.meta;
   meta.keep_input_mutations = config.keep_inference_input_mutations;
   check_requires_grad_unchanged(tracer, inputs, plan, user_fakes, outs, config.name);

@@ -1,11 +1,12 @@
 #include "trace/tracer.h"
 
+#include <limits>
 #include <optional>
 #include <stdexcept>
 
 #include "aotgrad/autograd.h"
+#include "aotgrad/memory_budget.h"
 #include "ops/inplace_view.h"
-#include "partition/memory_budget.h"
 
 namespace aotgrad::trace {
 namespace {
@@ -230,6 +231,12 @@ void Tracer::sync_args(ops::OpArgs& args) {
   }
 }
 
+std::vector<double> Tracer::node_budgets() const {
+  std::vector<double> out = node_budgets_;
+  out.resize(graph_.nodes().size(), std::numeric_limits<double>::quiet_NaN());
+  return out;
+}
+
 // ---- recording ----
 
 std::vector<Tensor> Tracer::call(const ops::OpDef& op, ops::OpArgs& args) {
@@ -259,7 +266,10 @@ std::vector<Tensor> Tracer::record(const ops::OpDef& op, ops::OpArgs& args, bool
     throw std::invalid_argument(std::string(op.name) + ": " + e.what());
   }
   std::vector<graph::ValueId> outs = graph_.add_node(op, std::move(node_args), metas);
-  partition::note_node_budget(graph_, graph_.nodes().size() - 1);
+  if (std::optional<double> budget = current_memory_budget()) {
+    node_budgets_.resize(graph_.nodes().size(), std::numeric_limits<double>::quiet_NaN());
+    node_budgets_.back() = *budget;
+  }
   bool grad_tracked = any_requires_grad && op.vjp && autograd::grad_mode_enabled();
   std::vector<Tensor> results;
   bool multi_output_view = op.is_view() && result_is_view(op, 1);

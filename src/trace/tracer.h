@@ -57,6 +57,10 @@ class Tracer final : public ops::Interpreter {
   MetadataTouch metadata_touch(const Tensor& t) const;
   // Messages of eager version-counter errors a backward through this trace would raise.
   const std::vector<std::string>& backward_errors() const { return backward_errors_; }
+  // The MemoryBudgetGuard budget (include/aotgrad/memory_budget.h) live when each node of the
+  // graph was recorded, by node index; NaN where no guard was alive (the min-cut partitioner
+  // reads them as JointInfo::node_budgets).
+  std::vector<double> node_budgets() const;
   graph::Graph& graph() { return graph_; }
 
  private:
@@ -83,6 +87,7 @@ class Tracer final : public ops::Interpreter {
   void set_requires_grad(graph::ValueId v, bool r);
 
   graph::Graph& graph_;
+  std::vector<double> node_budgets_;  // by node index; may stop short of the last nodes
   std::vector<bool> requires_grad_;  // by value index
   std::vector<StorageState> storages_;
   std::vector<TensorState> tensors_;

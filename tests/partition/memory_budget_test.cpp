@@ -157,23 +157,24 @@ TEST(MemoryBudget, GuardRejectsOutOfRangeNamingValueAndRange) {
   EXPECT_FALSE(ag::current_memory_budget().has_value());
 }
 
-TEST(MemoryBudget, NotedBudgetsAreTakenOnce) {
-  ag::graph::Graph g = ag::graph::parse_graph(
-      "graph f(%x: f32[4]) {\n"
-      "  %a: f32[4] = aten.sin.default(%x)\n"
-      "  %b: f32[4] = aten.cos.default(%a)\n"
-      "  return (%b)\n"
-      "}\n");
-  ag::partition::note_node_budget(g, 0);  // no guard: nothing noted
+TEST(MemoryBudget, TracerRecordsTheLiveGuardOfEachNode) {
+  ag::graph::Graph g("f");
+  ag::trace::Tracer tracer(g);
   {
-    ag::MemoryBudgetGuard guard(0.25);
-    ag::partition::note_node_budget(g, 1);
+    ag::ops::InterpreterGuard trace(tracer);
+    Tensor x = tracer.add_input(ag::testing::test_input({4}), "x");
+    Tensor a = ag::sin(x);  // no guard: nothing noted
+    {
+      ag::MemoryBudgetGuard guard(0.25);
+      a = ag::cos(a);
+    }
+    a = ag::exp(a);
   }
-  std::vector<double> b = ag::partition::take_node_budgets(g);
-  ASSERT_EQ(b.size(), 2u);
+  std::vector<double> b = tracer.node_budgets();
+  ASSERT_EQ(b.size(), 3u);
   EXPECT_TRUE(std::isnan(b[0]));
   EXPECT_EQ(b[1], 0.25);
-  EXPECT_TRUE(std::isnan(ag::partition::take_node_budgets(g)[1])) << "taken once";
+  EXPECT_TRUE(std::isnan(b[2]));
 }
 
 // Two mm -> tanh chains; only the first runs under MemoryBudgetGuard(0): its product is

@@ -48,7 +48,7 @@ inline TracedJoint trace_joint(const FlatLoss& fn, const std::vector<Tensor>& ex
   std::vector<bool> rg;
   for (uint32_t v = 0; v < fw.values().size(); ++v)
     rg.push_back(tracer.requires_grad(graph::ValueId{v}));
-  TracedJoint t{aot::build_joint(fw, rg), partition::take_node_budgets(fw)};
+  TracedJoint t{aot::build_joint(fw, rg), tracer.node_budgets()};
   return t;
 }
 
