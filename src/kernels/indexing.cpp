@@ -18,6 +18,7 @@
 
 #include "kernels/arith.h"
 #include "kernels/copy.h"
+#include "kernels/data.h"
 #include "kernels/elementwise.h"
 #include "kernels/parallel.h"
 #include "tensor/dtype_dispatch.h"
@@ -45,15 +46,6 @@ inline void accumulate(T& d, C scale, T s) {
     d = d || (scale && s);
   else
     d = convert<T>(convert<C>(d) + scale * convert<C>(s));
-}
-
-template <typename T>
-const T* data_of(const Tensor& t) {
-  return reinterpret_cast<const T*>(t.impl()->data_bytes());
-}
-template <typename T>
-T* mutable_data_of(const Tensor& t) {
-  return reinterpret_cast<T*>(t.impl()->data_bytes());
 }
 
 // [lo, hi) of the elements thread `tid` of `nt` handles.
@@ -182,7 +174,7 @@ Tensor index_select(std::string_view op, const Tensor& self_in, int64_t dim, con
   visit_bits(self.dtype(), [&](auto tag) {
     using U = typename decltype(tag)::type;
     const U* src = data_of<U>(self);
-    U* dst = mutable_data_of<U>(out);
+    U* dst = data_of<U>(out);
     if (self.is_contiguous()) {
       // out is [outer, n, inner]; each (outer, j) row copies one row of self.
       const int64_t inner = prod(sizes, dim + 1, sizes.size()), n = idx.n;
@@ -245,7 +237,7 @@ Tensor gather(std::string_view op, const Tensor& self_in, int64_t dim, const Ten
   visit_bits(self.dtype(), [&](auto tag) {
     using U = typename decltype(tag)::type;
     const U* src = data_of<U>(self);
-    U* dst = mutable_data_of<U>(out);
+    U* dst = data_of<U>(out);
 #pragma omp parallel if (numel > kGrain)
     {
       auto [begin, end] = thread_range(numel);
@@ -276,7 +268,7 @@ Tensor scatter_add(std::string_view op, const Tensor& self, int64_t dim, const T
     using T = typename decltype(tag)::type;
     using C = compute_t<T>;
     const T* sp = data_of<T>(src);
-    T* dp = mutable_data_of<T>(out1);
+    T* dp = data_of<T>(out1);
 #pragma omp parallel if (lines > 1 && index.numel() > kGrain)
     {
       auto [begin, end] = thread_range(lines);
@@ -306,7 +298,7 @@ Tensor index_add(std::string_view op, const Tensor& self, int64_t dim, const Ten
   visit_dtype(out.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     using C = compute_t<T>;
-    add_rows<T, C>(mutable_data_of<T>(out), data_of<T>(source), rows, idx.data, idx.n,
+    add_rows<T, C>(data_of<T>(out), data_of<T>(source), rows, idx.data, idx.n,
                    elementwise::scalar_as<C>(alpha), nullptr);
   });
   return out;
@@ -353,7 +345,7 @@ Tensor embedding_dense_backward(std::string_view op, const Tensor& grad, const T
     visit_dtype(grad.dtype(), [&](auto tag) {
       using T = typename decltype(tag)::type;
       if constexpr (std::is_same_v<compute_t<T>, C>)
-        add_rows<T, C>(mutable_data_of<T>(out), data_of<T>(g), Rows{1, num_weights, width},
+        add_rows<T, C>(data_of<T>(out), data_of<T>(g), Rows{1, num_weights, width},
                        idx.data, idx.n, C(1), factor.empty() ? nullptr : &factor);
     });
   });

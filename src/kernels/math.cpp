@@ -18,6 +18,7 @@
 
 #include "kernels/arith.h"
 #include "kernels/copy.h"
+#include "kernels/data.h"
 #include "kernels/elementwise.h"
 #include "kernels/parallel.h"
 #include "tensor/dtype_dispatch.h"
@@ -117,15 +118,6 @@ void for_each_lane(const Lanes& l, F&& f) {
   }
 }
 
-template <typename T>
-const T* data_of(const Tensor& t) {
-  return reinterpret_cast<const T*>(t.impl()->data_bytes());
-}
-template <typename T>
-T* mutable_data_of(const Tensor& t) {
-  return reinterpret_cast<T*>(t.impl()->data_bytes());
-}
-
 // Sum of p[j * stride] over the lane, in double.
 template <typename T>
 double lane_sum(const T* p, int64_t len, int64_t stride) {
@@ -223,8 +215,8 @@ std::pair<Tensor, Tensor> max_min_dim(const Tensor& a, int64_t dim, bool keepdim
     using T = typename decltype(tag)::type;
     using C = Compute<T>;
     const T* in = data_of<T>(l.src);
-    T* v = mutable_data_of<T>(values);
-    int64_t* ix = mutable_data_of<int64_t>(indices);
+    T* v = data_of<T>(values);
+    int64_t* ix = data_of<int64_t>(indices);
     const int64_t len = l.len, s = l.stride;
     for_each_lane(l, [&](int64_t off, int64_t o) {
       const T* p = in + off;
@@ -257,7 +249,7 @@ Tensor argmax(const Tensor& a, std::optional<int64_t> dim, bool keepdim) {
     using T = typename decltype(tag)::type;
     using C = Compute<T>;
     const T* in = data_of<T>(l.src);
-    int64_t* ix = mutable_data_of<int64_t>(out);
+    int64_t* ix = data_of<int64_t>(out);
     const int64_t len = l.len, s = l.stride;
     for_each_lane(l, [&](int64_t off, int64_t o) {
       const T* p = in + off;
@@ -284,7 +276,7 @@ Tensor var(const Tensor& a, const IntList& dims, double correction, bool keepdim
   visit_dtype(a.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     const T* in = data_of<T>(l.src);
-    T* o_data = mutable_data_of<T>(out);
+    T* o_data = data_of<T>(out);
     const int64_t len = l.len, s = l.stride;
     for_each_lane(l, [&](int64_t off, int64_t o) {
       const T* p = in + off;
@@ -366,7 +358,7 @@ Tensor cumsum(const Tensor& a, int64_t dim, DType out_dtype) {
       // Floating results accumulate in double, integral and bool ones in int64 (as ATen).
       using Acc = std::conditional_t<std::is_integral_v<Out>, int64_t, double>;
       const T* in = data_of<T>(l.src);
-      Out* o_data = mutable_data_of<Out>(out);
+      Out* o_data = data_of<Out>(out);
       const int64_t len = l.len, s = l.stride;
       for_each_lane(l, [&](int64_t off, int64_t o) {
         const T* p = in + off;

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "kernels/copy.h"
+#include "kernels/data.h"
 #include "kernels/parallel.h"
 #include "tensor/dtype_dispatch.h"
 #include "tensor/iter.h"
@@ -33,11 +34,6 @@ constexpr bool kIsFloat = std::is_same_v<T, float> || std::is_same_v<T, double> 
 // f64 computes in double; f32 and the 16-bit storage types in float.
 template <typename T>
 using Compute = std::conditional_t<std::is_same_v<T, double>, double, float>;
-
-template <typename T>
-T* data_of(const Tensor& t) {
-  return reinterpret_cast<T*>(t.impl()->data_bytes());
-}
 
 [[noreturn]] void not_floating(const char* op, DType d) {
   throw std::invalid_argument(std::string(op) + ": expected a floating tensor, got " +

@@ -18,6 +18,7 @@
 #include "aotgrad/random.h"
 #include "kernels/arith.h"
 #include "kernels/copy.h"
+#include "kernels/data.h"
 #include "kernels/elementwise.h"
 #include "kernels/parallel.h"
 #include "ops/promotion.h"
@@ -49,13 +50,8 @@ struct Staged {
 
 template <typename T>
 const T* cdata(const Tensor& t) {
-  return t.defined() ? reinterpret_cast<const T*>(t.impl()->data_bytes()) : nullptr;
+  return t.defined() ? data_of<const T>(t) : nullptr;
 }
-template <typename T>
-T* wdata(const Tensor& t) {
-  return reinterpret_cast<T*>(t.impl()->data_bytes());
-}
-
 template <typename T>
 void layer_norm_rows(const T* x, const T* w, const T* b, T* y, T* mean, T* rstd, int64_t m,
                      int64_t n, double eps) {
@@ -191,8 +187,8 @@ LayerNormResult layer_norm(const Tensor& input, int64_t n, const Tensor& weight,
   Staged mean(stat_sizes, stat_dtype, compute), rstd(stat_sizes, stat_dtype, compute);
   visit_float(compute, [&](auto tag) {
     using T = typename decltype(tag)::type;
-    layer_norm_rows<T>(cdata<T>(x), cdata<T>(w), cdata<T>(b), wdata<T>(out.buffer),
-                       wdata<T>(mean.buffer), wdata<T>(rstd.buffer), m, n, eps);
+    layer_norm_rows<T>(cdata<T>(x), cdata<T>(w), cdata<T>(b), data_of<T>(out.buffer),
+                       data_of<T>(mean.buffer), data_of<T>(rstd.buffer), m, n, eps);
   });
   return {out.finish(), mean.finish(), rstd.finish()};
 }
@@ -215,9 +211,9 @@ std::array<Tensor, 3> layer_norm_backward(const Tensor& grad_out, const Tensor& 
   visit_float(compute, [&](auto tag) {
     using T = typename decltype(tag)::type;
     layer_norm_backward_dispatch<T>(cdata<T>(g), cdata<T>(x), cdata<T>(mu), cdata<T>(rs),
-                                    cdata<T>(w), output_mask[0] ? wdata<T>(dx.buffer) : nullptr,
-                                    output_mask[1] ? wdata<T>(dw.buffer) : nullptr,
-                                    output_mask[2] ? wdata<T>(db.buffer) : nullptr, m, n);
+                                    cdata<T>(w), output_mask[0] ? data_of<T>(dx.buffer) : nullptr,
+                                    output_mask[1] ? data_of<T>(dw.buffer) : nullptr,
+                                    output_mask[2] ? data_of<T>(db.buffer) : nullptr, m, n);
   });
   return {dx.finish(), dw.finish(), db.finish()};
 }
@@ -233,8 +229,8 @@ std::pair<Tensor, Tensor> dropout(const Tensor& input, double keep_prob, uint64_
   visit_float(compute, [&](auto tag) {
     using T = typename decltype(tag)::type;
     const T* xs = cdata<T>(x);
-    T* ys = wdata<T>(out.buffer);
-    bool* ms = wdata<bool>(mask);
+    T* ys = data_of<T>(out.buffer);
+    bool* ms = data_of<bool>(mask);
     const T scale = keep_prob == 0 ? T(0) : static_cast<T>(1.0 / keep_prob);
     const int64_t blocks = (n + 3) / 4;
 #pragma omp parallel for if (n > kParallelWork)
