@@ -205,6 +205,22 @@ Tensor sign(const Tensor& a) {
   });
 }
 
+// Position of the first maximum (is_max) or minimum of a lane of `len` elements `s` apart; a
+// NaN wins, as in PyTorch.
+template <typename C, typename T>
+int64_t best_in_lane(const T* p, int64_t len, int64_t s, bool is_max) {
+  C best = convert<C>(p[0]);
+  int64_t best_j = 0;
+  for (int64_t j = 1; j < len && !is_nan(best); ++j) {
+    C x = convert<C>(p[j * s]);
+    if (is_nan(x) || (is_max ? x > best : x < best)) {
+      best = x;
+      best_j = j;
+    }
+  }
+  return best_j;
+}
+
 std::pair<Tensor, Tensor> max_min_dim(const Tensor& a, int64_t dim, bool keepdim, bool is_max) {
   const IntList dims{dim};
   Lanes l = make_lanes(a, dims, kept_out_strides(a, dims), /*keep_order=*/true);
@@ -220,15 +236,7 @@ std::pair<Tensor, Tensor> max_min_dim(const Tensor& a, int64_t dim, bool keepdim
     const int64_t len = l.len, s = l.stride;
     for_each_lane(l, [&](int64_t off, int64_t o) {
       const T* p = in + off;
-      C best = convert<C>(p[0]);
-      int64_t best_j = 0;
-      for (int64_t j = 1; j < len && !is_nan(best); ++j) {
-        C x = convert<C>(p[j * s]);
-        if (is_nan(x) || (is_max ? x > best : x < best)) {
-          best = x;
-          best_j = j;
-        }
-      }
+      const int64_t best_j = best_in_lane<C>(p, len, s, is_max);
       v[o] = p[best_j * s];
       ix[o] = best_j;
     });
@@ -252,17 +260,7 @@ Tensor argmax(const Tensor& a, std::optional<int64_t> dim, bool keepdim) {
     int64_t* ix = data_of<int64_t>(out);
     const int64_t len = l.len, s = l.stride;
     for_each_lane(l, [&](int64_t off, int64_t o) {
-      const T* p = in + off;
-      C best = convert<C>(p[0]);
-      int64_t best_j = 0;
-      for (int64_t j = 1; j < len && !is_nan(best); ++j) {
-        C x = convert<C>(p[j * s]);
-        if (is_nan(x) || x > best) {
-          best = x;
-          best_j = j;
-        }
-      }
-      ix[o] = best_j;
+      ix[o] = best_in_lane<C>(in + off, len, s, /*is_max=*/true);
     });
   });
   return out;
