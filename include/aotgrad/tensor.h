@@ -169,6 +169,11 @@ class Tensor {
   std::shared_ptr<TensorImpl> impl_;
 };
 
+// How a view was made, which decides whether it may be modified in place (PyTorch's
+// CreationMeta): a view made under no_grad, or one of several views returned by one op (split,
+// chunk, unbind), must not be written in place while autograd tracks it.
+enum class ViewCreation : uint8_t { normal, no_grad_mode, multi_output };
+
 // Everything autograd knows about one tensor. Absent (null) for tensors that never took part.
 struct AutogradMeta {
   bool requires_grad = false;
@@ -177,6 +182,10 @@ struct AutogradMeta {
   std::shared_ptr<autograd::Node> grad_fn;  // null for leaves
   uint32_t output_nr = 0;                   // which output of grad_fn this tensor is
   std::weak_ptr<autograd::Node> grad_accumulator;
+  // Views only: how the view was made and the storage version then (a later write through any
+  // alias makes a non-normal view unusable by autograd).
+  ViewCreation view_creation = ViewCreation::normal;
+  uint64_t view_creation_version = 0;
 };
 
 struct TensorImpl {

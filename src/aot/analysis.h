@@ -39,6 +39,18 @@ struct OutputAliasInfo {  // one per user output
   int graph_output = -1;  // non_alias / unsafe_view_alias: forward graph output holding it
   bool requires_grad = false;
   std::vector<trace::ViewStep> view_chain;  // replayed on the base to regenerate the alias
+  // The function made this tensor a leaf that requires grad (requires_grad_() on an intermediate,
+  // a view or a literal): the runtime calls requires_grad_() on the result, which the graph
+  // returns without history.
+  bool requires_grad_set_inside = false;
+};
+
+// requires_grad_() on a user input inside the function: the caller's tensor ends with this flag,
+// set before the graphs run so that autograd connects the input (PyTorch reads the flags after
+// tracing the same way).
+struct RequiresGradChange {
+  size_t input = 0;  // user input
+  bool requires_grad = false;
 };
 
 // A user input whose geometry the function changed in place (t_, transpose_, as_strided_, ...).
@@ -63,6 +75,7 @@ struct ViewAndMutationMeta {
   std::vector<size_t> mutated_inputs;
   // Applied after the data mutations, in order.
   std::vector<MetadataMutation> metadata_mutations;
+  std::vector<RequiresGradChange> input_requires_grad_changes;
   size_t num_user_graph_outputs = 0;
   size_t num_intermediate_bases = 0;
   bool keep_input_mutations = false;

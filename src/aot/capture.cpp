@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include "aotgrad/autograd.h"
+#include "autograd/view_creation.h"
 #include "trace/tracer.h"
 
 namespace aotgrad::aot {
@@ -107,9 +108,16 @@ OutputPlan classify_outputs(trace::Tracer& tracer, const std::vector<Tensor>& us
         root_output = static_cast<int>(p);
         from_root.assign(oc.begin() + static_cast<std::ptrdiff_t>(pc.size()), oc.end());
       }
+      // A piece of split / unbind, or a view made under no_grad of a tensor that requires grad,
+      // is regenerated from its base even when alone: eager gives it autograd metadata of its own
+      // (trace::replay_view, autograd/view_creation.h).
+      bool plain_view = true;
+      for (const trace::ViewStep& step : ts->chain)
+        plain_view = plain_view && !step.piece_of &&
+                     (step.grad_mode || !tracer.requires_grad(s->root));
       if (root_like(o)) {
         as_value(OutputType::non_alias);
-      } else if (aliases == 1) {
+      } else if (aliases == 1 && plain_view) {
         as_value(OutputType::unsafe_view_alias);
       } else if (root_output >= 0) {
         info.type = OutputType::alias_of_intermediate_base_is_user_output;
@@ -124,32 +132,75 @@ OutputPlan classify_outputs(trace::Tracer& tracer, const std::vector<Tensor>& us
         info.view_chain = ts->chain;
       }
     }
+    if (!info.view_chain.empty() && autograd::written_since_special_view_creation(outs[o]))
+      info.view_chain.back().written_after = true;
     meta.output_info.push_back(std::move(info));
   }
   return plan;
 }
 
-// requires_grad_() inside the function flips only a fake's flag: the graph was traced without it
-// and the caller's tensor would not change. Refused rather than answered wrongly.
-void check_requires_grad_unchanged(trace::Tracer& tracer, const std::vector<Tensor>& inputs,
-                                   const InputPlan& plan, const std::vector<Tensor>& user_fakes,
-                                   const std::vector<Tensor>& outs, const std::string& fn_name) {
-  // An in-place op with an operand that requires grad legitimately makes an input require grad;
-  // then its current value does too.
-  for (size_t i = 0; i < inputs.size(); ++i)
-    if (plan.inputs[i].kind == InputPlan::Kind::plain &&
-        user_fakes[i].requires_grad() != tracer.requires_grad(tracer.value_of(user_fakes[i], "input")))
-      throw trace::UnsupportedError(
-          fn_name + ": the function called requires_grad_() on input " + std::to_string(i) +
-          "; aot_function cannot change an input's requires_grad. Call requires_grad_() on it "
-          "before calling the compiled function.");
-  for (size_t o = 0; o < outs.size(); ++o)
-    if (tracer.traced_here(outs[o]) &&
-        outs[o].requires_grad() != tracer.requires_grad(tracer.value_of(outs[o], "output")))
-      throw trace::UnsupportedError(
-          fn_name + ": output " + std::to_string(o) + " had requires_grad_() called on it inside "
-          "the function, which aot_function cannot trace. Return it as is and call "
-          "requires_grad_() on the result, or make it a function input that requires grad.");
+// requires_grad_() inside the function (Tracer::set_requires_grad). An input's new flag is set
+// on the caller's tensor by the runtime; a tensor made a leaf inside the function is returned as
+// a fresh leaf (requires_grad_set_inside). That is exact unless autograd also recorded ops on the
+// leaf: eager's backward would then fill the returned tensor's .grad(), which the compiled
+// backward cannot reach, so that case is refused.
+void record_requires_grad_changes(const trace::Tracer& tracer, const InputPlan& plan,
+                                  const std::vector<Tensor>& user_fakes,
+                                  const std::vector<Tensor>& outs, const std::string& fn_name,
+                                  ViewAndMutationMeta& meta) {
+  auto overlapping = [&](size_t input) {
+    return trace::UnsupportedError(
+        fn_name + ": the function called requires_grad_() on input " + std::to_string(input) +
+        ", which overlaps another input in memory; aot_function passes those as one synthetic "
+        "base and cannot change the caller's tensor. Call requires_grad_() before the call.");
+  };
+  for (const trace::Tracer::RequiresGradChange& c : tracer.input_requires_grad_changes()) {
+    bool found = false;
+    for (size_t i = 0; i < plan.inputs.size(); ++i)
+      if (plan.inputs[i].kind == InputPlan::Kind::plain && plan.inputs[i].index == c.graph_input) {
+        meta.input_requires_grad_changes.push_back({i, c.requires_grad});
+        found = true;
+      }
+    if (!found) throw overlapping(c.graph_input);
+  }
+  for (const trace::Tracer::InteriorLeaf& leaf : tracer.interior_leaves()) {
+    if (!leaf.requires_grad) continue;
+    for (size_t i = 0; i < user_fakes.size(); ++i)
+      if (user_fakes[i].impl() == leaf.tensor) throw overlapping(i);
+    for (size_t o = 0; o < outs.size(); ++o) {
+      if (outs[o].impl() == leaf.tensor) meta.output_info[o].requires_grad_set_inside = true;
+      if (leaf.used_with_grad && outs[o].storage().get() == leaf.storage)
+        throw trace::UnsupportedError(
+            fn_name + ": output " + std::to_string(o) + " shares memory with a tensor the "
+            "function made a leaf that requires grad (requires_grad_()) and then computed with; "
+            "eager's backward would fill that tensor's .grad(), which the compiled backward "
+            "cannot reach. Make it an input of the function that requires grad instead.");
+    }
+  }
+}
+
+// An autograd::grad without retain_graph inside the function freed the saved values of the nodes
+// it ran through (Tracer::freed_nodes); eager's backward fails at the first of them it reaches.
+void note_freed_nodes(const graph::Graph& g, const std::vector<bool>& rg,
+                      const std::vector<bool>& freed, std::vector<std::string>& errors) {
+  if (freed.empty()) return;
+  std::vector<bool> receives(g.values().size(), false);
+  for (graph::ValueId v : g.outputs()) receives[v.index] = rg[v.index];
+  for (size_t ni = g.nodes().size(); ni-- > 0;) {
+    const graph::Node& n = g.nodes()[ni];
+    bool gets = false;
+    for (graph::ValueId o : n.outputs) gets = gets || receives[o.index];
+    if (!gets || !n.op->vjp) continue;
+    bool any_input = false;
+    for (const graph::NodeArg& a : n.args)
+      for (graph::ValueId v : graph::arg_values(a))
+        if (rg[v.index]) any_input = receives[v.index] = true;
+    if (any_input && ni < freed.size() && freed[ni])
+      errors.push_back("Trying to backward through the graph a second time (at " +
+                       std::string(n.op->name) + "): an autograd::grad inside the compiled "
+                       "function freed its saved values. Pass retain_graph=true to that grad() "
+                       "if you need to backward through it again.");
+  }
 }
 
 // Inputs whose fake ended the trace with another geometry than the caller's tensor (t_,
@@ -184,6 +235,10 @@ CapturedForward capture_forward(const FlatFn& fn, const std::vector<Tensor>& inp
     ops::InterpreterGuard guard(tracer);
     user_fakes = make_user_fakes(tracer, inputs, plan, graph_inputs);
     outs = fn(user_fakes);
+    for (size_t o = 0; o < outs.size(); ++o) {
+      tracer.value_of(outs[o], "output " + std::to_string(o));  // a returned literal: a constant
+      outs[o] = tracer.traced_form(outs[o]);
+    }
   } catch (const trace::UnsupportedError&) {
     throw;
   } catch (const std::runtime_error&) {
@@ -195,8 +250,20 @@ CapturedForward capture_forward(const FlatFn& fn, const std::vector<Tensor>& inp
   c.node_budgets = tracer.node_budgets();
   ViewAndMutationMeta& meta = c.meta;
   meta.keep_input_mutations = config.keep_inference_input_mutations;
-  check_requires_grad_unchanged(tracer, inputs, plan, user_fakes, outs, config.name);
   OutputPlan out_plan = classify_outputs(tracer, user_fakes, outs, meta);
+  record_requires_grad_changes(tracer, plan, user_fakes, outs, config.name, meta);
+  outs.clear();  // the function's literals must be gone now; a tensor still alive was captured
+  if (std::string captured = tracer.captured_constant(); !captured.empty())
+    throw std::invalid_argument(
+        config.name + ": the function uses " + captured + " it did not receive as an input (a "
+        "captured tensor: it outlives the call, so aot_function cannot write it into the graph "
+        "as a literal). Pass it to the function as an argument.");
+  // Which values autograd tracks. A leaf made inside the function is returned without history
+  // (the runtime makes it a leaf again), so its value needs no tangent.
+  std::vector<bool> rg(c.graph.values().size());
+  for (uint32_t v = 0; v < rg.size(); ++v) rg[v] = tracer.requires_grad(graph::ValueId{v});
+  for (const trace::Tracer::InteriorLeaf& leaf : tracer.interior_leaves())
+    if (!leaf.used_with_grad) rg[leaf.value.index] = false;
 
   // Mutated graph inputs, and whether anything the caller gets needs autograd.
   std::vector<graph::ValueId> mutated_values;
@@ -224,10 +291,10 @@ CapturedForward capture_forward(const FlatFn& fn, const std::vector<Tensor>& inp
   for (size_t k = 0; k < mutated_values.size(); ++k) {
     const InputAliasInfo& info = meta.input_info[meta.mutated_inputs[k]];
     bool visible = !info.mutations_under_no_grad && !info.mutations_hidden_from_autograd;
-    c.needs_autograd = c.needs_autograd || (visible && tracer.requires_grad(mutated_values[k]));
+    c.needs_autograd = c.needs_autograd || (visible && rg[mutated_values[k].index]);
   }
-  for (graph::ValueId v : out_plan.user_values) c.needs_autograd = c.needs_autograd || tracer.requires_grad(v);
-  for (graph::ValueId v : out_plan.bases) c.needs_autograd = c.needs_autograd || tracer.requires_grad(v);
+  for (graph::ValueId v : out_plan.user_values) c.needs_autograd = c.needs_autograd || rg[v.index];
+  for (graph::ValueId v : out_plan.bases) c.needs_autograd = c.needs_autograd || rg[v.index];
 
   // Eager's leaf now has the new geometry, and so has its gradient; the training graph's
   // gradient for the input has the old one. Refused rather than accumulated with the wrong shape.
@@ -258,9 +325,10 @@ CapturedForward capture_forward(const FlatFn& fn, const std::vector<Tensor>& inp
     c.graph.add_output(out_plan.bases[k], "intermediate_base(" + std::to_string(k) + ")");
   meta.num_user_graph_outputs = out_plan.user_values.size();
   meta.num_intermediate_bases = out_plan.bases.size();
-  for (uint32_t v = 0; v < c.graph.values().size(); ++v)
-    c.value_requires_grad.push_back(tracer.requires_grad(graph::ValueId{v}));
+  rg.resize(c.graph.values().size(), false);  // copy_ results (inference only)
+  c.value_requires_grad = rg;
   c.backward_errors = tracer.backward_errors();
+  if (c.needs_autograd) note_freed_nodes(c.graph, rg, tracer.freed_nodes(), c.backward_errors);
   return c;
 }
 

@@ -159,22 +159,13 @@ void apply_metadata_mutations(const ViewAndMutationMeta& meta, const std::vector
   }
 }
 
-Tensor replay_view(Tensor base, const std::vector<trace::ViewStep>& chain) {
-  for (const trace::ViewStep& step : chain) {
-    ops::OpArgs args = step.args;
-    args[step.op->view_of_arg()] = base;
-    std::optional<NoGradGuard> no_grad;
-    if (!step.grad_mode) no_grad.emplace();
-    base = ops::dispatch(*step.op, std::move(args)).at(0);
-  }
-  return base;
-}
-
 }  // namespace
 
 std::vector<Tensor> run_specialization(const std::shared_ptr<const Specialization>& spec,
                                        const std::vector<Tensor>& inputs) {
   const Specialization& s = *spec;
+  for (const RequiresGradChange& c : s.meta.input_requires_grad_changes)
+    Tensor(inputs[c.input]).requires_grad_(c.requires_grad);
   std::vector<Tensor> graph_inputs = s.plan.trivial() ? inputs : graph_inputs_for(s.plan, inputs);
   std::shared_ptr<CompiledBackward> node;  // null for inference
   std::vector<Tensor> outs = s.is_inference ? run_graphs(spec, graph_inputs, node)
@@ -196,23 +187,25 @@ std::vector<Tensor> run_specialization(const std::shared_ptr<const Specializatio
     if (info.type == OutputType::non_alias && result[o].defined() && result[o].is_view())
       result[o].impl()->base.reset();
     else if (info.type == OutputType::is_input) result[o] = inputs[info.base];
+    if (info.requires_grad_set_inside && info.graph_output >= 0) result[o].requires_grad_();
   }
   for (size_t o = 0; o < m.output_info.size(); ++o) {
     const OutputAliasInfo& info = m.output_info[o];
     switch (info.type) {
       case OutputType::alias_of_input:
-        result[o] = replay_view(graph_inputs[info.base], info.view_chain);
+        result[o] = trace::replay_view(graph_inputs[info.base], info.view_chain);
         break;
       case OutputType::alias_of_intermediate:
       case OutputType::alias_of_intermediate_save_as_output:
-        result[o] = replay_view(outs[first_base + info.base], info.view_chain);
+        result[o] = trace::replay_view(outs[first_base + info.base], info.view_chain);
         break;
       case OutputType::alias_of_intermediate_base_is_user_output:
-        result[o] = replay_view(result[info.base], info.view_chain);
+        result[o] = trace::replay_view(result[info.base], info.view_chain);
         break;
       default:
         break;
     }
+    if (info.requires_grad_set_inside && info.graph_output < 0) result[o].requires_grad_();
   }
   if (!m.metadata_mutations.empty()) apply_metadata_mutations(m, inputs, node.get());
   return result;

@@ -7,6 +7,8 @@
 #include <string>
 
 #include "autograd/nodes.h"
+#include "autograd/traced.h"
+#include "autograd/view_creation.h"
 #include "ops/inplace_view.h"
 #include "ops/op.h"
 
@@ -36,6 +38,18 @@ InterpreterGuard::~InterpreterGuard() { t_stack.pop_back(); }
 }  // namespace aotgrad::ops
 
 namespace aotgrad::autograd {
+
+TracedAutograd* traced_autograd_for(const Tensor& t) {
+  if (!t.defined() || !t.impl()->trace.owner) return nullptr;
+  for (size_t i = ops::t_stack.size(); i-- > 0;)
+    if (auto* traced = dynamic_cast<TracedAutograd*>(ops::t_stack[i]); traced && traced->owns(t))
+      return traced;
+  return nullptr;
+}
+
+}  // namespace aotgrad::autograd
+
+namespace aotgrad::autograd {
 namespace {
 
 using ops::OpArgs;
@@ -53,19 +67,24 @@ std::vector<Tensor> flat_tensor_inputs(const OpArgs& args) {
 
 bool requires_grad(const Tensor& t) { return t.defined() && t.requires_grad(); }
 
-void check_inplace_allowed(const OpDef& op, const Tensor& self) {
-  if (!grad_mode_enabled() || (!self.impl()->autograd && !self.is_view())) return;
-  if (self.is_leaf() && self.requires_grad() && !self.is_view())
-    throw std::runtime_error("a leaf Variable that requires grad is being used in an in-place "
-                             "operation (" + std::string(op.name) +
-                             "). Wrap the update in NoGradGuard, or clone() the tensor first.");
+// PyTorch's check_inplace: a special view (view_creation.h) first, then a leaf that requires
+// grad, or a view of a leaf. Only when autograd would record the op.
+void check_inplace_allowed(const OpDef& op, const Tensor& self, bool any_requires_grad) {
+  if (!grad_mode_enabled() || !any_requires_grad) return;
   if (self.is_view()) {
+    check_view_creation(self, view_history(self), /*indirect=*/false);
+    // PyTorch tests only base.is_leaf(); a view with history over a leaf base that needs no grad
+    // (a compiled function's output viewing the backend's buffer) is no leaf's view, though.
     Tensor base = self._base();
-    if (base.is_leaf() && base.requires_grad())
+    if (self.requires_grad() && base.is_leaf() && (base.requires_grad() || self.is_leaf()))
       throw std::runtime_error("a view of a leaf Variable that requires grad is being used in an "
                                "in-place operation (" + std::string(op.name) +
                                "). Clone the leaf first, or update it under NoGradGuard.");
   }
+  if (self.requires_grad() && self.is_leaf())
+    throw std::runtime_error("a leaf Variable that requires grad is being used in an in-place "
+                             "operation (" + std::string(op.name) +
+                             "). Wrap the update in NoGradGuard, or clone() the tensor first.");
 }
 
 class EagerInterpreter final : public ops::Interpreter {
@@ -80,8 +99,12 @@ class EagerInterpreter final : public ops::Interpreter {
                                "used outside the trace that made it");
     int written = op.mutated_arg();
     Tensor self = written >= 0 ? ops::tensor_arg(args, written) : Tensor();
-    if (written >= 0) check_inplace_allowed(op, self);
     std::vector<Tensor> flat = flat_tensor_inputs(args);
+    if (written >= 0) {
+      bool any_requires_grad = false;
+      for (const Tensor& t : flat) any_requires_grad = any_requires_grad || requires_grad(t);
+      check_inplace_allowed(op, self, any_requires_grad);
+    }
     // History edges must be taken before the kernel runs: an in-place op replaces self's.
     std::vector<Edge> edges;
     std::vector<bool> needs;
@@ -100,6 +123,12 @@ class EagerInterpreter final : public ops::Interpreter {
     if (metadata_only) saved_args[written] = detached_alias(self);
     std::vector<Tensor> outputs = op.kernel(args);
     if (written >= 0) self.storage()->bump_version();
+    if (op.is_view()) {
+      const Tensor& viewed = ops::tensor_arg(args, op.view_of_arg());
+      bool multi = returns_multiple_views(op);
+      for (const Tensor& out : outputs)
+        if (out.is_view()) record_view_creation(out, viewed, multi);
+    }
     if (!any) return outputs;
 
     auto node = std::make_shared<OpNode>(op, metadata_only ? saved_args : args, outputs, needs);

@@ -3,7 +3,8 @@
 // Reading guide: run_backward() first counts, for every node reachable from the roots, how many
 // edges point at it (dependencies), then pops ready nodes in decreasing sequence number (the
 // order PyTorch uses), summing incoming gradients per output slot in an InputBuffer. grad() uses
-// the same walk but captures gradients at the requested inputs instead of accumulating them.
+// the same walk, runs only the nodes on a path to a requested input, and captures gradients
+// there instead of accumulating them. Tensors a Trace interpreter owns go to it (traced.h).
 #include <map>
 #include <queue>
 #include <stdexcept>
@@ -13,6 +14,7 @@
 #include "aotgrad/autograd.h"
 #include "aotgrad/ops.h"
 #include "autograd/nodes.h"
+#include "autograd/traced.h"
 
 namespace aotgrad::autograd {
 namespace {
@@ -31,6 +33,26 @@ Tensor accumulate(const Tensor& acc, const Tensor& g) {
 
 Tensor zeros_for(const Node& n, uint32_t slot) {
   return zeros(n.output_sizes.at(slot), n.output_dtypes.at(slot));
+}
+
+// The nodes among `seen` from which a capture's node can be reached (captures included).
+std::unordered_set<Node*> nodes_reaching(const std::unordered_set<Node*>& seen,
+                                         const std::vector<Capture>& captures) {
+  std::unordered_map<Node*, std::vector<Node*>> parents;
+  for (Node* n : seen)
+    for (const Edge& e : n->next_edges)
+      if (e.node) parents[e.node.get()].push_back(n);
+  std::unordered_set<Node*> reach;
+  std::vector<Node*> stack;
+  for (const Capture& c : captures)
+    if (reach.insert(c.node).second) stack.push_back(c.node);
+  while (!stack.empty()) {
+    Node* n = stack.back();
+    stack.pop_back();
+    for (Node* p : parents[n])
+      if (reach.insert(p).second) stack.push_back(p);
+  }
+  return reach;
 }
 
 std::vector<Tensor> run_backward(const std::vector<Tensor>& outputs,
@@ -89,6 +111,10 @@ std::vector<Tensor> run_backward(const std::vector<Tensor>& outputs,
       captures.push_back({e.node.get(), e.input_nr, i});
     }
   }
+  // grad() runs (and frees) only the nodes on a path to an input, as PyTorch's engine does:
+  // history upstream of the inputs stays usable without retain_graph.
+  std::unordered_set<Node*> needed;
+  if (inputs) needed = nodes_reaching(seen, captures);
 
   std::unordered_map<Node*, std::vector<Tensor>> buffers;
   std::unordered_map<Node*, std::shared_ptr<Node>> owners;
@@ -124,7 +150,7 @@ std::vector<Tensor> run_backward(const std::vector<Tensor>& outputs,
     bool any = false;
     for (const Tensor& g : grads) any = any || g.defined();
     // grad() does not accumulate into leaves.
-    bool skip = inputs && dynamic_cast<AccumulateGrad*>(n) != nullptr;
+    bool skip = inputs && (dynamic_cast<AccumulateGrad*>(n) != nullptr || !needed.count(n));
     std::vector<Tensor> grad_inputs;
     if (any && !skip) {
       for (uint32_t s = 0; s < grads.size(); ++s)
@@ -151,16 +177,26 @@ std::vector<Tensor> run_backward(const std::vector<Tensor>& outputs,
   return result;
 }
 
+// The interpreter tracing `outputs`, if one is (their history is its graph, not nodes).
+TracedAutograd* tracer_of(const std::vector<Tensor>& outputs) {
+  for (const Tensor& t : outputs)
+    if (TracedAutograd* traced = traced_autograd_for(t)) return traced;
+  return nullptr;
+}
+
 }  // namespace
 
 void backward(const std::vector<Tensor>& outputs, const std::vector<Tensor>& grad_outputs,
               bool retain_graph) {
+  if (TracedAutograd* traced = tracer_of(outputs)) return traced->backward(outputs);
   run_backward(outputs, grad_outputs, retain_graph, nullptr, false);
 }
 
 std::vector<Tensor> grad(const std::vector<Tensor>& outputs, const std::vector<Tensor>& inputs,
                          const std::vector<Tensor>& grad_outputs, bool retain_graph,
                          bool allow_unused) {
+  if (TracedAutograd* traced = tracer_of(outputs))
+    return traced->grad(outputs, inputs, grad_outputs, retain_graph, allow_unused);
   return run_backward(outputs, grad_outputs, retain_graph, &inputs, allow_unused);
 }
 

@@ -54,14 +54,17 @@ OpNode::OpNode(const ops::OpDef& op, const ops::OpArgs& args, const std::vector<
   for (size_t i = 0; i < args_.size(); ++i) {
     if (auto* t = std::get_if<Tensor>(&args_[i]); t && t->defined()) {
       saved_args_[i] = SavedTensor::save(*t, (op.saves.inputs & ops::bit(i)) != 0);
+      holds_data_ = holds_data_ || saved_args_[i].saved;
       *t = saved_args_[i].data;
     } else if (auto* list = std::get_if<ops::TensorList>(&args_[i])) {
       bool keep = (op.saves.inputs & ops::bit(i)) != 0;
+      holds_data_ = holds_data_ || (keep && !list->empty());
       for (Tensor& e : *list) e = SavedTensor::save(e, keep).data;
     }
   }
   for (size_t i = 0; i < outputs.size(); ++i) {
     outputs_.push_back(SavedTensor::save(outputs[i], (op.saves.outputs & ops::bit(i)) != 0));
+    holds_data_ = holds_data_ || outputs_.back().saved;
     output_sizes.push_back(outputs[i].sizes());
     output_dtypes.push_back(outputs[i].dtype());
   }
@@ -98,6 +101,9 @@ std::vector<Tensor> OpNode::apply(std::vector<Tensor>&& grad_outputs) {
 }
 
 void OpNode::release_saved() {
+  // As PyTorch: only saved data is freed, so a node that keeps nothing but metadata (add, sum)
+  // can be run again without retain_graph.
+  if (!holds_data_) return;
   released_ = true;
   args_.clear();
   saved_args_.clear();
@@ -107,7 +113,8 @@ void OpNode::release_saved() {
 std::vector<Tensor> AccumulateGrad::apply(std::vector<Tensor>&& grad_outputs) {
   auto leaf = leaf_.lock();
   const Tensor& g = grad_outputs.at(0);
-  if (!leaf || !g.defined()) return {};
+  // A leaf whose requires_grad was turned off after the graph was recorded gets nothing.
+  if (!leaf || !g.defined() || !leaf->autograd || !leaf->autograd->requires_grad) return {};
   AutogradMeta& meta = leaf->autograd_meta();
   NoGradGuard no_grad;
   Tensor incoming = g.dtype() == leaf->dtype ? g : to(g, leaf->dtype);
@@ -174,9 +181,23 @@ bool view_history_is_stale(const Tensor& t, const AutogradMeta& m) {
 
 }  // namespace
 
+ViewHistory view_history(const Tensor& t) {
+  ViewHistory h;
+  if (!t.impl()->autograd || !t.impl()->autograd->grad_fn) return h;
+  const std::shared_ptr<Node>& fn = t.impl()->autograd->grad_fn;
+  h.has_grad_fn = true;
+  h.grad_fn_name = dynamic_cast<const OpNode*>(fn.get()) ? pytorch_node_name(fn->name()) : fn->name();
+  h.output_nr = t.impl()->autograd->output_nr;
+  return h;
+}
+
 Edge gradient_edge(const Tensor& t) {
   if (!t.defined() || !t.impl()->autograd) return {};
   AutogradMeta& m = *t.impl()->autograd;
+  // PyTorch's grad_fn getter: a view made under no_grad or by a multi-output op cannot be given a
+  // new history once its storage was written through another alias.
+  if (written_since_special_view_creation(t) && (m.grad_fn || t._base().requires_grad()))
+    check_view_creation(t, view_history(t), /*indirect=*/true);
   if (view_history_is_stale(t, m)) rebase_view_history(t);
   if (m.grad_fn) return {m.grad_fn, m.output_nr};
   if (!m.requires_grad) return {};

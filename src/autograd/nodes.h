@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "aotgrad/autograd.h"
+#include "autograd/view_creation.h"
 #include "ops/op.h"
 
 namespace aotgrad::autograd {
@@ -44,6 +45,7 @@ class OpNode : public Node {
   std::vector<SavedTensor> saved_args_;  // parallel to args_ (unused slots stay empty)
   std::vector<SavedTensor> outputs_;
   std::vector<bool> needs_grad_;
+  bool holds_data_ = false;  // some input or output is saved with its data
   bool released_ = false;
 };
 
@@ -86,6 +88,9 @@ Tensor detached_alias(const Tensor& t);
 // view (CopySlices), or when the storage was written through another alias since the view's
 // history was recorded.
 void rebase_view_history(const Tensor& view);
+
+// The history `t` has, as view errors name it ("Output 1 of UnbindBackward0").
+ViewHistory view_history(const Tensor& t);
 
 // Makes `t`'s history (grad_fn, output_nr) point at `node` output `output_nr`.
 void set_history(const Tensor& t, const std::shared_ptr<Node>& node, uint32_t output_nr);

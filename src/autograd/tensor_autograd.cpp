@@ -4,21 +4,34 @@
 #include "aotgrad/autograd.h"
 #include "aotgrad/ops.h"
 #include "autograd/nodes.h"
+#include "autograd/traced.h"
 
 namespace aotgrad {
 
+// As PyTorch: a view requires grad when its base does, even one made under no_grad (which then
+// is a leaf whose gradient goes nowhere; see autograd/view_creation.h).
 bool Tensor::requires_grad() const {
-  return impl_ && impl_->autograd && impl_->autograd->requires_grad;
+  if (!impl_) return false;
+  if (impl_->autograd && impl_->autograd->requires_grad) return true;
+  const TensorImpl* base = impl_->base.get();
+  return base && base->autograd && base->autograd->requires_grad;
 }
 
 Tensor& Tensor::requires_grad_(bool flag) {
   if (!impl_) throw std::invalid_argument("requires_grad_ on an undefined Tensor");
-  if (!is_leaf())
-    throw std::invalid_argument("requires_grad_ can only change the flag of leaf tensors; "
-                                "use detach() to make a new leaf");
   if (flag && !is_floating(dtype()))
     throw std::invalid_argument("only floating point tensors can require gradients (got " +
                                 std::string(dtype_name(dtype())) + ")");
+  if (autograd::TracedAutograd* traced = autograd::traced_autograd_for(*this)) {
+    traced->set_requires_grad(*this, flag);  // raises eager's errors for the traced value
+  } else if (!is_leaf()) {
+    if (!flag)
+      throw std::invalid_argument(
+          "you can only change requires_grad flags of leaf variables. If you want to use a "
+          "computed variable in a subgraph that doesn't require differentiation use var_no_grad "
+          "= var.detach().");
+    return *this;  // a non-leaf already requires grad
+  }
   impl_->autograd_meta().requires_grad = flag;
   return *this;
 }
@@ -36,6 +49,8 @@ void Tensor::set_grad(const Tensor& g) const {
 
 const std::shared_ptr<autograd::Node>& Tensor::grad_fn() const {
   static const std::shared_ptr<autograd::Node> none;
+  // An accessor: unlike PyTorch's grad_fn getter it never raises. A special view whose storage
+  // was written since raises when autograd uses its history (gradient_edge).
   return impl_ && impl_->autograd ? impl_->autograd->grad_fn : none;
 }
 

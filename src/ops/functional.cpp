@@ -1,12 +1,17 @@
 // Ops that functionalization emits: the scatters that write an updated view back into its base
-// (slice_scatter, select_scatter), the view_scatter rules of the view rows, and
-// aotgrad.hidden_update, which carries a mutation autograd must not see.
+// (slice_scatter, select_scatter), the view_scatter rules of the view rows,
+// aotgrad.hidden_update, which carries a mutation autograd must not see, and
+// aotgrad.tensor_constant, a literal the traced function built from data (tensor_constant.h).
+#include <charconv>
 #include <stdexcept>
+#include <string>
 
 #include "aotgrad/ops.h"
 #include "kernels/copy.h"
 #include "ops/families.h"
+#include "ops/tensor_constant.h"
 #include "ops/view_scatter.h"
+#include "tensor/dtype_dispatch.h"
 
 namespace aotgrad::ops {
 namespace {
@@ -86,6 +91,111 @@ std::vector<Tensor> hidden_update_vjp(const VjpContext& c) {
   return {c.needs(0) ? c.grad() : Tensor(), Tensor()};
 }
 
+// ---- aotgrad.tensor_constant(str values, int[] size, ScalarType dtype) ----
+// `values`: the elements in row-major order, separated by ", ": integers for i64, true / false
+// for b8, and for floating dtypes the shortest decimal that reads back to the same value of the
+// dtype (nan, inf and -inf included; a NaN's payload is not kept).
+
+constexpr std::string_view kConstant = "aotgrad.tensor_constant.default";
+
+[[noreturn]] void constant_fail(const std::string& what) {
+  throw std::invalid_argument(std::string(kConstant) + ": " + what);
+}
+
+template <typename T>
+void append_number(std::string& out, T v) {
+  char buf[64];
+  auto r = std::to_chars(buf, buf + sizeof buf, v);
+  out.append(buf, r.ptr);
+}
+
+// The elements of `values`, each read as T (double for every floating dtype: see fill_constant).
+template <typename T>
+std::vector<T> read_elements(std::string_view values, DType dtype, int64_t expected) {
+  std::vector<T> out;
+  size_t pos = 0;
+  while (pos < values.size() && out.size() <= static_cast<size_t>(expected)) {
+    size_t end = values.find(',', pos);
+    if (end == std::string_view::npos) end = values.size();
+    std::string_view item = values.substr(pos, end - pos);
+    while (!item.empty() && item.front() == ' ') item.remove_prefix(1);
+    while (!item.empty() && item.back() == ' ') item.remove_suffix(1);
+    T v{};
+    bool ok = false;
+    if constexpr (std::is_same_v<T, bool>) {
+      ok = item == "true" || item == "false";
+      v = item == "true";
+    } else if (dtype == DType::f32 || dtype == DType::f16 || dtype == DType::bf16) {
+      float f = 0;  // read as the dtype's own precision: the text is the shortest float form
+      auto r = std::from_chars(item.data(), item.data() + item.size(), f);
+      ok = r.ec == std::errc() && r.ptr == item.data() + item.size();
+      v = static_cast<T>(f);
+    } else {
+      auto r = std::from_chars(item.data(), item.data() + item.size(), v);
+      ok = r.ec == std::errc() && r.ptr == item.data() + item.size();
+    }
+    if (!ok)
+      constant_fail("element " + std::to_string(out.size()) + " of 'values' is not a " +
+                    std::string(dtype_name(dtype)) + " number (it reads '" +
+                    std::string(item.substr(0, 40)) + "')");
+    out.push_back(v);
+    pos = end + 1;
+  }
+  if (static_cast<int64_t>(out.size()) > expected)
+    constant_fail("'values' holds more than the " + std::to_string(expected) +
+                  " elements its size asks for");
+  if (static_cast<int64_t>(out.size()) < expected)
+    constant_fail("'values' holds " + std::to_string(out.size()) + " elements, but its size asks for " +
+                  std::to_string(expected));
+  return out;
+}
+
+int64_t constant_numel(const IntList& size) {
+  int64_t n = 1;
+  for (int64_t s : size) {
+    if (s < 0) constant_fail("negative size in " + shape_to_string(size));
+    if (s > kMaxConstantElements || n * s > kMaxConstantElements)
+      constant_fail("size " + shape_to_string(size) + " exceeds " +
+                    std::to_string(kMaxConstantElements) + " elements");
+    n *= s;
+  }
+  return n;
+}
+
+template <typename D, typename S>
+void write_elements(const Tensor& out, const std::vector<S>& v) {
+  D* dst = reinterpret_cast<D*>(out.impl()->data_bytes());
+  for (size_t k = 0; k < v.size(); ++k) dst[k] = convert<D>(v[k]);
+}
+
+Tensor fill_constant(const OpArgs& a) {
+  const std::string& values = string_arg(a, 0);
+  const IntList& size = int_list_arg(a, 1);
+  DType dtype = dtype_arg(a, 2);
+  int64_t n = constant_numel(size);
+  Tensor out = make_tensor(size, dtype);
+  visit_dtype(dtype, [&](auto tag) {
+    using D = typename decltype(tag)::type;
+    if (dtype == DType::i64) write_elements<D>(out, read_elements<int64_t>(values, dtype, n));
+    else if (dtype == DType::b8) write_elements<D>(out, read_elements<bool>(values, dtype, n));
+    else write_elements<D>(out, read_elements<double>(values, dtype, n));
+  });
+  return out;
+}
+
+std::vector<TensorMeta> tensor_constant_meta(const OpArgs& a) {
+  // The elements are checked too: a graph read from text must fail here, not when it runs.
+  const IntList& size = int_list_arg(a, 1);
+  DType dtype = dtype_arg(a, 2);
+  int64_t n = constant_numel(size);
+  if (dtype == DType::i64) read_elements<int64_t>(string_arg(a, 0), dtype, n);
+  else if (dtype == DType::b8) read_elements<bool>(string_arg(a, 0), dtype, n);
+  else read_elements<double>(string_arg(a, 0), dtype, n);
+  return {TensorMeta::contiguous(size, dtype)};
+}
+
+std::vector<Tensor> tensor_constant_kernel(const OpArgs& a) { return {fill_constant(a)}; }
+
 const OpDef kRows[] = {
     {.name = "aten.slice_scatter.default",
      .schema = "slice_scatter(Tensor self, Tensor src, int dim=0, SymInt? start=None, SymInt? end=None, SymInt step=1) -> Tensor",
@@ -99,11 +209,35 @@ const OpDef kRows[] = {
      .schema = "hidden_update(Tensor old, Tensor new) -> Tensor",
      .meta = hidden_update_meta, .kernel = hidden_update_kernel, .vjp = hidden_update_vjp,
      .recompute = Recompute::view},
+    {.name = kConstant,
+     .schema = "tensor_constant(str values, int[] size, ScalarType dtype) -> Tensor",
+     .meta = tensor_constant_meta, .kernel = tensor_constant_kernel,
+     .recompute = Recompute::factory},
 };
 
 }  // namespace
 
 std::span<const OpDef> functional_ops() { return kRows; }
+
+OpArgs tensor_constant_args(const Tensor& t) {
+  if (t.numel() > kMaxConstantElements)
+    constant_fail("a tensor of " + std::to_string(t.numel()) + " elements is too large to " +
+                  "write into the graph (at most " + std::to_string(kMaxConstantElements) + ")");
+  std::string values;
+  auto sep = [&] {
+    if (!values.empty()) values += ", ";
+  };
+  if (t.dtype() == DType::i64) {
+    for (int64_t v : t.to_vector<int64_t>()) sep(), append_number(values, v);
+  } else if (t.dtype() == DType::b8) {
+    for (bool v : t.to_vector<bool>()) sep(), values += v ? "true" : "false";
+  } else if (t.dtype() == DType::f64) {
+    for (double v : t.to_vector<double>()) sep(), append_number(values, v);
+  } else {  // f32, f16, bf16: every value is a float exactly
+    for (double v : t.to_vector<double>()) sep(), append_number(values, static_cast<float>(v));
+  }
+  return {values, t.sizes(), t.dtype()};
+}
 
 // ---- view_scatter rules (see view_scatter.h) ----
 

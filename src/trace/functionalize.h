@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "autograd/view_creation.h"
 #include "graph/graph.h"
 #include "ops/op.h"
 
@@ -23,7 +24,21 @@ struct ViewStep {
   const ops::OpDef* op = nullptr;
   ops::OpArgs args;  // the viewed tensor's slot holds an undefined Tensor
   bool grad_mode = true;  // grad mode the view was made under (replays use it)
+  // A piece of a multi-output view op (split, chunk, unbind): `op` is the slice or select that
+  // selects it; `piece_of` / `piece_args` / `piece` the call that made it, which a replay at run
+  // time repeats so that the piece is what eager returns (autograd/view_creation.h).
+  const ops::OpDef* piece_of = nullptr;
+  ops::OpArgs piece_args;
+  size_t piece = 0;
+  // Set on the last step of a returned alias when the function wrote its storage after making a
+  // view that may not be written (view_creation.h): the replayed view is marked written too, so
+  // autograd refuses its history as eager's would be refused.
+  bool written_after = false;
 };
+
+// Replays `chain` on `base` with the eager interpreter, each step under its grad mode: the
+// alias a traced function returned, regenerated at run time, with eager's view metadata.
+Tensor replay_view(Tensor base, const std::vector<ViewStep>& chain);
 
 struct StorageState {
   std::shared_ptr<Storage> storage;  // identity of the fake storage; kept alive while tracing
@@ -45,6 +60,8 @@ struct TensorState {
   uint64_t generation = 0;
   bool hidden = false;  // reached through detach(): mutations are invisible to autograd
   std::shared_ptr<TensorImpl> keep;  // keeps the address (and the record's owner) alive
+  // For a view: the history eager would give it, as view errors name it.
+  autograd::ViewHistory history;
 };
 
 // Why functionalization refused a mutation or an alias; the message names the case and the fix.

@@ -7,6 +7,7 @@
 #include "aotgrad/autograd.h"
 #include "aotgrad/memory_budget.h"
 #include "ops/inplace_view.h"
+#include "ops/tensor_constant.h"
 
 namespace aotgrad::trace {
 namespace {
@@ -63,6 +64,10 @@ ViewStep piece_step(const ops::OpDef& op, const ops::OpArgs& args, size_t piece,
   const ops::TensorMeta& m = metas[piece];
   ViewStep step;
   step.grad_mode = autograd::grad_mode_enabled();
+  step.piece_of = &op;
+  step.piece_args = args;
+  step.piece_args[op.view_of_arg()] = Tensor();
+  step.piece = piece;
   if (static_cast<int64_t>(m.sizes.size()) + 1 == self.dim()) {
     step.op = &ops::lookup("aten.select.int");
     step.args = {Tensor(), d, static_cast<int64_t>(piece)};
@@ -92,7 +97,7 @@ Tracer::MetadataTouch Tracer::metadata_touch(const Tensor& t) const {
   return m;
 }
 
-void Tracer::set_requires_grad(graph::ValueId v, bool r) {
+void Tracer::mark_requires_grad(graph::ValueId v, bool r) {
   if (requires_grad_.size() <= v.index) requires_grad_.resize(v.index + 1, false);
   requires_grad_[v.index] = r;
 }
@@ -110,7 +115,7 @@ Tensor Tracer::bind(graph::ValueId v, bool requires_grad) {
   Tensor fake = fake_like(graph_.value(v).meta);
   fake.impl()->trace = TraceSlot{this, v.index};
   if (requires_grad) fake.impl()->autograd_meta().requires_grad = true;
-  set_requires_grad(v, requires_grad);
+  mark_requires_grad(v, requires_grad);
   return fake;
 }
 
@@ -148,6 +153,7 @@ Tensor Tracer::add_input(const Tensor& example, std::string_view name_hint, std:
   fake.impl()->storage_offset = example.storage_offset();
   int index = static_cast<int>(input_is_leaf_requiring_grad_.size());
   input_is_leaf_requiring_grad_.push_back(example.requires_grad() && example.is_leaf());
+  input_is_leaf_.push_back(example.is_leaf());
   track_root(fake, index);
   storages_.back().root_offset = example.storage_offset();
   return fake;
@@ -164,13 +170,66 @@ Tensor Tracer::add_strided_view(const Tensor& base, const IntList& sizes, const 
 
 graph::ValueId Tracer::value_of(const Tensor& t, const std::string& what) {
   if (!t.defined()) throw std::invalid_argument(what + " is an undefined Tensor");
-  if (t.impl()->trace.owner != this)
+  if (t.impl()->trace.owner != this) {
+    if (!t.is_fake()) return value_of(lift(t), what);
     throw std::invalid_argument(
-        what + " is a tensor the traced function did not receive as an input (a captured or "
-               "newly built real tensor). Pass it to the function as an argument, or build it "
-               "inside the function with the factory ops (zeros, full, arange, ...).");
+        what + " is a traced tensor of another trace (a value kept from an earlier call of a "
+               "traced function). Pass it to the function as an argument.");
+  }
   sync(t);
   return graph::ValueId{t.impl()->trace.value};
+}
+
+// ---- real tensors: literals the function built from data ----
+
+Tensor Tracer::lift(const Tensor& real) {
+  auto it = lifted_.find(real.impl());
+  if (it != lifted_.end()) {
+    if (it->second.real.lock().get() == real.impl()) {
+      if (real.requires_grad() && !it->second.fake.requires_grad())
+        make_interior_leaf(it->second.fake);
+      return it->second.fake;
+    }
+    lifted_.erase(it);  // that tensor died and a new one took its address
+  }
+  if (real.numel() > ops::kMaxConstantElements)
+    throw UnsupportedError(
+        "the function uses a " + std::string(dtype_name(real.dtype())) +
+        shape_to_string(real.sizes()) + " tensor it did not receive as an input; aot_function "
+        "writes such tensors into the graph as constants, up to " +
+        std::to_string(ops::kMaxConstantElements) + " elements. Pass it as an argument.");
+  const ops::OpDef& op = ops::lookup("aotgrad.tensor_constant.default");
+  ops::OpArgs args = ops::tensor_constant_args(real);
+  ops::normalize(op, args);
+  Tensor fake = record(op, args, /*track=*/true).at(0);
+  lifted_[real.impl()] = Lifted{real.impl_ptr(), fake};
+  if (real.requires_grad()) make_interior_leaf(fake);
+  return fake;
+}
+
+void Tracer::lift_real_tensors(ops::OpArgs& args) {
+  auto lift_one = [&](Tensor& t) {
+    if (t.defined() && t.impl()->trace.owner != this && !t.is_fake()) t = lift(t);
+  };
+  for (ops::Arg& a : args) {
+    if (auto* t = std::get_if<Tensor>(&a)) lift_one(*t);
+    else if (auto* l = std::get_if<ops::TensorList>(&a))
+      for (Tensor& e : *l) lift_one(e);
+  }
+}
+
+Tensor Tracer::traced_form(const Tensor& t) const {
+  if (!t.defined() || traced_here(t) || t.is_fake()) return t;
+  auto it = lifted_.find(t.impl());
+  return it != lifted_.end() && it->second.real.lock().get() == t.impl() ? it->second.fake : t;
+}
+
+std::string Tracer::captured_constant() const {
+  for (const auto& [impl, lifted] : lifted_)
+    if (auto real = lifted.real.lock())
+      return "a " + std::string(dtype_name(real->dtype)) + shape_to_string(real->sizes) +
+             " tensor" + (real->autograd && real->autograd->requires_grad ? " that requires grad" : "");
+  return "";
 }
 
 graph::NodeArg Tracer::to_node_arg(const ops::OpDef& op, const ops::Arg& a, size_t index) {
@@ -240,7 +299,10 @@ std::vector<double> Tracer::node_budgets() const {
 // ---- recording ----
 
 std::vector<Tensor> Tracer::call(const ops::OpDef& op, ops::OpArgs& args) {
+  lift_real_tensors(args);
+  check_view_rules(op, args);
   sync_args(args);
+  check_no_grad_views_unused(op, args);
   if (op.is_inplace() && ops::mutates_metadata_only(op)) return functionalize_metadata(op, args);
   if (op.is_inplace()) return functionalize_inplace(op, args);
   return record(op, args, /*track=*/true);
@@ -280,12 +342,14 @@ std::vector<Tensor> Tracer::record(const ops::OpDef& op, ops::OpArgs& args, bool
       const Tensor& base = ops::tensor_arg(args, op.view_of_arg());
       out = make_view(base, metas[i].sizes, metas[i].strides, metas[i].storage_offset);
       out.impl()->trace = TraceSlot{this, outs[i].index};
-      set_requires_grad(outs[i], r);
+      mark_requires_grad(outs[i], r);
       if (r) out.impl()->autograd_meta().requires_grad = true;
+      autograd::record_view_creation(out, base, multi_output_view);
       if (track && base.impl()->trace.alias != UINT32_MAX) {
         ViewStep step{&op, args, autograd::grad_mode_enabled()};
         step.args[op.view_of_arg()] = Tensor();
         track_view(out, base, multi_output_view ? piece_step(op, args, i, metas) : std::move(step));
+        tensors_.back().history = {r, autograd::pytorch_node_name(op.name), static_cast<uint32_t>(i)};
       }
     } else {
       out = bind(outs[i], r);
@@ -294,6 +358,11 @@ std::vector<Tensor> Tracer::record(const ops::OpDef& op, ops::OpArgs& args, bool
     results.push_back(out);
   }
   if (track && grad_tracked) note_saved(op, args, results);
+  if (grad_tracked)
+    for (InteriorLeaf& leaf : interior_leaves_)
+      for (const graph::NodeArg& a : graph_.nodes().back().args)
+        for (graph::ValueId v : graph::arg_values(a))
+          if (v == leaf.value && leaf.requires_grad) leaf.used_with_grad = true;
   return results;
 }
 
@@ -303,7 +372,8 @@ void Tracer::note_saved(const ops::OpDef& op, const ops::OpArgs& args, const std
   auto note = [&](const Tensor& t, const std::string& what) {
     if (!traced_here(t) || t.impl()->trace.alias == UINT32_MAX) return;
     size_t s = tensors_[t.impl()->trace.alias].storage;
-    saved_uses_.push_back({s, storages_[s].generation, what + " of " + std::string(op.name)});
+    saved_uses_.push_back(
+        {s, storages_[s].generation, what + " of " + std::string(op.name), graph_.nodes().size() - 1});
   };
   for (size_t i = 0; i < args.size() && i < 32; ++i)
     if (op.saves.inputs & ops::bit(i))
@@ -333,18 +403,28 @@ void Tracer::check_as_strided(const ops::OpDef& op, size_t storage, bool writing
                          "Pass a contiguous clone of the input, or use slice/select/view.");
 }
 
-void Tracer::check_leaf_mutation(const ops::OpDef& op, const TensorState& ts, bool hidden) const {
+// Eager's leaf checks (autograd/eager.cpp): a leaf that requires grad is an input that was one
+// at the call, or a tensor made one inside the function (interior_leaves_).
+void Tracer::check_leaf_mutation(const ops::OpDef& op, const TensorState& ts, bool hidden,
+                                 graph::ValueId self_value) const {
+  if (hidden) return;
   const StorageState& s = storages_[ts.storage];
-  if (hidden || s.input_index < 0 || !input_is_leaf_requiring_grad_[s.input_index]) return;
-  if (ts.chain.empty())
+  auto interior = [&](graph::ValueId v) {
+    for (const InteriorLeaf& l : interior_leaves_)
+      if (l.value == v && l.requires_grad) return true;
+    return false;
+  };
+  bool input_leaf = s.input_index >= 0 && input_is_leaf_requiring_grad_[s.input_index];
+  std::string where = s.input_index >= 0 ? "input " + std::to_string(s.input_index)
+                                         : "a tensor made a leaf inside the function";
+  if (ts.chain.empty() && (input_leaf || interior(self_value)))
     throw std::runtime_error("a leaf Variable that requires grad is being used in an in-place "
-                             "operation (" + std::string(op.name) + " on input " +
-                             std::to_string(s.input_index) +
+                             "operation (" + std::string(op.name) + " on " + where +
                              "). Wrap the update in NoGradGuard, or clone() the tensor first.");
-  throw std::runtime_error("a view of a leaf Variable that requires grad is being used in an "
-                           "in-place operation (" + std::string(op.name) + " on a view of input " +
-                           std::to_string(s.input_index) +
-                           "). Clone the leaf first, or update it under NoGradGuard.");
+  if (!ts.chain.empty() && (input_leaf || interior(s.root) || interior(self_value)))
+    throw std::runtime_error("a view of a leaf Variable that requires grad is being used in an "
+                             "in-place operation (" + std::string(op.name) + " on a view of " +
+                             where + "). Clone the leaf first, or update it under NoGradGuard.");
 }
 
 Tensor Tracer::scatter_into_root(size_t state_index, const Tensor& updated) {
@@ -386,7 +466,7 @@ std::vector<Tensor> Tracer::functionalize_inplace(const ops::OpDef& op, ops::OpA
   size_t state_index = self.impl()->trace.alias;
   bool grad_on = autograd::grad_mode_enabled();
   bool hidden = !grad_on || tensors_[state_index].hidden;
-  check_leaf_mutation(op, tensors_[state_index], hidden);
+  check_leaf_mutation(op, tensors_[state_index], hidden, graph::ValueId{self.impl()->trace.value});
   op.meta(args);  // the in-place row's own checks (an expanded self, ...), with eager's errors
 
   const ops::OpDef& functional = ops::lookup(op.functional_variant);
@@ -413,6 +493,7 @@ std::vector<Tensor> Tracer::functionalize_inplace(const ops::OpDef& op, ops::OpA
     new_root = record(ops::lookup("aotgrad.hidden_update.default"), hargs, /*track=*/false).at(0);
   }
   note_saved_modified(op, tensors_[state_index].storage);
+  self.storage()->bump_version();  // as eager: special views (view_creation.h) compare it
   s.root = graph::ValueId{new_root.impl()->trace.value};
   ++s.generation;
   s.mutated = true;
@@ -434,8 +515,9 @@ std::vector<Tensor> Tracer::functionalize_metadata(const ops::OpDef& op, ops::Op
     throw std::logic_error(std::string(op.name) + ": in-place op on an untracked traced tensor");
   bool grad_on = autograd::grad_mode_enabled();
   const TensorState& ts = tensors_[self.impl()->trace.alias];
-  check_leaf_mutation(op, ts, !grad_on || ts.hidden);
+  check_leaf_mutation(op, ts, !grad_on || ts.hidden, graph::ValueId{self.impl()->trace.value});
   note_saved_modified(op, ts.storage);
+  self.storage()->bump_version();
   const ops::OpDef& view = ops::lookup(op.functional_variant);
   ops::OpArgs vargs = args;
   ops::normalize(view, vargs);

@@ -10,24 +10,42 @@
 // Every result of a multi-output view op (split, chunk, unbind) is such a view. A metadata-
 // mutating op (t_, as_strided_, ...) records its view op and gives the tensor the view's geometry
 // and chain (functionalize_metadata); the data is untouched.
+// Autograd: the fakes carry no autograd nodes. The tracer keeps, per graph value, whether
+// autograd tracks it, and answers autograd::grad (traced_grad.cpp: the gradient's ops are
+// recorded into the graph), backward and requires_grad_ on its fakes itself (autograd/traced.h).
+// Views carry eager's creation metadata (autograd/view_creation.h), so in-place ops on them raise
+// eager's errors. A real tensor the function uses (a literal it built from data) is recorded as
+// an aotgrad.tensor_constant node and stands for that node's value from then on.
 // Thread-safety: one tracer per thread, used while pushed.
 #pragma once
 
+#include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "autograd/traced.h"
+#include "autograd/view_creation.h"
 #include "graph/graph.h"
 #include "ops/op.h"
 #include "trace/functionalize.h"
 
 namespace aotgrad::trace {
 
-class Tracer final : public ops::Interpreter {
+class Tracer final : public ops::Interpreter, public autograd::TracedAutograd {
  public:
   explicit Tracer(graph::Graph& graph) : graph_(graph) {}
 
   std::string_view name() const override { return "Trace"; }
   std::vector<Tensor> call(const ops::OpDef& op, ops::OpArgs& args) override;
+
+  // ---- autograd on traced tensors (autograd/traced.h) ----
+  bool owns(const Tensor& t) const override { return traced_here(t); }
+  std::vector<Tensor> grad(const std::vector<Tensor>& outputs, const std::vector<Tensor>& inputs,
+                           const std::vector<Tensor>& grad_outputs, bool retain_graph,
+                           bool allow_unused) override;
+  void backward(const std::vector<Tensor>& outputs) override;
+  void set_requires_grad(const Tensor& t, bool flag) override;
 
   // A fake tensor standing for a new graph input (the root of its own storage) with `example`'s
   // metadata and requires_grad.
@@ -37,9 +55,14 @@ class Tracer final : public ops::Interpreter {
                           int64_t storage_offset, bool requires_grad);
   // An untracked fake tensor bound to an existing value of the graph.
   Tensor bind(graph::ValueId v, bool requires_grad);
-  // The value a traced tensor currently stands for (regenerated first if stale); throws naming
-  // `what` when `t` was not produced under this tracer.
+  // The value a traced tensor currently stands for (regenerated first if stale); a real tensor
+  // becomes a constant first (lift). Throws naming `what` for a fake of another trace.
   graph::ValueId value_of(const Tensor& t, const std::string& what);
+  // The fake a real tensor was lifted to, if it was; `t` otherwise.
+  Tensor traced_form(const Tensor& t) const;
+  // A description of a lifted real tensor still alive now, after the function returned: it was
+  // captured, not built by the function, and a constant would go stale. Empty when none.
+  std::string captured_constant() const;
   bool traced_here(const Tensor& t) const { return t.defined() && t.impl()->trace.owner == this; }
   // Whether autograd would track the value.
   bool requires_grad(graph::ValueId v) const;
@@ -57,6 +80,30 @@ class Tracer final : public ops::Interpreter {
   MetadataTouch metadata_touch(const Tensor& t) const;
   // Messages of eager version-counter errors a backward through this trace would raise.
   const std::vector<std::string>& backward_errors() const { return backward_errors_; }
+  // Nodes (by index) an autograd::grad without retain_graph ran through: a later backward
+  // through them fails, as in eager.
+  const std::vector<bool>& freed_nodes() const { return freed_nodes_; }
+
+  // requires_grad_() inside the function, on a graph input that is its own root (not a view,
+  // not mutated): the caller's tensor must end with `requires_grad`.
+  struct RequiresGradChange {
+    size_t graph_input = 0;
+    bool requires_grad = false;
+  };
+  const std::vector<RequiresGradChange>& input_requires_grad_changes() const {
+    return input_requires_grad_changes_;
+  }
+  // A tensor made a leaf that requires grad inside the function (requires_grad_() on an
+  // intermediate or a view, or a literal that requires grad): its value is a detach() of the
+  // old one, so no gradient flows past it, as none flows past an eager leaf.
+  struct InteriorLeaf {
+    graph::ValueId value;
+    const TensorImpl* tensor = nullptr;
+    const Storage* storage = nullptr;
+    bool requires_grad = true;    // false again after requires_grad_(false)
+    bool used_with_grad = false;  // an op autograd tracks read it: its .grad() would fill
+  };
+  const std::vector<InteriorLeaf>& interior_leaves() const { return interior_leaves_; }
   // The MemoryBudgetGuard budget (include/aotgrad/memory_budget.h) live when each node of the
   // graph was recorded, by node index; NaN where no guard was alive (the min-cut partitioner
   // reads them as JointInfo::node_budgets).
@@ -68,6 +115,11 @@ class Tracer final : public ops::Interpreter {
     size_t storage;
     uint64_t generation;
     std::string what;  // "input 0 of aten.mul.Tensor"
+    size_t node;       // the node whose VJP reads it
+  };
+  struct Lifted {
+    std::weak_ptr<TensorImpl> real;
+    Tensor fake;
   };
 
   graph::NodeArg to_node_arg(const ops::OpDef& op, const ops::Arg& a, size_t index);
@@ -83,8 +135,17 @@ class Tracer final : public ops::Interpreter {
   void track_root(const Tensor& t, int input_index);
   void track_view(const Tensor& view, const Tensor& parent, ViewStep step);
   void note_saved(const ops::OpDef& op, const ops::OpArgs& args, const std::vector<Tensor>& outs);
-  void check_leaf_mutation(const ops::OpDef& op, const TensorState& ts, bool hidden) const;
-  void set_requires_grad(graph::ValueId v, bool r);
+  void check_leaf_mutation(const ops::OpDef& op, const TensorState& ts, bool hidden,
+                           graph::ValueId self_value) const;
+  void mark_requires_grad(graph::ValueId v, bool r);
+  Tensor lift(const Tensor& real);
+  void lift_real_tensors(ops::OpArgs& args);
+  autograd::ViewHistory history_of(const Tensor& t) const;
+  void check_view_rules(const ops::OpDef& op, const ops::OpArgs& args) const;
+  void check_no_grad_views_unused(const ops::OpDef& op, const ops::OpArgs& args);
+  void make_interior_leaf(const Tensor& t);
+  bool is_eager_leaf(graph::ValueId v, const TensorState* ts) const;
+  void check_inner_grad_node(size_t node) const;
 
   graph::Graph& graph_;
   std::vector<double> node_budgets_;  // by node index; may stop short of the last nodes
@@ -92,7 +153,12 @@ class Tracer final : public ops::Interpreter {
   std::vector<StorageState> storages_;
   std::vector<TensorState> tensors_;
   std::vector<bool> input_is_leaf_requiring_grad_;
+  std::vector<bool> input_is_leaf_;
   std::vector<SavedUse> saved_uses_;
+  std::map<const TensorImpl*, Lifted> lifted_;
+  std::vector<RequiresGradChange> input_requires_grad_changes_;
+  std::vector<InteriorLeaf> interior_leaves_;
+  std::vector<bool> freed_nodes_;
   std::vector<std::pair<const TensorImpl*, bool>> metadata_touches_;  // (tensor, grad mode on)
   std::vector<std::string> backward_errors_;
 };

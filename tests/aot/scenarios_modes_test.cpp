@@ -220,10 +220,10 @@ TEST(ScenarioModes, FloatThirtyTwoMutatedWithFloatSixtyFour) {
       {.tol = ag::testing::kF32Tolerances});
 }
 
-TEST(ScenarioRaises, RequiresGradTurnedOnInsideFunctionIsRefused) {
-  // Reference §6 #31 (requires_grad flips while the function runs): aotgrad does not support it
-  // and must say so instead of returning outputs with the wrong autograd metadata.
-  expect_unsupported(
+TEST(ScenarioModes, RequiresGradTurnedOnInsideFunction) {
+  // Reference §6 #31 (requires_grad flips while the function runs): the caller's input ends up
+  // requiring grad and receives its gradient, as in eager (more in requires_grad_inside_test).
+  run_scenario(
       [] {
         return TensorList{leaf({3}, 13, false), leaf({3}, 14, false)};
       },
@@ -231,8 +231,7 @@ TEST(ScenarioRaises, RequiresGradTurnedOnInsideFunctionIsRefused) {
         Tensor x = a[0];
         x.requires_grad_();
         return TensorList{x * a[1], a[1] + 1.0};
-      },
-      "requires_grad_() on input 0");
+      });
 }
 
 // ---- cases that raise ----

@@ -240,8 +240,12 @@ TEST(ViewsNoGrad, ViewsOfTensorsWithoutGradRecordNothing) {
   EXPECT_TRUE(v.is_leaf());
   Tensor g = test_input({3, 4});
   {
+    // As in PyTorch, a view made under no_grad requires grad when its base does; it is a leaf,
+    // and no gradient flows through it to the base.
     NoGradGuard no_grad;
-    EXPECT_FALSE(g.t().requires_grad());
+    EXPECT_TRUE(g.t().requires_grad());
+    EXPECT_TRUE(g.t().is_leaf());
+    EXPECT_FALSE((g * 2.0).requires_grad());
   }
   EXPECT_TRUE(g.t().requires_grad());
 }

@@ -1,0 +1,33 @@
+// Autograd on traced tensors.
+//
+// The Trace interpreter's fake tensors carry no autograd history (no grad_fn, no nodes): the
+// tracer keeps, per graph value, whether autograd would track it. So that a traced function may
+// call autograd::grad, backward or Tensor::requires_grad_ (PyTorch traces autograd.grad into the
+// forward graph), these hand a tensor that an interpreter on the stack owns to that interpreter.
+#pragma once
+
+#include <vector>
+
+#include "aotgrad/tensor.h"
+
+namespace aotgrad::autograd {
+
+class TracedAutograd {
+ public:
+  virtual ~TracedAutograd() = default;
+  virtual bool owns(const Tensor& t) const = 0;
+  // As autograd::grad, recording the gradient's ops into the trace.
+  virtual std::vector<Tensor> grad(const std::vector<Tensor>& outputs,
+                                   const std::vector<Tensor>& inputs,
+                                   const std::vector<Tensor>& grad_outputs, bool retain_graph,
+                                   bool allow_unused) = 0;
+  // As autograd::backward (a traced function cannot accumulate into .grad(): it throws).
+  virtual void backward(const std::vector<Tensor>& outputs) = 0;
+  // Called by Tensor::requires_grad_ after eager's own checks, before the flag changes.
+  virtual void set_requires_grad(const Tensor& t, bool flag) = 0;
+};
+
+// The innermost interpreter on this thread's stack that owns `t`, or null.
+TracedAutograd* traced_autograd_for(const Tensor& t);
+
+}  // namespace aotgrad::autograd

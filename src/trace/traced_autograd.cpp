@@ -1,0 +1,288 @@
+// The Trace interpreter's autograd face (autograd/traced.h): autograd::grad, backward and
+// requires_grad_ on fake tensors, and eager's rules for views made in special ways.
+//
+// Reading guide: grad() differentiates the graph recorded so far, as build_joint (aot/joint.cpp)
+// differentiates a whole forward graph: it walks the nodes in reverse from the outputs' values,
+// runs each node's VJP rule under no_grad, and so records the gradient's ops into the forward
+// graph, as PyTorch's tracer records the ops its autograd engine runs. Only nodes on a path from
+// a requested input run, as in eager; without retain_graph the nodes that saved data are marked
+// freed (freed_nodes()), and a later grad or outer backward through them fails as eager's does.
+#include <algorithm>
+#include <stdexcept>
+
+#include "aotgrad/autograd.h"
+#include "aotgrad/ops.h"
+#include "trace/tracer.h"
+
+namespace aotgrad::trace {
+namespace {
+
+std::vector<Tensor> flat_tensors(const ops::OpArgs& args) {
+  std::vector<Tensor> flat;
+  for (const ops::Arg& a : args) {
+    if (auto* t = std::get_if<Tensor>(&a); t && t->defined()) flat.push_back(*t);
+    else if (auto* l = std::get_if<ops::TensorList>(&a))
+      for (const Tensor& e : *l)
+        if (e.defined()) flat.push_back(e);
+  }
+  return flat;
+}
+
+bool saves_data(const ops::OpDef& op) { return op.saves.inputs != 0 || op.saves.outputs != 0; }
+
+}  // namespace
+
+// ---- views made under no_grad or by multi-output ops ----
+
+autograd::ViewHistory Tracer::history_of(const Tensor& t) const {
+  const TensorState* ts = state_of(t);
+  return ts ? ts->history : autograd::ViewHistory{};
+}
+
+// Eager raises these in check_inplace (the view being written) and when a view's history is read
+// (any view argument of an op autograd records); same texts, same order.
+void Tracer::check_view_rules(const ops::OpDef& op, const ops::OpArgs& args) const {
+  if (!autograd::grad_mode_enabled()) return;
+  std::vector<Tensor> flat = flat_tensors(args);
+  bool any_requires_grad = false;
+  for (const Tensor& t : flat) any_requires_grad = any_requires_grad || t.requires_grad();
+  if (!any_requires_grad) return;
+  if (op.is_inplace()) {
+    const Tensor& self = ops::tensor_arg(args, op.mutated_arg());
+    if (traced_here(self) && self.is_view())
+      autograd::check_view_creation(self, history_of(self), /*indirect=*/false);
+  }
+  if (!op.vjp) return;
+  for (const Tensor& t : flat) {
+    if (!traced_here(t) || !autograd::written_since_special_view_creation(t)) continue;
+    autograd::ViewHistory h = history_of(t);
+    if (h.has_grad_fn || t._base().requires_grad())
+      autograd::check_view_creation(t, h, /*indirect=*/true);
+  }
+}
+
+// A view made under no_grad of a tensor that requires grad requires grad itself, but no gradient
+// reaches its base. Eager then records ops on it whose results require grad and take no gradient
+// anywhere; the graph cannot say "requires grad, yet no gradient", so that use is refused.
+void Tracer::check_no_grad_views_unused(const ops::OpDef& op, const ops::OpArgs& args) {
+  if (!autograd::grad_mode_enabled() || !op.vjp) return;
+  for (const Tensor& t : flat_tensors(args)) {
+    if (!traced_here(t) || !t.is_view() || !t.impl()->autograd) continue;
+    if (t.impl()->autograd->view_creation != ViewCreation::no_grad_mode || !t.requires_grad())
+      continue;
+    if (!requires_grad(graph::ValueId{t.impl()->trace.value}))
+      throw UnsupportedError(
+          std::string(op.name) + " reads a view made under no_grad of a tensor that requires "
+          "grad, with grad mode on: eager autograd marks the result as requiring grad although "
+          "no gradient reaches the base, which aot_function does not model. Make the view with "
+          "grad mode on, or detach() it.");
+  }
+}
+
+// ---- requires_grad_() ----
+
+bool Tracer::is_eager_leaf(graph::ValueId v, const TensorState* ts) const {
+  if (!requires_grad(v)) return true;
+  for (const InteriorLeaf& l : interior_leaves_)
+    if (l.value == v) return true;
+  if (ts && ts->chain.empty()) {
+    const StorageState& s = storages_[ts->storage];
+    if (s.input_index >= 0 && v == graph_.inputs()[s.input_index]) return input_is_leaf_[s.input_index];
+  }
+  return false;
+}
+
+void Tracer::make_interior_leaf(const Tensor& t) {
+  // detach(): the joint graph runs no VJP through it, so the gradient stops at the new leaf.
+  graph::ValueId v = value_of(t, "requires_grad_() argument");
+  const ops::OpDef& detach = ops::lookup("aten.detach.default");
+  ops::OpArgs args{bind(v, false)};
+  ops::normalize(detach, args);
+  graph::ValueId leaf{record(detach, args, /*track=*/false).at(0).impl()->trace.value};
+  mark_requires_grad(leaf, true);
+  t.impl()->trace.value = leaf.index;
+  if (t.impl()->trace.alias != UINT32_MAX) {
+    const TensorState& ts = tensors_[t.impl()->trace.alias];
+    if (ts.chain.empty()) storages_[ts.storage].root = leaf;
+  }
+  t.impl()->autograd_meta().requires_grad = true;
+  interior_leaves_.push_back({leaf, t.impl(), t.storage().get(), true, false});
+}
+
+void Tracer::set_requires_grad(const Tensor& t, bool flag) {
+  graph::ValueId v = value_of(t, "requires_grad_() argument");
+  const TensorState* ts = state_of(t);
+  bool current = requires_grad(v);
+  if (!is_eager_leaf(v, ts)) {
+    if (!flag)
+      throw std::invalid_argument(
+          "you can only change requires_grad flags of leaf variables. If you want to use a "
+          "computed variable in a subgraph that doesn't require differentiation use var_no_grad "
+          "= var.detach().");
+    return;
+  }
+  if (flag == current) return;
+  const StorageState* s = ts ? &storages_[ts->storage] : nullptr;
+  if (s && s->input_index >= 0 && ts->chain.empty()) {
+    size_t g = static_cast<size_t>(s->input_index);
+    if (v != graph_.inputs()[g])
+      throw UnsupportedError("requires_grad_() on input " + std::to_string(g) +
+                             " after the function wrote to it in place: aot_function cannot "
+                             "give the caller's tensor that history. Call requires_grad_() "
+                             "before the in-place op, or before calling the function.");
+    mark_requires_grad(v, flag);
+    input_is_leaf_requiring_grad_[g] = flag;
+    std::erase_if(input_requires_grad_changes_, [&](const auto& c) { return c.graph_input == g; });
+    input_requires_grad_changes_.push_back({g, flag});
+    return;
+  }
+  if (flag) {
+    make_interior_leaf(t);
+    return;
+  }
+  mark_requires_grad(v, false);
+  for (InteriorLeaf& l : interior_leaves_)
+    if (l.value == v) l.requires_grad = false;
+}
+
+void Tracer::backward(const std::vector<Tensor>&) {
+  throw UnsupportedError(
+      "backward() inside a compiled function would accumulate gradients into .grad() of the "
+      "tensors being traced, which aot_function cannot do. Return the loss and call backward() "
+      "on the result, or use autograd::grad inside the function.");
+}
+
+// ---- autograd::grad ----
+
+void Tracer::check_inner_grad_node(size_t node) const {
+  const graph::Node& n = graph_.nodes()[node];
+  if (node < freed_nodes_.size() && freed_nodes_[node])
+    throw std::runtime_error(
+        "Trying to backward through the graph a second time (at " + std::string(n.op->name) +
+        "): the saved values were freed after the first backward. Pass retain_graph=true to the "
+        "first backward() if you need to call it again.");
+  for (const SavedUse& use : saved_uses_)
+    if (use.node == node && storages_[use.storage].generation != use.generation)
+      throw std::runtime_error(
+          "one of the variables needed for gradient computation has been modified by an inplace "
+          "operation: " + use.what + " was modified inside the compiled function after it was "
+          "saved. Clone it before modifying it.");
+}
+
+std::vector<Tensor> Tracer::grad(const std::vector<Tensor>& outputs,
+                                 const std::vector<Tensor>& inputs,
+                                 const std::vector<Tensor>& grad_outputs, bool retain_graph,
+                                 bool allow_unused) {
+  if (!grad_outputs.empty() && grad_outputs.size() != outputs.size())
+    throw std::invalid_argument("backward: got " + std::to_string(grad_outputs.size()) +
+                                " gradients for " + std::to_string(outputs.size()) + " outputs");
+  std::vector<graph::ValueId> out_values, in_values;
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    out_values.push_back(value_of(outputs[i], "grad() output " + std::to_string(i)));
+    if (!requires_grad(out_values.back()))
+      throw std::invalid_argument("element " + std::to_string(i) +
+                                  " of tensors does not require grad and does not have a grad_fn");
+  }
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    in_values.push_back(value_of(inputs[i], "grad() input " + std::to_string(i)));
+    if (!requires_grad(in_values.back()))
+      throw std::invalid_argument("grad: input " + std::to_string(i) + " does not require grad");
+  }
+  const size_t num_nodes = graph_.nodes().size();
+  const size_t num_values = graph_.values().size();
+  // Values computed from a requested input: only their producers lie on a path to one.
+  std::vector<bool> from_input(num_values, false);
+  for (graph::ValueId v : in_values) from_input[v.index] = true;
+  for (size_t ni = 0; ni < num_nodes; ++ni) {
+    bool any = false;
+    for (const graph::NodeArg& a : graph_.nodes()[ni].args)
+      for (graph::ValueId v : graph::arg_values(a)) any = any || from_input[v.index];
+    if (any)
+      for (graph::ValueId o : graph_.nodes()[ni].outputs) from_input[o.index] = true;
+  }
+
+  NoGradGuard no_grad;  // VJP rules run without recording, as in the eager engine
+  std::vector<Tensor> grads(num_values);
+  auto accumulate = [&](graph::ValueId v, const Tensor& g) {
+    if (!g.defined()) return;
+    grads[v.index] = grads[v.index].defined() ? add(grads[v.index], g) : g;
+  };
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    const ops::TensorMeta& m = graph_.value(out_values[i]).meta;
+    Tensor g = grad_outputs.empty() ? Tensor() : grad_outputs[i];
+    if (g.defined() && !traced_here(g) && !g.is_fake()) g = lift(g);
+    if (!g.defined()) {
+      if (numel_of(m.sizes) != 1)
+        throw std::invalid_argument("grad can be implicitly created only for scalar outputs; output " +
+                                    std::to_string(i) + " has shape " + shape_to_string(m.sizes) +
+                                    ": pass a gradient");
+      g = ones(m.sizes, m.dtype);
+    } else if (g.sizes() != m.sizes) {
+      throw std::invalid_argument("backward: gradient " + std::to_string(i) + " has shape " +
+                                  shape_to_string(g.sizes()) + " but the output has shape " +
+                                  shape_to_string(m.sizes));
+    }
+    accumulate(out_values[i], g);
+  }
+  for (size_t ni = num_nodes; ni-- > 0;) {
+    const graph::Node n = graph_.nodes()[ni];  // a copy: the VJP's ops append nodes
+    if (!n.op->vjp || n.outputs.empty() || !from_input[n.outputs[0].index]) continue;
+    bool any_grad = false;
+    for (graph::ValueId o : n.outputs) any_grad = any_grad || grads[o.index].defined();
+    if (!any_grad) continue;
+    ops::OpArgs args;
+    std::vector<bool> needs;
+    auto fake = [&](graph::ValueId v) {
+      needs.push_back(requires_grad(v) && from_input[v.index]);
+      return bind(v, requires_grad(v));
+    };
+    for (const graph::NodeArg& a : n.args)
+      std::visit(
+          [&](const auto& x) {
+            using T = std::decay_t<decltype(x)>;
+            if constexpr (std::is_same_v<T, graph::ValueId>) {
+              args.emplace_back(fake(x));
+            } else if constexpr (std::is_same_v<T, graph::ValueList>) {
+              ops::TensorList list;
+              for (graph::ValueId e : x) list.push_back(fake(e));
+              args.emplace_back(std::move(list));
+            } else {
+              args.emplace_back(x);
+            }
+          },
+          a);
+    if (std::find(needs.begin(), needs.end(), true) == needs.end()) continue;
+    check_inner_grad_node(ni);
+    std::vector<Tensor> outs, out_grads;
+    for (graph::ValueId o : n.outputs) {
+      outs.push_back(bind(o, requires_grad(o)));
+      const ops::TensorMeta& m = graph_.value(o).meta;
+      // As the eager engine: a multi-output op gets zeros for outputs without a gradient.
+      out_grads.push_back(grads[o.index].defined() || n.outputs.size() == 1 ? grads[o.index]
+                                                                            : zeros(m.sizes, m.dtype));
+    }
+    ops::VjpContext ctx{*n.op, args, outs, out_grads, needs};
+    std::vector<Tensor> in_grads = n.op->vjp(ctx);
+    size_t k = 0;
+    for (const graph::NodeArg& a : n.args)
+      for (graph::ValueId v : graph::arg_values(a)) {
+        if (k < in_grads.size() && needs[k]) accumulate(v, in_grads[k]);
+        ++k;
+      }
+    if (!retain_graph && saves_data(*n.op)) {
+      freed_nodes_.resize(graph_.nodes().size(), false);
+      freed_nodes_[ni] = true;
+    }
+  }
+  std::vector<Tensor> result;
+  for (size_t i = 0; i < in_values.size(); ++i) {
+    result.push_back(grads[in_values[i].index]);
+    if (!result.back().defined() && !allow_unused)
+      throw std::invalid_argument("grad: input " + std::to_string(i) +
+                                  " was not used in computing the outputs (pass "
+                                  "allow_unused=true to get an undefined gradient)");
+  }
+  return result;
+}
+
+}  // namespace aotgrad::trace
