@@ -35,7 +35,8 @@ Tensor zeros_for(const Node& n, uint32_t slot) {
   return zeros(n.output_sizes.at(slot), n.output_dtypes.at(slot));
 }
 
-// The nodes among `seen` from which a capture's node can be reached (captures included).
+// The nodes among `seen` that must run for grad(): those with an edge, direct or not, to a
+// capture's node. A capture's node itself runs only if it is on the way to another capture.
 std::unordered_set<Node*> nodes_reaching(const std::unordered_set<Node*>& seen,
                                          const std::vector<Capture>& captures) {
   std::unordered_map<Node*, std::vector<Node*>> parents;
@@ -44,8 +45,7 @@ std::unordered_set<Node*> nodes_reaching(const std::unordered_set<Node*>& seen,
       if (e.node) parents[e.node.get()].push_back(n);
   std::unordered_set<Node*> reach;
   std::vector<Node*> stack;
-  for (const Capture& c : captures)
-    if (reach.insert(c.node).second) stack.push_back(c.node);
+  for (const Capture& c : captures) stack.push_back(c.node);
   while (!stack.empty()) {
     Node* n = stack.back();
     stack.pop_back();

@@ -202,6 +202,7 @@ Tensor Tracer::lift(const Tensor& real) {
   ops::OpArgs args = ops::tensor_constant_args(real);
   ops::normalize(op, args);
   Tensor fake = record(op, args, /*track=*/true).at(0);
+  graph_.value(graph::ValueId{fake.impl()->trace.value}).name = graph_.fresh_name("_tensor_constant");
   lifted_[real.impl()] = Lifted{real.impl_ptr(), fake};
   if (real.requires_grad()) make_interior_leaf(fake);
   return fake;

@@ -1,0 +1,198 @@
+// Eager autograd's rules for views made in special ways (issue 10, items 10 and 11), compiled:
+// pieces of split / chunk / unbind may not be written in place, nor used once their base was
+// written; views made under no_grad of a tensor that requires grad require grad. Inside the
+// function the tracer raises eager's errors; returned views carry eager's metadata, so the caller
+// meets the same errors. PyTorch: test_output_aliases_input_multi_output_view_should_raise_
+// autograd_error, test_aot_dispatch_output_requires_grad_in_no_grad_views.
+#include <gtest/gtest.h>
+
+#include "aotgrad/aotgrad.h"
+#include "testing/scenario.h"
+
+namespace ag = aotgrad;
+using ag::Tensor;
+using ag::testing::expect_raises_like_eager;
+using ag::testing::expect_unsupported;
+using ag::testing::leaf;
+using ag::testing::nonleaf_setup;
+using ag::testing::run_scenario;
+using ag::testing::ScenarioInputs;
+using ag::testing::TensorList;
+
+namespace {
+
+const char kMulti[] = "Such functions do not allow the output views to be modified inplace";
+
+// The message `f` throws, or "".
+template <typename F>
+std::string error_of(F&& f) {
+  try {
+    f();
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  return "";
+}
+
+}  // namespace
+
+// ---- pieces of multi-output views ----
+
+TEST(AutogradViewRules, WritingAPieceInsideRaisesLikeEager) {
+  expect_raises_like_eager([] { return nonleaf_setup({3, 4}, 1); },
+                           [](const TensorList& a) {
+                             ag::unbind(a[0], 0)[1].mul_(2.0);
+                             return a[0] * 1.0;
+                           },
+                           "Output 1 of UnbindBackward0 is a view and is being modified inplace.");
+  expect_raises_like_eager([] { return TensorList{leaf({4, 2}, 2)}; },
+                           [](const TensorList& a) {
+                             Tensor y = a[0].exp();
+                             ag::split(y, 3, 0)[1].zero_();
+                             return y;
+                           },
+                           "Output 1 of SplitBackward0 is a view and is being modified inplace.");
+  expect_raises_like_eager([] { return TensorList{leaf({4, 2}, 3)}; },
+                           [](const TensorList& a) {
+                             Tensor y = a[0] * 2.0;
+                             ag::chunk(y, 2, 0)[0].t().add_(1.0);  // a view of a piece
+                             return y;
+                           },
+                           "Output 0 of TBackward0 is a view and is being modified inplace.");
+}
+
+TEST(AutogradViewRules, UsingAPieceInsideAfterItsBaseWasWrittenRaisesLikeEager) {
+  expect_raises_like_eager([] { return TensorList{leaf({3, 2}, 4)}; },
+                           [](const TensorList& a) {
+                             Tensor y = a[0] * 2.0;
+                             TensorList p = ag::unbind(y, 0);
+                             y.add_(1.0);
+                             return p[2] * 3.0;
+                           },
+                           "Output 2 of UnbindBackward0 is a view and its base or another view of "
+                           "its base has been modified inplace.");
+}
+
+TEST(AutogradViewRules, PiecesReturnedCarryTheRule) {
+  // Returned pieces of an input and of an intermediate: the harness writes every output after
+  // the call, which must raise like eager; values and gradients match before that.
+  run_scenario([] { return nonleaf_setup({3, 3}, 5); },
+               [](const TensorList& a) { return ag::unbind(a[0], 0); });
+  run_scenario([] { return TensorList{leaf({3, 3}, 6)}; },
+               [](const TensorList& a) { return ag::unbind(a[0] * 3.0, 0); });
+  run_scenario([] { return TensorList{leaf({4, 3}, 7)}; },
+               [](const TensorList& a) {
+                 Tensor y = a[0].exp();
+                 return TensorList{ag::split(y, 3, 0)[1], y.sum()};
+               });
+}
+
+TEST(AutogradViewRules, PyTorchsShouldRaiseAutogradError) {
+  // PyTorch's test, its three cases, compiled next to eager.
+  auto f = [](const TensorList& a) { return ag::unbind(a[0], 0); };
+  auto compiled = ag::aot_function(f);
+  for (int which = 0; which < 3; ++which) {
+    std::string messages[2];
+    for (int side = 0; side < 2; ++side) {
+      Tensor inp = leaf({3, 3}, 8) * 1.0;
+      Tensor other = leaf({3, 3}, 9) * 1.0;
+      TensorList out = side == 0 ? f({inp}) : compiled(TensorList{inp});
+      TensorList out_other = side == 0 ? f({other}) : compiled(TensorList{other});
+      messages[side] = error_of([&] {
+        if (which == 0) out[0].mul_(2.0);          // the piece itself
+        if (which == 1) inp.mul_(2.0);             // its base, then its history is used
+        if (which == 2) out_other[0].detach().mul_(2.0);  // a detached alias of another piece
+        (which == 2 ? out_other[1] : out[0]).sum().backward();
+      });
+    }
+    EXPECT_NE(messages[0].find(kMulti), std::string::npos) << "case " << which << ": " << messages[0];
+    EXPECT_EQ(messages[1], messages[0]) << "case " << which;
+  }
+}
+
+TEST(AutogradViewRules, ReturnedPieceWhoseBaseWasWrittenInsideFailsInBackward) {
+  auto f = [](const TensorList& a) {
+    Tensor y = a[0] * 2.0;
+    TensorList rows = ag::unbind(y, 0);
+    {
+      ag::NoGradGuard no_grad;
+      y.add_(1.0);
+    }
+    return TensorList{rows[0]};
+  };
+  std::string eager = error_of([&] { f({leaf({3, 2}, 10)})[0].sum().backward(); });
+  std::string compiled =
+      error_of([&] { ag::aot_function(f)(TensorList{leaf({3, 2}, 10)})[0].sum().backward(); });
+  EXPECT_NE(eager.find("its base or another view of its base has been modified inplace"),
+            std::string::npos)
+      << eager;
+  EXPECT_EQ(compiled, eager);
+}
+
+// ---- views made under no_grad ----
+
+TEST(AutogradViewRules, PyTorchsOutputRequiresGradInNoGradViews) {
+  // Called under no_grad: an inference graph; the view of the input requires grad, as eagerly.
+  auto fn = [](const TensorList& a) { return TensorList{a[0].view({-1}), a[0].sin()}; };
+  run_scenario([] { return TensorList{leaf({2, 3}, 11) * 1.0}; }, fn,
+               {.no_grad = true, .expect_inference = true});
+  auto compiled = ag::aot_function(fn);
+  Tensor x = leaf({2, 3}, 11) * 1.0;
+  ag::NoGradGuard no_grad;
+  TensorList out = compiled(TensorList{x});
+  EXPECT_TRUE(out[0].requires_grad());
+  EXPECT_TRUE(out[0].is_leaf());
+  EXPECT_FALSE(out[1].requires_grad());
+  EXPECT_TRUE(compiled.graphs().is_inference);
+}
+
+TEST(AutogradViewRules, NoGradViewsMadeInsideTheFunction) {
+  // Of an input and of an intermediate that require grad, next to outputs that take gradients.
+  run_scenario([] { return TensorList{leaf({2, 3}, 12)}; },
+               [](const TensorList& a) {
+                 Tensor y = a[0] * 2.0;
+                 Tensor v, w;
+                 {
+                   ag::NoGradGuard no_grad;
+                   v = a[0].t();
+                   w = y.slice(0, 0, 1);
+                 }
+                 return TensorList{v, w, y.sum()};
+               });
+  run_scenario([] { return TensorList{leaf({2, 3}, 13)}; },
+               [](const TensorList& a) {
+                 Tensor y = a[0] * 2.0;
+                 ag::NoGradGuard no_grad;
+                 return y.view({-1});  // the only alias of y: still regenerated as a view of y
+               });
+}
+
+TEST(AutogradViewRules, WritingANoGradViewWithGradRaisesLikeEager) {
+  expect_raises_like_eager([] { return TensorList{leaf({2, 3}, 14)}; },
+                           [](const TensorList& a) {
+                             Tensor y = a[0] * 2.0;
+                             Tensor v;
+                             {
+                               ag::NoGradGuard no_grad;
+                               v = y.select(0, 1);
+                             }
+                             v.mul_(2.0);
+                             return y;
+                           },
+                           "A view was created in no_grad mode and is being modified inplace with "
+                           "grad mode enabled.");
+}
+
+TEST(AutogradViewRules, ComputingWithANoGradViewWithGradIsRefused) {
+  // Eager marks v * 2 as requiring grad with no gradient reaching x; aotgrad says it cannot.
+  expect_unsupported([] { return TensorList{leaf({3}, 15)}; },
+                     [](const TensorList& a) {
+                       Tensor v;
+                       {
+                         ag::NoGradGuard no_grad;
+                         v = a[0].view({-1});
+                       }
+                       return v * 2.0;
+                     },
+                     "a view made under no_grad of a tensor that requires grad");
+}
