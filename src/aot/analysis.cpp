@@ -6,14 +6,20 @@ namespace aotgrad::aot {
 
 std::string_view output_type_name(OutputType t) {
   switch (t) {
-    case OutputType::non_alias: return "non_alias";
-    case OutputType::alias_of_input: return "alias_of_input";
-    case OutputType::is_input: return "is_input";
-    case OutputType::alias_of_intermediate_save_as_output: return "alias_of_intermediate_save_as_output";
-    case OutputType::alias_of_intermediate: return "alias_of_intermediate";
+    case OutputType::non_alias:
+      return "non_alias";
+    case OutputType::alias_of_input:
+      return "alias_of_input";
+    case OutputType::is_input:
+      return "is_input";
+    case OutputType::alias_of_intermediate_save_as_output:
+      return "alias_of_intermediate_save_as_output";
+    case OutputType::alias_of_intermediate:
+      return "alias_of_intermediate";
     case OutputType::alias_of_intermediate_base_is_user_output:
       return "alias_of_intermediate_base_is_user_output";
-    case OutputType::unsafe_view_alias: return "unsafe_view_alias";
+    case OutputType::unsafe_view_alias:
+      return "unsafe_view_alias";
   }
   return "?";
 }
@@ -35,6 +41,7 @@ std::string ViewAndMutationMeta::to_string() const {
     if (out.base >= 0) os << " base=" << out.base;
     if (out.graph_output >= 0) os << " graph_output=" << out.graph_output;
     os << " requires_grad=" << out.requires_grad;
+    if (out.requires_grad_set_inside) os << " (a leaf made inside)";
     if (!out.view_chain.empty()) {
       os << " view_chain=[";
       for (size_t k = 0; k < out.view_chain.size(); ++k)
@@ -43,6 +50,9 @@ std::string ViewAndMutationMeta::to_string() const {
     }
     os << "\n";
   }
+  for (const RequiresGradChange& c : input_requires_grad_changes)
+    os << "  requires_grad_(" << (c.requires_grad ? "true" : "false") << ") on user input "
+       << c.input << "\n";
   for (const MetadataMutation& m : metadata_mutations) {
     if (!m.changed) {
       os << "  metadata ops without effect on user input " << m.input << " (version bump only)\n";
@@ -52,8 +62,8 @@ std::string ViewAndMutationMeta::to_string() const {
        << " strides " << shape_to_string(m.strides) << " storage_offset " << m.storage_offset
        << (m.under_grad ? " (seen by autograd)" : " (under no_grad)") << "\n";
   }
-  os << "  mutated inputs: " << mutated_inputs.size() << ", intermediate bases: "
-     << num_intermediate_bases << "\n";
+  os << "  mutated inputs: " << mutated_inputs.size()
+     << ", intermediate bases: " << num_intermediate_bases << "\n";
   return os.str();
 }
 

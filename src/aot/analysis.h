@@ -14,9 +14,10 @@ struct InputAliasInfo {  // one per graph input
   bool is_leaf = true;
   bool requires_grad = false;
   bool mutates_data = false;
-  bool mutates_metadata = false;  // t_, as_strided_, ...: see ViewAndMutationMeta::metadata_mutations
-  bool mutations_hidden_from_autograd = false;   // every write went through a detach()ed alias
-  bool mutations_under_no_grad = false;          // every write happened under no_grad
+  bool mutates_metadata =
+      false;  // t_, as_strided_, ...: see ViewAndMutationMeta::metadata_mutations
+  bool mutations_hidden_from_autograd = false;  // every write went through a detach()ed alias
+  bool mutations_under_no_grad = false;         // every write happened under no_grad
   bool keep_in_graph = false;  // the mutation is a copy_ inside the graph (inference only)
 };
 

@@ -21,7 +21,8 @@ std::string describe_inputs(const std::vector<Tensor>& inputs) {
 
 // The fake tensors the user function sees, one per user input, following the plan.
 std::vector<Tensor> make_user_fakes(trace::Tracer& tracer, const std::vector<Tensor>& inputs,
-                                    const InputPlan& plan, const std::vector<Tensor>& graph_inputs) {
+                                    const InputPlan& plan,
+                                    const std::vector<Tensor>& graph_inputs) {
   std::vector<Tensor> graph_fakes;
   for (size_t g = 0; g < plan.graph_inputs.size(); ++g) {
     const InputPlan::GraphInput& gi = plan.graph_inputs[g];
@@ -35,12 +36,14 @@ std::vector<Tensor> make_user_fakes(trace::Tracer& tracer, const std::vector<Ten
   std::vector<Tensor> fakes(inputs.size());
   for (size_t i = 0; i < inputs.size(); ++i) {
     const InputPlan::Entry& e = plan.inputs[i];
-    if (e.kind == InputPlan::Kind::plain) fakes[i] = graph_fakes[e.index];
-    else if (e.kind == InputPlan::Kind::duplicate) fakes[i] = fakes[e.index];
+    if (e.kind == InputPlan::Kind::plain)
+      fakes[i] = graph_fakes[e.index];
+    else if (e.kind == InputPlan::Kind::duplicate)
+      fakes[i] = fakes[e.index];
     else
-      fakes[i] = tracer.add_strided_view(graph_fakes[graph_input_of_base[e.index]], inputs[i].sizes(),
-                                         inputs[i].strides(), inputs[i].storage_offset(),
-                                         inputs[i].requires_grad());
+      fakes[i] = tracer.add_strided_view(graph_fakes[graph_input_of_base[e.index]],
+                                         inputs[i].sizes(), inputs[i].strides(),
+                                         inputs[i].storage_offset(), inputs[i].requires_grad());
   }
   return fakes;
 }
@@ -100,10 +103,10 @@ OutputPlan classify_outputs(trace::Tracer& tracer, const std::vector<Tensor>& us
         if (root_output >= 0 || p == o || !root_like(p)) continue;
         const std::vector<trace::ViewStep>& pc = states[p]->chain;
         const std::vector<trace::ViewStep>& oc = ts->chain;
-        bool derived = pc.empty() ||
-                       (outs[o]._base().is_same(outs[p]) && oc.size() > pc.size() &&
-                        std::equal(pc.begin(), pc.end(), oc.begin(),
-                                   [](const auto& a, const auto& b) { return a.op == b.op; }));
+        bool derived =
+            pc.empty() || (outs[o]._base().is_same(outs[p]) && oc.size() > pc.size() &&
+                           std::equal(pc.begin(), pc.end(), oc.begin(),
+                                      [](const auto& a, const auto& b) { return a.op == b.op; }));
         if (!derived) continue;
         root_output = static_cast<int>(p);
         from_root.assign(oc.begin() + static_cast<std::ptrdiff_t>(pc.size()), oc.end());
@@ -113,8 +116,8 @@ OutputPlan classify_outputs(trace::Tracer& tracer, const std::vector<Tensor>& us
       // (trace::replay_view, autograd/view_creation.h).
       bool plain_view = true;
       for (const trace::ViewStep& step : ts->chain)
-        plain_view = plain_view && !step.piece_of &&
-                     (step.grad_mode || !tracer.requires_grad(s->root));
+        plain_view =
+            plain_view && !step.piece_of && (step.grad_mode || !tracer.requires_grad(s->root));
       if (root_like(o)) {
         as_value(OutputType::non_alias);
       } else if (aliases == 1 && plain_view) {
@@ -124,7 +127,8 @@ OutputPlan classify_outputs(trace::Tracer& tracer, const std::vector<Tensor>& us
         info.base = root_output;
         info.view_chain = std::move(from_root);
       } else {
-        auto [it, fresh] = base_of_storage.emplace(ts->storage, static_cast<int>(plan.bases.size()));
+        auto [it, fresh] =
+            base_of_storage.emplace(ts->storage, static_cast<int>(plan.bases.size()));
         if (fresh) plan.bases.push_back(s->root);
         info.type = fresh ? OutputType::alias_of_intermediate_save_as_output
                           : OutputType::alias_of_intermediate;
@@ -171,7 +175,8 @@ void record_requires_grad_changes(const trace::Tracer& tracer, const InputPlan& 
       if (outs[o].impl() == leaf.tensor) meta.output_info[o].requires_grad_set_inside = true;
       if (leaf.used_with_grad && outs[o].storage().get() == leaf.storage)
         throw trace::UnsupportedError(
-            fn_name + ": output " + std::to_string(o) + " shares memory with a tensor the "
+            fn_name + ": output " + std::to_string(o) +
+            " shares memory with a tensor the "
             "function made a leaf that requires grad (requires_grad_()) and then computed with; "
             "eager's backward would fill that tensor's .grad(), which the compiled backward "
             "cannot reach. Make it an input of the function that requires grad instead.");
@@ -197,7 +202,8 @@ void note_freed_nodes(const graph::Graph& g, const std::vector<bool>& rg,
         if (rg[v.index]) any_input = receives[v.index] = true;
     if (any_input && ni < freed.size() && freed[ni])
       errors.push_back("Trying to backward through the graph a second time (at " +
-                       std::string(n.op->name) + "): an autograd::grad inside the compiled "
+                       std::string(n.op->name) +
+                       "): an autograd::grad inside the compiled "
                        "function freed its saved values. Pass retain_graph=true to that grad() "
                        "if you need to backward through it again.");
   }
@@ -218,8 +224,45 @@ void record_metadata_mutations(const trace::Tracer& tracer, const std::vector<Te
                    f.storage_offset() != inputs[i].storage_offset();
     meta.metadata_mutations.push_back(
         {i, changed, f.sizes(), f.strides(), f.storage_offset(), touch.under_grad});
-    if (changed && e.kind == InputPlan::Kind::plain) meta.input_info[e.index].mutates_metadata = true;
+    if (changed && e.kind == InputPlan::Kind::plain)
+      meta.input_info[e.index].mutates_metadata = true;
   }
+}
+
+// Runs the user's function on fakes under `tracer`; its outputs, a returned literal made a
+// constant (its fake in its place).
+std::vector<Tensor> run_traced(trace::Tracer& tracer, const FlatFn& fn,
+                               const std::vector<Tensor>& inputs, const InputPlan& plan,
+                               const std::vector<Tensor>& graph_inputs, const AotConfig& config,
+                               std::vector<Tensor>& user_fakes) {
+  try {
+    ops::InterpreterGuard guard(tracer);
+    user_fakes = make_user_fakes(tracer, inputs, plan, graph_inputs);
+    std::vector<Tensor> outs = fn(user_fakes);
+    for (size_t o = 0; o < outs.size(); ++o) {
+      tracer.value_of(outs[o], "output " + std::to_string(o));
+      outs[o] = tracer.traced_form(outs[o]);
+    }
+    return outs;
+  } catch (const trace::UnsupportedError&) {
+    throw;
+  } catch (const std::runtime_error&) {
+    throw;  // eager's own errors (in-place on a leaf, ...) keep their type and message
+  } catch (const std::exception& e) {
+    throw std::invalid_argument(config.name + ": tracing failed for inputs (" +
+                                describe_inputs(inputs) + "): " + e.what());
+  }
+}
+
+// Which values autograd tracks, by value index. A leaf made inside the function that nothing
+// computed with is returned without history (the runtime makes it a leaf again), so its value
+// needs no tangent.
+std::vector<bool> values_requiring_grad(const trace::Tracer& tracer, size_t num_values) {
+  std::vector<bool> rg(num_values);
+  for (uint32_t v = 0; v < num_values; ++v) rg[v] = tracer.requires_grad(graph::ValueId{v});
+  for (const trace::Tracer::InteriorLeaf& leaf : tracer.interior_leaves())
+    if (!leaf.used_with_grad) rg[leaf.value.index] = false;
+  return rg;
 }
 
 }  // namespace
@@ -229,24 +272,8 @@ CapturedForward capture_forward(const FlatFn& fn, const std::vector<Tensor>& inp
                                 const AotConfig& config) {
   CapturedForward c;
   trace::Tracer tracer(c.graph);
-  std::vector<Tensor> outs;
   std::vector<Tensor> user_fakes;
-  try {
-    ops::InterpreterGuard guard(tracer);
-    user_fakes = make_user_fakes(tracer, inputs, plan, graph_inputs);
-    outs = fn(user_fakes);
-    for (size_t o = 0; o < outs.size(); ++o) {
-      tracer.value_of(outs[o], "output " + std::to_string(o));  // a returned literal: a constant
-      outs[o] = tracer.traced_form(outs[o]);
-    }
-  } catch (const trace::UnsupportedError&) {
-    throw;
-  } catch (const std::runtime_error&) {
-    throw;  // eager's own errors (in-place on a leaf, ...) keep their type and message
-  } catch (const std::exception& e) {
-    throw std::invalid_argument(config.name + ": tracing failed for inputs (" +
-                                describe_inputs(inputs) + "): " + e.what());
-  }
+  std::vector<Tensor> outs = run_traced(tracer, fn, inputs, plan, graph_inputs, config, user_fakes);
   c.node_budgets = tracer.node_budgets();
   ViewAndMutationMeta& meta = c.meta;
   meta.keep_input_mutations = config.keep_inference_input_mutations;
@@ -255,15 +282,11 @@ CapturedForward capture_forward(const FlatFn& fn, const std::vector<Tensor>& inp
   outs.clear();  // the function's literals must be gone now; a tensor still alive was captured
   if (std::string captured = tracer.captured_constant(); !captured.empty())
     throw std::invalid_argument(
-        config.name + ": the function uses " + captured + " it did not receive as an input (a "
+        config.name + ": the function uses " + captured +
+        " it did not receive as an input (a "
         "captured tensor: it outlives the call, so aot_function cannot write it into the graph "
         "as a literal). Pass it to the function as an argument.");
-  // Which values autograd tracks. A leaf made inside the function is returned without history
-  // (the runtime makes it a leaf again), so its value needs no tangent.
-  std::vector<bool> rg(c.graph.values().size());
-  for (uint32_t v = 0; v < rg.size(); ++v) rg[v] = tracer.requires_grad(graph::ValueId{v});
-  for (const trace::Tracer::InteriorLeaf& leaf : tracer.interior_leaves())
-    if (!leaf.used_with_grad) rg[leaf.value.index] = false;
+  std::vector<bool> rg = values_requiring_grad(tracer, c.graph.values().size());
 
   // Mutated graph inputs, and whether anything the caller gets needs autograd.
   std::vector<graph::ValueId> mutated_values;
@@ -284,7 +307,8 @@ CapturedForward capture_forward(const FlatFn& fn, const std::vector<Tensor>& inp
   }
   for (const InputPlan::Unmergeable& u : plan.unmergeable)
     for (size_t m : u.members)
-      if (meta.input_info[plan.inputs[m].index].mutates_data) throw trace::UnsupportedError(u.reason);
+      if (meta.input_info[plan.inputs[m].index].mutates_data)
+        throw trace::UnsupportedError(u.reason);
   record_metadata_mutations(tracer, inputs, plan, user_fakes, meta);
   // A mutation under no_grad or through detach() is invisible to autograd: alone it needs no
   // training graph (the value is still written back, without history).
@@ -302,7 +326,8 @@ CapturedForward capture_forward(const FlatFn& fn, const std::vector<Tensor>& inp
     if (c.needs_autograd && m.changed && !m.under_grad && inputs[m.input].is_leaf() &&
         inputs[m.input].requires_grad())
       throw trace::UnsupportedError(
-          config.name + ": input " + std::to_string(m.input) + " is a leaf that requires grad "
+          config.name + ": input " + std::to_string(m.input) +
+          " is a leaf that requires grad "
           "and had its geometry changed in place under no_grad (t_, transpose_, as_strided_, ...); "
           "aot_function cannot give its gradient the new geometry. Change the geometry before "
           "the call.");
@@ -317,7 +342,8 @@ CapturedForward capture_forward(const FlatFn& fn, const std::vector<Tensor>& inp
     }
   } else {
     for (size_t k = 0; k < mutated_values.size(); ++k)
-      c.graph.add_output(mutated_values[k], "mutated_input(" + std::to_string(meta.mutated_inputs[k]) + ")");
+      c.graph.add_output(mutated_values[k],
+                         "mutated_input(" + std::to_string(meta.mutated_inputs[k]) + ")");
   }
   for (size_t k = 0; k < out_plan.user_values.size(); ++k)
     c.graph.add_output(out_plan.user_values[k], "output(" + std::to_string(k) + ")");

@@ -6,7 +6,10 @@
 // bases of aliased outputs) — or, for inference with keep_input_mutations, copy_ nodes into the
 // mutated inputs instead of the first group — and the metadata the runtime needs to make the
 // call behave like eager (including the final geometry of inputs whose metadata was mutated);
-// or an error naming what is not supported.
+// or an error naming what is not supported. Inside the function, autograd::grad records the
+// gradient's ops into the forward graph, requires_grad_() is honoured (inputs' flags are set on the
+// caller's tensors, leaves made inside are returned as leaves), and tensors built from data become
+// aotgrad.tensor_constant nodes; a tensor the function captured is refused.
 #pragma once
 
 #include <string>

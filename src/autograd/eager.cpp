@@ -32,8 +32,12 @@ std::vector<Tensor> dispatch_below(const Interpreter& self, const OpDef& op, OpA
                          " is not on the stack");
 }
 
-InterpreterGuard::InterpreterGuard(Interpreter& interp) { t_stack.push_back(&interp); }
-InterpreterGuard::~InterpreterGuard() { t_stack.pop_back(); }
+InterpreterGuard::InterpreterGuard(Interpreter& interp) {
+  t_stack.push_back(&interp);
+}
+InterpreterGuard::~InterpreterGuard() {
+  t_stack.pop_back();
+}
 
 }  // namespace aotgrad::ops
 
@@ -59,13 +63,17 @@ using ops::OpDef;
 std::vector<Tensor> flat_tensor_inputs(const OpArgs& args) {
   std::vector<Tensor> flat;
   for (const ops::Arg& a : args) {
-    if (auto* t = std::get_if<Tensor>(&a)) flat.push_back(*t);
-    else if (auto* l = std::get_if<ops::TensorList>(&a)) flat.insert(flat.end(), l->begin(), l->end());
+    if (auto* t = std::get_if<Tensor>(&a))
+      flat.push_back(*t);
+    else if (auto* l = std::get_if<ops::TensorList>(&a))
+      flat.insert(flat.end(), l->begin(), l->end());
   }
   return flat;
 }
 
-bool requires_grad(const Tensor& t) { return t.defined() && t.requires_grad(); }
+bool requires_grad(const Tensor& t) {
+  return t.defined() && t.requires_grad();
+}
 
 // PyTorch's check_inplace: a special view (view_creation.h) first, then a leaf that requires
 // grad, or a view of a leaf. Only when autograd would record the op.
@@ -77,14 +85,16 @@ void check_inplace_allowed(const OpDef& op, const Tensor& self, bool any_require
     // (a compiled function's output viewing the backend's buffer) is no leaf's view, though.
     Tensor base = self._base();
     if (self.requires_grad() && base.is_leaf() && (base.requires_grad() || self.is_leaf()))
-      throw std::runtime_error("a view of a leaf Variable that requires grad is being used in an "
-                               "in-place operation (" + std::string(op.name) +
-                               "). Clone the leaf first, or update it under NoGradGuard.");
+      throw std::runtime_error(
+          "a view of a leaf Variable that requires grad is being used in an "
+          "in-place operation (" +
+          std::string(op.name) + "). Clone the leaf first, or update it under NoGradGuard.");
   }
   if (self.requires_grad() && self.is_leaf())
-    throw std::runtime_error("a leaf Variable that requires grad is being used in an in-place "
-                             "operation (" + std::string(op.name) +
-                             "). Wrap the update in NoGradGuard, or clone() the tensor first.");
+    throw std::runtime_error(
+        "a leaf Variable that requires grad is being used in an in-place "
+        "operation (" +
+        std::string(op.name) + "). Wrap the update in NoGradGuard, or clone() the tensor first.");
 }
 
 class EagerInterpreter final : public ops::Interpreter {

@@ -73,9 +73,9 @@ std::vector<Tensor> run_backward(const std::vector<Tensor>& outputs,
     Tensor g = grad_outputs.empty() ? Tensor() : grad_outputs[i];
     if (!g.defined()) {
       if (out.numel() != 1)
-        throw std::invalid_argument("grad can be implicitly created only for scalar outputs; output " +
-                                    std::to_string(i) + " has shape " +
-                                    shape_to_string(out.sizes()) + ": pass a gradient");
+        throw std::invalid_argument(
+            "grad can be implicitly created only for scalar outputs; output " + std::to_string(i) +
+            " has shape " + shape_to_string(out.sizes()) + ": pass a gradient");
       g = ones(out.sizes(), out.dtype());
     } else if (g.sizes() != out.sizes()) {
       throw std::invalid_argument("backward: gradient " + std::to_string(i) + " has shape " +
@@ -161,7 +161,8 @@ std::vector<Tensor> run_backward(const std::vector<Tensor>& outputs,
     for (size_t i = 0; i < n->next_edges.size(); ++i) {
       const Edge& e = n->next_edges[i];
       if (!e.node) continue;
-      if (i < grad_inputs.size() && grad_inputs[i].defined()) deliver(e.node, e.input_nr, grad_inputs[i]);
+      if (i < grad_inputs.size() && grad_inputs[i].defined())
+        deliver(e.node, e.input_nr, grad_inputs[i]);
       if (--deps[e.node.get()] == 0) {
         owners[e.node.get()] = e.node;
         ready.push(e.node.get());

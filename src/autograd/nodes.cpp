@@ -70,7 +70,9 @@ OpNode::OpNode(const ops::OpDef& op, const ops::OpArgs& args, const std::vector<
   }
 }
 
-std::string OpNode::name() const { return std::string(op_.name); }
+std::string OpNode::name() const {
+  return std::string(op_.name);
+}
 
 std::vector<Tensor> OpNode::apply(std::vector<Tensor>&& grad_outputs) {
   if (released_)
@@ -82,11 +84,13 @@ std::vector<Tensor> OpNode::apply(std::vector<Tensor>&& grad_outputs) {
     if (s.saved && s.data.version() != s.version)
       throw std::runtime_error(
           "one of the variables needed for gradient computation has been modified by an inplace "
-          "operation: " + what + " of " + name() + " is at version " +
-          std::to_string(s.data.version()) + "; expected version " + std::to_string(s.version) +
+          "operation: " +
+          what + " of " + name() + " is at version " + std::to_string(s.data.version()) +
+          "; expected version " + std::to_string(s.version) +
           " instead. Avoid modifying it in place (clone() it first).");
   };
-  for (size_t i = 0; i < saved_args_.size(); ++i) check(saved_args_[i], "input " + std::to_string(i));
+  for (size_t i = 0; i < saved_args_.size(); ++i)
+    check(saved_args_[i], "input " + std::to_string(i));
   std::vector<Tensor> outs;
   for (size_t i = 0; i < outputs_.size(); ++i) {
     check(outputs_[i], "output " + std::to_string(i));
@@ -146,15 +150,16 @@ std::vector<Tensor> CopySlices::apply(std::vector<Tensor>&& grad_outputs) {
   const Tensor& g = grad_outputs.at(0);
   // result has the base's exact geometry, so the view's geometry addresses the same elements.
   int64_t extent = 1;
-  for (size_t d = 0; d < base_sizes_.size(); ++d)
-    extent += (base_sizes_[d] - 1) * base_strides_[d];
+  for (size_t d = 0; d < base_sizes_.size(); ++d) extent += (base_sizes_[d] - 1) * base_strides_[d];
   Tensor result = make_tensor({std::max<int64_t>(extent, 1)}, g.dtype());
   Tensor result_base = as_strided(result, base_sizes_, base_strides_, 0);
   kernels::copy_into(result_base, g);
   Tensor slice = as_strided(result, view_sizes_, view_strides_, view_offset_ - base_offset_);
   std::vector<Tensor> res = fn_->apply({clone(slice)});
-  if (res.at(0).defined()) kernels::copy_into(slice, res[0]);
-  else kernels::fill(slice, 0);
+  if (res.at(0).defined())
+    kernels::copy_into(slice, res[0]);
+  else
+    kernels::fill(slice, 0);
   std::vector<Tensor> out{result_base};
   for (size_t i = 1; i < res.size(); ++i) out.push_back(res[i]);
   return out;
@@ -186,7 +191,8 @@ ViewHistory view_history(const Tensor& t) {
   if (!t.impl()->autograd || !t.impl()->autograd->grad_fn) return h;
   const std::shared_ptr<Node>& fn = t.impl()->autograd->grad_fn;
   h.has_grad_fn = true;
-  h.grad_fn_name = dynamic_cast<const OpNode*>(fn.get()) ? pytorch_node_name(fn->name()) : fn->name();
+  h.grad_fn_name =
+      dynamic_cast<const OpNode*>(fn.get()) ? pytorch_node_name(fn->name()) : fn->name();
   h.output_nr = t.impl()->autograd->output_nr;
   return h;
 }

@@ -41,7 +41,7 @@ class OpNode : public Node {
 
  private:
   const ops::OpDef& op_;
-  ops::OpArgs args_;  // tensor args replaced by their saved forms
+  ops::OpArgs args_;                     // tensor args replaced by their saved forms
   std::vector<SavedTensor> saved_args_;  // parallel to args_ (unused slots stay empty)
   std::vector<SavedTensor> outputs_;
   std::vector<bool> needs_grad_;

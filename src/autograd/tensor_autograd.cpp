@@ -54,7 +54,9 @@ const std::shared_ptr<autograd::Node>& Tensor::grad_fn() const {
   return impl_ && impl_->autograd ? impl_->autograd->grad_fn : none;
 }
 
-bool Tensor::is_leaf() const { return !grad_fn(); }
+bool Tensor::is_leaf() const {
+  return !grad_fn();
+}
 
 void Tensor::retain_grad() const {
   if (!requires_grad())
@@ -67,8 +69,8 @@ void Tensor::retain_grad() const {
 }
 
 void Tensor::backward(const Tensor& gradient, bool retain_graph) const {
-  autograd::backward({*this}, gradient.defined() ? std::vector<Tensor>{gradient}
-                                                 : std::vector<Tensor>{},
+  autograd::backward({*this},
+                     gradient.defined() ? std::vector<Tensor>{gradient} : std::vector<Tensor>{},
                      retain_graph);
 }
 

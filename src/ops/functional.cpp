@@ -31,9 +31,9 @@ std::vector<TensorMeta> scatter_meta(const char* view_op, const OpArgs& a) {
   OpArgs view_args(a.begin() + 1, a.end());
   TensorMeta r = region(view_op, self, view_args);
   if (r.sizes != src.sizes())
-    throw std::invalid_argument(std::string(view_op) + " scatter: src of shape " +
-                                shape_to_string(src.sizes()) + " does not fit the selected region of shape " +
-                                shape_to_string(r.sizes));
+    throw std::invalid_argument(
+        std::string(view_op) + " scatter: src of shape " + shape_to_string(src.sizes()) +
+        " does not fit the selected region of shape " + shape_to_string(r.sizes));
   return {TensorMeta::contiguous(self.sizes(), self.dtype())};
 }
 
@@ -46,10 +46,18 @@ std::vector<Tensor> scatter_kernel(const char* view_op, const OpArgs& a) {
   return {out};
 }
 
-std::vector<TensorMeta> slice_scatter_meta(const OpArgs& a) { return scatter_meta("aten.slice.Tensor", a); }
-std::vector<Tensor> slice_scatter_kernel(const OpArgs& a) { return scatter_kernel("aten.slice.Tensor", a); }
-std::vector<TensorMeta> select_scatter_meta(const OpArgs& a) { return scatter_meta("aten.select.int", a); }
-std::vector<Tensor> select_scatter_kernel(const OpArgs& a) { return scatter_kernel("aten.select.int", a); }
+std::vector<TensorMeta> slice_scatter_meta(const OpArgs& a) {
+  return scatter_meta("aten.slice.Tensor", a);
+}
+std::vector<Tensor> slice_scatter_kernel(const OpArgs& a) {
+  return scatter_kernel("aten.slice.Tensor", a);
+}
+std::vector<TensorMeta> select_scatter_meta(const OpArgs& a) {
+  return scatter_meta("aten.select.int", a);
+}
+std::vector<Tensor> select_scatter_kernel(const OpArgs& a) {
+  return scatter_kernel("aten.select.int", a);
+}
 
 Tensor slice_of(const Tensor& t, const OpArgs& a) {
   return call1(lookup("aten.slice.Tensor"), {t, int_arg(a, 2), a[3], a[4], int_arg(a, 5)});
@@ -81,10 +89,13 @@ std::vector<TensorMeta> hidden_update_meta(const OpArgs& a) {
   const Tensor& old = tensor_arg(a, 0);
   const Tensor& updated = tensor_arg(a, 1);
   if (old.sizes() != updated.sizes() || old.dtype() != updated.dtype())
-    throw std::invalid_argument("aotgrad.hidden_update: old and new values differ in shape or dtype");
+    throw std::invalid_argument(
+        "aotgrad.hidden_update: old and new values differ in shape or dtype");
   return {TensorMeta{updated.dtype(), updated.sizes(), updated.strides(), 0}};
 }
-std::vector<Tensor> hidden_update_kernel(const OpArgs& a) { return {tensor_arg(a, 1)}; }
+std::vector<Tensor> hidden_update_kernel(const OpArgs& a) {
+  return {tensor_arg(a, 1)};
+}
 // The new value stands for the old one as far as autograd is concerned: the mutation that made it
 // happened under no_grad or through a detach()ed alias, which eager autograd does not record.
 std::vector<Tensor> hidden_update_vjp(const VjpContext& c) {
@@ -145,8 +156,8 @@ std::vector<T> read_elements(std::string_view values, DType dtype, int64_t expec
     constant_fail("'values' holds more than the " + std::to_string(expected) +
                   " elements its size asks for");
   if (static_cast<int64_t>(out.size()) < expected)
-    constant_fail("'values' holds " + std::to_string(out.size()) + " elements, but its size asks for " +
-                  std::to_string(expected));
+    constant_fail("'values' holds " + std::to_string(out.size()) +
+                  " elements, but its size asks for " + std::to_string(expected));
   return out;
 }
 
@@ -176,9 +187,12 @@ Tensor fill_constant(const OpArgs& a) {
   Tensor out = make_tensor(size, dtype);
   visit_dtype(dtype, [&](auto tag) {
     using D = typename decltype(tag)::type;
-    if (dtype == DType::i64) write_elements<D>(out, read_elements<int64_t>(values, dtype, n));
-    else if (dtype == DType::b8) write_elements<D>(out, read_elements<bool>(values, dtype, n));
-    else write_elements<D>(out, read_elements<double>(values, dtype, n));
+    if (dtype == DType::i64)
+      write_elements<D>(out, read_elements<int64_t>(values, dtype, n));
+    else if (dtype == DType::b8)
+      write_elements<D>(out, read_elements<bool>(values, dtype, n));
+    else
+      write_elements<D>(out, read_elements<double>(values, dtype, n));
   });
   return out;
 }
@@ -188,36 +202,51 @@ std::vector<TensorMeta> tensor_constant_meta(const OpArgs& a) {
   const IntList& size = int_list_arg(a, 1);
   DType dtype = dtype_arg(a, 2);
   int64_t n = constant_numel(size);
-  if (dtype == DType::i64) read_elements<int64_t>(string_arg(a, 0), dtype, n);
-  else if (dtype == DType::b8) read_elements<bool>(string_arg(a, 0), dtype, n);
-  else read_elements<double>(string_arg(a, 0), dtype, n);
+  if (dtype == DType::i64)
+    read_elements<int64_t>(string_arg(a, 0), dtype, n);
+  else if (dtype == DType::b8)
+    read_elements<bool>(string_arg(a, 0), dtype, n);
+  else
+    read_elements<double>(string_arg(a, 0), dtype, n);
   return {TensorMeta::contiguous(size, dtype)};
 }
 
-std::vector<Tensor> tensor_constant_kernel(const OpArgs& a) { return {fill_constant(a)}; }
+std::vector<Tensor> tensor_constant_kernel(const OpArgs& a) {
+  return {fill_constant(a)};
+}
 
 const OpDef kRows[] = {
     {.name = "aten.slice_scatter.default",
-     .schema = "slice_scatter(Tensor self, Tensor src, int dim=0, SymInt? start=None, SymInt? end=None, SymInt step=1) -> Tensor",
-     .meta = slice_scatter_meta, .kernel = slice_scatter_kernel, .vjp = slice_scatter_vjp,
+     .schema = "slice_scatter(Tensor self, Tensor src, int dim=0, SymInt? start=None, SymInt? "
+               "end=None, SymInt step=1) -> Tensor",
+     .meta = slice_scatter_meta,
+     .kernel = slice_scatter_kernel,
+     .vjp = slice_scatter_vjp,
      .recompute = Recompute::pointwise},
     {.name = "aten.select_scatter.default",
      .schema = "select_scatter(Tensor self, Tensor src, int dim, SymInt index) -> Tensor",
-     .meta = select_scatter_meta, .kernel = select_scatter_kernel, .vjp = select_scatter_vjp,
+     .meta = select_scatter_meta,
+     .kernel = select_scatter_kernel,
+     .vjp = select_scatter_vjp,
      .recompute = Recompute::pointwise},
     {.name = "aotgrad.hidden_update.default",
      .schema = "hidden_update(Tensor old, Tensor new) -> Tensor",
-     .meta = hidden_update_meta, .kernel = hidden_update_kernel, .vjp = hidden_update_vjp,
+     .meta = hidden_update_meta,
+     .kernel = hidden_update_kernel,
+     .vjp = hidden_update_vjp,
      .recompute = Recompute::view},
     {.name = kConstant,
      .schema = "tensor_constant(str values, int[] size, ScalarType dtype) -> Tensor",
-     .meta = tensor_constant_meta, .kernel = tensor_constant_kernel,
+     .meta = tensor_constant_meta,
+     .kernel = tensor_constant_kernel,
      .recompute = Recompute::factory},
 };
 
 }  // namespace
 
-std::span<const OpDef> functional_ops() { return kRows; }
+std::span<const OpDef> functional_ops() {
+  return kRows;
+}
 
 OpArgs tensor_constant_args(const Tensor& t) {
   if (t.numel() > kMaxConstantElements)
@@ -244,7 +273,9 @@ OpArgs tensor_constant_args(const Tensor& t) {
 Tensor view_scatter_reshape(const Tensor& base, const Tensor& updated, const OpArgs&) {
   return reshape(updated, base.sizes());
 }
-Tensor view_scatter_identity(const Tensor&, const Tensor& updated, const OpArgs&) { return updated; }
+Tensor view_scatter_identity(const Tensor&, const Tensor& updated, const OpArgs&) {
+  return updated;
+}
 Tensor view_scatter_permute(const Tensor&, const Tensor& updated, const OpArgs& a) {
   const IntList& dims = int_list_arg(a, 1);
   IntList inverse(dims.size());
@@ -255,7 +286,9 @@ Tensor view_scatter_permute(const Tensor&, const Tensor& updated, const OpArgs& 
 Tensor view_scatter_transpose(const Tensor&, const Tensor& updated, const OpArgs& a) {
   return transpose(updated, int_arg(a, 1), int_arg(a, 2));
 }
-Tensor view_scatter_t(const Tensor&, const Tensor& updated, const OpArgs&) { return t(updated); }
+Tensor view_scatter_t(const Tensor&, const Tensor& updated, const OpArgs&) {
+  return t(updated);
+}
 Tensor view_scatter_unsqueeze(const Tensor&, const Tensor& updated, const OpArgs& a) {
   return squeeze(updated, int_arg(a, 1));
 }
@@ -268,7 +301,8 @@ Tensor view_scatter_slice(const Tensor& base, const Tensor& updated, const OpArg
                {base, updated, int_arg(a, 1), a[2], a[3], int_arg(a, 4)});
 }
 Tensor view_scatter_select(const Tensor& base, const Tensor& updated, const OpArgs& a) {
-  return call1(lookup("aten.select_scatter.default"), {base, updated, int_arg(a, 1), int_arg(a, 2)});
+  return call1(lookup("aten.select_scatter.default"),
+               {base, updated, int_arg(a, 1), int_arg(a, 2)});
 }
 Tensor view_scatter_as_strided(const Tensor& base, const Tensor& updated, const OpArgs& a) {
   return call1(lookup("aten.as_strided_scatter.default"), {base, updated, a[1], a[2], a[3]});

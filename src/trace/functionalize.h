@@ -22,7 +22,7 @@ namespace aotgrad::trace {
 
 struct ViewStep {
   const ops::OpDef* op = nullptr;
-  ops::OpArgs args;  // the viewed tensor's slot holds an undefined Tensor
+  ops::OpArgs args;       // the viewed tensor's slot holds an undefined Tensor
   bool grad_mode = true;  // grad mode the view was made under (replays use it)
   // A piece of a multi-output view op (split, chunk, unbind): `op` is the slice or select that
   // selects it; `piece_of` / `piece_args` / `piece` the call that made it, which a replay at run

@@ -20,7 +20,8 @@ namespace {
 std::vector<Tensor> flat_tensors(const ops::OpArgs& args) {
   std::vector<Tensor> flat;
   for (const ops::Arg& a : args) {
-    if (auto* t = std::get_if<Tensor>(&a); t && t->defined()) flat.push_back(*t);
+    if (auto* t = std::get_if<Tensor>(&a); t && t->defined())
+      flat.push_back(*t);
     else if (auto* l = std::get_if<ops::TensorList>(&a))
       for (const Tensor& e : *l)
         if (e.defined()) flat.push_back(e);
@@ -28,7 +29,9 @@ std::vector<Tensor> flat_tensors(const ops::OpArgs& args) {
   return flat;
 }
 
-bool saves_data(const ops::OpDef& op) { return op.saves.inputs != 0 || op.saves.outputs != 0; }
+bool saves_data(const ops::OpDef& op) {
+  return op.saves.inputs != 0 || op.saves.outputs != 0;
+}
 
 }  // namespace
 
@@ -72,7 +75,8 @@ void Tracer::check_no_grad_views_unused(const ops::OpDef& op, const ops::OpArgs&
       continue;
     if (!requires_grad(graph::ValueId{t.impl()->trace.value}))
       throw UnsupportedError(
-          std::string(op.name) + " reads a view made under no_grad of a tensor that requires "
+          std::string(op.name) +
+          " reads a view made under no_grad of a tensor that requires "
           "grad, with grad mode on: eager autograd marks the result as requiring grad although "
           "no gradient reaches the base, which aot_function does not model. Make the view with "
           "grad mode on, or detach() it.");
@@ -87,7 +91,8 @@ bool Tracer::is_eager_leaf(graph::ValueId v, const TensorState* ts) const {
     if (l.value == v) return true;
   if (ts && ts->chain.empty()) {
     const StorageState& s = storages_[ts->storage];
-    if (s.input_index >= 0 && v == graph_.inputs()[s.input_index]) return input_is_leaf_[s.input_index];
+    if (s.input_index >= 0 && v == graph_.inputs()[s.input_index])
+      return input_is_leaf_[s.input_index];
   }
   return false;
 }
@@ -165,7 +170,9 @@ void Tracer::check_inner_grad_node(size_t node) const {
     if (use.node == node && storages_[use.storage].generation != use.generation)
       throw std::runtime_error(
           "one of the variables needed for gradient computation has been modified by an inplace "
-          "operation: " + use.what + " was modified inside the compiled function after it was "
+          "operation: " +
+          use.what +
+          " was modified inside the compiled function after it was "
           "saved. Clone it before modifying it.");
 }
 
@@ -213,9 +220,9 @@ std::vector<Tensor> Tracer::grad(const std::vector<Tensor>& outputs,
     if (g.defined() && !traced_here(g) && !g.is_fake()) g = lift(g);
     if (!g.defined()) {
       if (numel_of(m.sizes) != 1)
-        throw std::invalid_argument("grad can be implicitly created only for scalar outputs; output " +
-                                    std::to_string(i) + " has shape " + shape_to_string(m.sizes) +
-                                    ": pass a gradient");
+        throw std::invalid_argument(
+            "grad can be implicitly created only for scalar outputs; output " + std::to_string(i) +
+            " has shape " + shape_to_string(m.sizes) + ": pass a gradient");
       g = ones(m.sizes, m.dtype);
     } else if (g.sizes() != m.sizes) {
       throw std::invalid_argument("backward: gradient " + std::to_string(i) + " has shape " +
@@ -258,8 +265,9 @@ std::vector<Tensor> Tracer::grad(const std::vector<Tensor>& outputs,
       outs.push_back(bind(o, requires_grad(o)));
       const ops::TensorMeta& m = graph_.value(o).meta;
       // As the eager engine: a multi-output op gets zeros for outputs without a gradient.
-      out_grads.push_back(grads[o.index].defined() || n.outputs.size() == 1 ? grads[o.index]
-                                                                            : zeros(m.sizes, m.dtype));
+      out_grads.push_back(grads[o.index].defined() || n.outputs.size() == 1
+                              ? grads[o.index]
+                              : zeros(m.sizes, m.dtype));
     }
     ops::VjpContext ctx{*n.op, args, outs, out_grads, needs};
     std::vector<Tensor> in_grads = n.op->vjp(ctx);

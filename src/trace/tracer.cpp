@@ -27,8 +27,10 @@ Tensor fake_like(const ops::TensorMeta& m) {
 class GradModeScope {
  public:
   explicit GradModeScope(bool enabled) {
-    if (enabled) enable_.emplace();
-    else disable_.emplace();
+    if (enabled)
+      enable_.emplace();
+    else
+      disable_.emplace();
   }
 
  private:
@@ -57,7 +59,8 @@ ViewStep piece_step(const ops::OpDef& op, const ops::OpArgs& args, size_t piece,
   const Tensor& self = ops::tensor_arg(args, op.view_of_arg());
   int dim_arg = op.parsed_schema().find_arg("dim");
   if (dim_arg < 0)
-    throw UnsupportedError(std::string(op.name) + " returns several views and has no 'dim' "
+    throw UnsupportedError(std::string(op.name) +
+                           " returns several views and has no 'dim' "
                            "argument, so aot_function cannot follow its results as views; clone() "
                            "the results inside the function.");
   int64_t d = wrap_dim(ops::int_arg(args, static_cast<size_t>(dim_arg)), self.dim());
@@ -173,8 +176,9 @@ graph::ValueId Tracer::value_of(const Tensor& t, const std::string& what) {
   if (t.impl()->trace.owner != this) {
     if (!t.is_fake()) return value_of(lift(t), what);
     throw std::invalid_argument(
-        what + " is a traced tensor of another trace (a value kept from an earlier call of a "
-               "traced function). Pass it to the function as an argument.");
+        what +
+        " is a traced tensor of another trace (a value kept from an earlier call of a "
+        "traced function). Pass it to the function as an argument.");
   }
   sync(t);
   return graph::ValueId{t.impl()->trace.value};
@@ -193,16 +197,18 @@ Tensor Tracer::lift(const Tensor& real) {
     lifted_.erase(it);  // that tensor died and a new one took its address
   }
   if (real.numel() > ops::kMaxConstantElements)
-    throw UnsupportedError(
-        "the function uses a " + std::string(dtype_name(real.dtype())) +
-        shape_to_string(real.sizes()) + " tensor it did not receive as an input; aot_function "
-        "writes such tensors into the graph as constants, up to " +
-        std::to_string(ops::kMaxConstantElements) + " elements. Pass it as an argument.");
+    throw UnsupportedError("the function uses a " + std::string(dtype_name(real.dtype())) +
+                           shape_to_string(real.sizes()) +
+                           " tensor it did not receive as an input; aot_function "
+                           "writes such tensors into the graph as constants, up to " +
+                           std::to_string(ops::kMaxConstantElements) +
+                           " elements. Pass it as an argument.");
   const ops::OpDef& op = ops::lookup("aotgrad.tensor_constant.default");
   ops::OpArgs args = ops::tensor_constant_args(real);
   ops::normalize(op, args);
   Tensor fake = record(op, args, /*track=*/true).at(0);
-  graph_.value(graph::ValueId{fake.impl()->trace.value}).name = graph_.fresh_name("_tensor_constant");
+  graph_.value(graph::ValueId{fake.impl()->trace.value}).name =
+      graph_.fresh_name("_tensor_constant");
   lifted_[real.impl()] = Lifted{real.impl_ptr(), fake};
   if (real.requires_grad()) make_interior_leaf(fake);
   return fake;
@@ -213,7 +219,8 @@ void Tracer::lift_real_tensors(ops::OpArgs& args) {
     if (t.defined() && t.impl()->trace.owner != this && !t.is_fake()) t = lift(t);
   };
   for (ops::Arg& a : args) {
-    if (auto* t = std::get_if<Tensor>(&a)) lift_one(*t);
+    if (auto* t = std::get_if<Tensor>(&a))
+      lift_one(*t);
     else if (auto* l = std::get_if<ops::TensorList>(&a))
       for (Tensor& e : *l) lift_one(e);
   }
@@ -229,7 +236,8 @@ std::string Tracer::captured_constant() const {
   for (const auto& [impl, lifted] : lifted_)
     if (auto real = lifted.real.lock())
       return "a " + std::string(dtype_name(real->dtype)) + shape_to_string(real->sizes) +
-             " tensor" + (real->autograd && real->autograd->requires_grad ? " that requires grad" : "");
+             " tensor" +
+             (real->autograd && real->autograd->requires_grad ? " that requires grad" : "");
   return "";
 }
 
@@ -285,7 +293,8 @@ void Tracer::sync(const Tensor& t) {
 
 void Tracer::sync_args(ops::OpArgs& args) {
   for (ops::Arg& a : args) {
-    if (auto* t = std::get_if<Tensor>(&a)) sync(*t);
+    if (auto* t = std::get_if<Tensor>(&a))
+      sync(*t);
     else if (auto* l = std::get_if<ops::TensorList>(&a))
       for (Tensor& e : *l) sync(e);
   }
@@ -350,7 +359,8 @@ std::vector<Tensor> Tracer::record(const ops::OpDef& op, ops::OpArgs& args, bool
         ViewStep step{&op, args, autograd::grad_mode_enabled()};
         step.args[op.view_of_arg()] = Tensor();
         track_view(out, base, multi_output_view ? piece_step(op, args, i, metas) : std::move(step));
-        tensors_.back().history = {r, autograd::pytorch_node_name(op.name), static_cast<uint32_t>(i)};
+        tensors_.back().history = {r, autograd::pytorch_node_name(op.name),
+                                   static_cast<uint32_t>(i)};
       }
     } else {
       out = bind(outs[i], r);
@@ -369,16 +379,18 @@ std::vector<Tensor> Tracer::record(const ops::OpDef& op, ops::OpArgs& args, bool
 
 // Remembers which storages a VJP will read, so a later mutation of them can be reported the way
 // eager autograd's version check would report it.
-void Tracer::note_saved(const ops::OpDef& op, const ops::OpArgs& args, const std::vector<Tensor>& outs) {
+void Tracer::note_saved(const ops::OpDef& op, const ops::OpArgs& args,
+                        const std::vector<Tensor>& outs) {
   auto note = [&](const Tensor& t, const std::string& what) {
     if (!traced_here(t) || t.impl()->trace.alias == UINT32_MAX) return;
     size_t s = tensors_[t.impl()->trace.alias].storage;
-    saved_uses_.push_back(
-        {s, storages_[s].generation, what + " of " + std::string(op.name), graph_.nodes().size() - 1});
+    saved_uses_.push_back({s, storages_[s].generation, what + " of " + std::string(op.name),
+                           graph_.nodes().size() - 1});
   };
   for (size_t i = 0; i < args.size() && i < 32; ++i)
     if (op.saves.inputs & ops::bit(i))
-      if (auto* t = std::get_if<Tensor>(&args[i]); t && t->defined()) note(*t, "input " + std::to_string(i));
+      if (auto* t = std::get_if<Tensor>(&args[i]); t && t->defined())
+        note(*t, "input " + std::to_string(i));
   for (size_t i = 0; i < outs.size() && i < 32; ++i)
     if (op.saves.outputs & ops::bit(i)) note(outs[i], "output " + std::to_string(i));
 }
@@ -390,7 +402,8 @@ void Tracer::note_saved_modified(const ops::OpDef& op, size_t storage) {
     if (use.storage == storage && use.generation == storages_[storage].generation)
       backward_errors_.push_back(
           "one of the variables needed for gradient computation has been modified by an inplace "
-          "operation: " + use.what + " was modified by " + std::string(op.name) +
+          "operation: " +
+          use.what + " was modified by " + std::string(op.name) +
           " inside the compiled function. Clone it before modifying it.");
 }
 
@@ -419,13 +432,17 @@ void Tracer::check_leaf_mutation(const ops::OpDef& op, const TensorState& ts, bo
   std::string where = s.input_index >= 0 ? "input " + std::to_string(s.input_index)
                                          : "a tensor made a leaf inside the function";
   if (ts.chain.empty() && (input_leaf || interior(self_value)))
-    throw std::runtime_error("a leaf Variable that requires grad is being used in an in-place "
-                             "operation (" + std::string(op.name) + " on " + where +
-                             "). Wrap the update in NoGradGuard, or clone() the tensor first.");
+    throw std::runtime_error(
+        "a leaf Variable that requires grad is being used in an in-place "
+        "operation (" +
+        std::string(op.name) + " on " + where +
+        "). Wrap the update in NoGradGuard, or clone() the tensor first.");
   if (!ts.chain.empty() && (input_leaf || interior(s.root) || interior(self_value)))
-    throw std::runtime_error("a view of a leaf Variable that requires grad is being used in an "
-                             "in-place operation (" + std::string(op.name) + " on a view of " +
-                             where + "). Clone the leaf first, or update it under NoGradGuard.");
+    throw std::runtime_error(
+        "a view of a leaf Variable that requires grad is being used in an "
+        "in-place operation (" +
+        std::string(op.name) + " on a view of " + where +
+        "). Clone the leaf first, or update it under NoGradGuard.");
 }
 
 Tensor Tracer::scatter_into_root(size_t state_index, const Tensor& updated) {
@@ -475,9 +492,9 @@ std::vector<Tensor> Tracer::functionalize_inplace(const ops::OpDef& op, ops::OpA
   ops::normalize(functional, fargs);
   Tensor updated = record(functional, fargs, /*track=*/false).at(0);
   if (updated.sizes() != self.sizes())
-    throw std::invalid_argument(std::string(op.name) + ": result of shape " +
-                                shape_to_string(updated.sizes()) +
-                                " cannot be written into self of shape " + shape_to_string(self.sizes()));
+    throw std::invalid_argument(
+        std::string(op.name) + ": result of shape " + shape_to_string(updated.sizes()) +
+        " cannot be written into self of shape " + shape_to_string(self.sizes()));
   if (updated.dtype() != self.dtype()) {
     const ops::OpDef& to_copy = ops::lookup("aten._to_copy.default");
     ops::OpArgs cargs{updated};

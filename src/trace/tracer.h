@@ -149,7 +149,7 @@ class Tracer final : public ops::Interpreter, public autograd::TracedAutograd {
 
   graph::Graph& graph_;
   std::vector<double> node_budgets_;  // by node index; may stop short of the last nodes
-  std::vector<bool> requires_grad_;  // by value index
+  std::vector<bool> requires_grad_;   // by value index
   std::vector<StorageState> storages_;
   std::vector<TensorState> tensors_;
   std::vector<bool> input_is_leaf_requiring_grad_;

@@ -39,52 +39,76 @@ std::string error_of(F&& f) {
 // ---- pieces of multi-output views ----
 
 TEST(AutogradViewRules, WritingAPieceInsideRaisesLikeEager) {
-  expect_raises_like_eager([] { return nonleaf_setup({3, 4}, 1); },
-                           [](const TensorList& a) {
-                             ag::unbind(a[0], 0)[1].mul_(2.0);
-                             return a[0] * 1.0;
-                           },
-                           "Output 1 of UnbindBackward0 is a view and is being modified inplace.");
-  expect_raises_like_eager([] { return TensorList{leaf({4, 2}, 2)}; },
-                           [](const TensorList& a) {
-                             Tensor y = a[0].exp();
-                             ag::split(y, 3, 0)[1].zero_();
-                             return y;
-                           },
-                           "Output 1 of SplitBackward0 is a view and is being modified inplace.");
-  expect_raises_like_eager([] { return TensorList{leaf({4, 2}, 3)}; },
-                           [](const TensorList& a) {
-                             Tensor y = a[0] * 2.0;
-                             ag::chunk(y, 2, 0)[0].t().add_(1.0);  // a view of a piece
-                             return y;
-                           },
-                           "Output 0 of TBackward0 is a view and is being modified inplace.");
+  expect_raises_like_eager(
+      [] {
+        return nonleaf_setup({3, 4}, 1);
+      },
+      [](const TensorList& a) {
+        ag::unbind(a[0], 0)[1].mul_(2.0);
+        return a[0] * 1.0;
+      },
+      "Output 1 of UnbindBackward0 is a view and is being modified inplace.");
+  expect_raises_like_eager(
+      [] {
+        return TensorList{leaf({4, 2}, 2)};
+      },
+      [](const TensorList& a) {
+        Tensor y = a[0].exp();
+        ag::split(y, 3, 0)[1].zero_();
+        return y;
+      },
+      "Output 1 of SplitBackward0 is a view and is being modified inplace.");
+  expect_raises_like_eager(
+      [] {
+        return TensorList{leaf({4, 2}, 3)};
+      },
+      [](const TensorList& a) {
+        Tensor y = a[0] * 2.0;
+        ag::chunk(y, 2, 0)[0].t().add_(1.0);  // a view of a piece
+        return y;
+      },
+      "Output 0 of TBackward0 is a view and is being modified inplace.");
 }
 
 TEST(AutogradViewRules, UsingAPieceInsideAfterItsBaseWasWrittenRaisesLikeEager) {
-  expect_raises_like_eager([] { return TensorList{leaf({3, 2}, 4)}; },
-                           [](const TensorList& a) {
-                             Tensor y = a[0] * 2.0;
-                             TensorList p = ag::unbind(y, 0);
-                             y.add_(1.0);
-                             return p[2] * 3.0;
-                           },
-                           "Output 2 of UnbindBackward0 is a view and its base or another view of "
-                           "its base has been modified inplace.");
+  expect_raises_like_eager(
+      [] {
+        return TensorList{leaf({3, 2}, 4)};
+      },
+      [](const TensorList& a) {
+        Tensor y = a[0] * 2.0;
+        TensorList p = ag::unbind(y, 0);
+        y.add_(1.0);
+        return p[2] * 3.0;
+      },
+      "Output 2 of UnbindBackward0 is a view and its base or another view of "
+      "its base has been modified inplace.");
 }
 
 TEST(AutogradViewRules, PiecesReturnedCarryTheRule) {
   // Returned pieces of an input and of an intermediate: the harness writes every output after
   // the call, which must raise like eager; values and gradients match before that.
-  run_scenario([] { return nonleaf_setup({3, 3}, 5); },
-               [](const TensorList& a) { return ag::unbind(a[0], 0); });
-  run_scenario([] { return TensorList{leaf({3, 3}, 6)}; },
-               [](const TensorList& a) { return ag::unbind(a[0] * 3.0, 0); });
-  run_scenario([] { return TensorList{leaf({4, 3}, 7)}; },
-               [](const TensorList& a) {
-                 Tensor y = a[0].exp();
-                 return TensorList{ag::split(y, 3, 0)[1], y.sum()};
-               });
+  run_scenario(
+      [] {
+        return nonleaf_setup({3, 3}, 5);
+      },
+      [](const TensorList& a) { return ag::unbind(a[0], 0); });
+  run_scenario(
+      [] {
+        return TensorList{leaf({3, 3}, 6)};
+      },
+      [](const TensorList& a) { return ag::unbind(a[0] * 3.0, 0); });
+  auto f = [](const TensorList& a) {
+    Tensor y = a[0].exp();
+    return TensorList{ag::split(y, 3, 0)[1], y.sum()};
+  };
+  run_scenario([] { return TensorList{leaf({4, 3}, 7)}; }, f);
+  TensorList out = ag::aot_function(f)(TensorList{leaf({4, 3}, 7)});
+  EXPECT_EQ(error_of([&] { out[0].mul_(2.0); }),
+            "Output 1 of SplitBackward0 is a view and is being modified inplace. This view is the "
+            "output of a function that returns multiple views. Such functions do not allow the "
+            "output views to be modified inplace. You should replace the inplace operation by an "
+            "out-of-place one.");
 }
 
 TEST(AutogradViewRules, PyTorchsShouldRaiseAutogradError) {
@@ -99,13 +123,14 @@ TEST(AutogradViewRules, PyTorchsShouldRaiseAutogradError) {
       TensorList out = side == 0 ? f({inp}) : compiled(TensorList{inp});
       TensorList out_other = side == 0 ? f({other}) : compiled(TensorList{other});
       messages[side] = error_of([&] {
-        if (which == 0) out[0].mul_(2.0);          // the piece itself
-        if (which == 1) inp.mul_(2.0);             // its base, then its history is used
+        if (which == 0) out[0].mul_(2.0);                 // the piece itself
+        if (which == 1) inp.mul_(2.0);                    // its base, then its history is used
         if (which == 2) out_other[0].detach().mul_(2.0);  // a detached alias of another piece
         (which == 2 ? out_other[1] : out[0]).sum().backward();
       });
     }
-    EXPECT_NE(messages[0].find(kMulti), std::string::npos) << "case " << which << ": " << messages[0];
+    EXPECT_NE(messages[0].find(kMulti), std::string::npos)
+        << "case " << which << ": " << messages[0];
     EXPECT_EQ(messages[1], messages[0]) << "case " << which;
   }
 }
@@ -121,8 +146,9 @@ TEST(AutogradViewRules, ReturnedPieceWhoseBaseWasWrittenInsideFailsInBackward) {
     return TensorList{rows[0]};
   };
   std::string eager = error_of([&] { f({leaf({3, 2}, 10)})[0].sum().backward(); });
-  std::string compiled =
-      error_of([&] { ag::aot_function(f)(TensorList{leaf({3, 2}, 10)})[0].sum().backward(); });
+  std::string compiled = error_of([&] {
+    ag::aot_function(f)(TensorList{leaf({3, 2}, 10)})[0].sum().backward();
+  });
   EXPECT_NE(eager.find("its base or another view of its base has been modified inplace"),
             std::string::npos)
       << eager;
@@ -134,8 +160,11 @@ TEST(AutogradViewRules, ReturnedPieceWhoseBaseWasWrittenInsideFailsInBackward) {
 TEST(AutogradViewRules, PyTorchsOutputRequiresGradInNoGradViews) {
   // Called under no_grad: an inference graph; the view of the input requires grad, as eagerly.
   auto fn = [](const TensorList& a) { return TensorList{a[0].view({-1}), a[0].sin()}; };
-  run_scenario([] { return TensorList{leaf({2, 3}, 11) * 1.0}; }, fn,
-               {.no_grad = true, .expect_inference = true});
+  run_scenario(
+      [] {
+        return TensorList{leaf({2, 3}, 11) * 1.0};
+      },
+      fn, {.no_grad = true, .expect_inference = true});
   auto compiled = ag::aot_function(fn);
   Tensor x = leaf({2, 3}, 11) * 1.0;
   ag::NoGradGuard no_grad;
@@ -148,39 +177,49 @@ TEST(AutogradViewRules, PyTorchsOutputRequiresGradInNoGradViews) {
 
 TEST(AutogradViewRules, NoGradViewsMadeInsideTheFunction) {
   // Of an input and of an intermediate that require grad, next to outputs that take gradients.
-  run_scenario([] { return TensorList{leaf({2, 3}, 12)}; },
-               [](const TensorList& a) {
-                 Tensor y = a[0] * 2.0;
-                 Tensor v, w;
-                 {
-                   ag::NoGradGuard no_grad;
-                   v = a[0].t();
-                   w = y.slice(0, 0, 1);
-                 }
-                 return TensorList{v, w, y.sum()};
-               });
-  run_scenario([] { return TensorList{leaf({2, 3}, 13)}; },
-               [](const TensorList& a) {
-                 Tensor y = a[0] * 2.0;
-                 ag::NoGradGuard no_grad;
-                 return y.view({-1});  // the only alias of y: still regenerated as a view of y
-               });
+  run_scenario(
+      [] {
+        return TensorList{leaf({2, 3}, 12)};
+      },
+      [](const TensorList& a) {
+        Tensor y = a[0] * 2.0;
+        Tensor v, w;
+        {
+          ag::NoGradGuard no_grad;
+          v = a[0].t();
+          w = y.slice(0, 0, 1);
+        }
+        return TensorList{v, w, y.sum()};
+      });
+  auto f = [](const TensorList& a) {
+    Tensor y = a[0] * 2.0;
+    ag::NoGradGuard no_grad;
+    return y.view({-1});  // the only alias of y: still regenerated as a view of y
+  };
+  run_scenario([] { return TensorList{leaf({2, 3}, 13)}; }, f);
+  Tensor out = ag::aot_function(f)(TensorList{leaf({2, 3}, 13)});
+  EXPECT_TRUE(out.requires_grad());
+  EXPECT_TRUE(out.is_leaf());
+  EXPECT_TRUE(out.is_view());
 }
 
 TEST(AutogradViewRules, WritingANoGradViewWithGradRaisesLikeEager) {
-  expect_raises_like_eager([] { return TensorList{leaf({2, 3}, 14)}; },
-                           [](const TensorList& a) {
-                             Tensor y = a[0] * 2.0;
-                             Tensor v;
-                             {
-                               ag::NoGradGuard no_grad;
-                               v = y.select(0, 1);
-                             }
-                             v.mul_(2.0);
-                             return y;
-                           },
-                           "A view was created in no_grad mode and is being modified inplace with "
-                           "grad mode enabled.");
+  expect_raises_like_eager(
+      [] {
+        return TensorList{leaf({2, 3}, 14)};
+      },
+      [](const TensorList& a) {
+        Tensor y = a[0] * 2.0;
+        Tensor v;
+        {
+          ag::NoGradGuard no_grad;
+          v = y.select(0, 1);
+        }
+        v.mul_(2.0);
+        return y;
+      },
+      "A view was created in no_grad mode and is being modified inplace with "
+      "grad mode enabled.");
 }
 
 TEST(AutogradViewRules, ComputingWithANoGradViewWithGradIsRefused) {

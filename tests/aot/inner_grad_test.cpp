@@ -66,26 +66,32 @@ TEST(InnerGrad, OuterBackwardUsesTheInnerGradientAsAConstant) {
 }
 
 TEST(InnerGrad, TwoInputsGradientOutputsAndIntermediates) {
-  run_scenario([] { return TensorList{leaf({3}, 5), leaf({3}, 6)}; },
-               [](const TensorList& a) {
-                 Tensor h = a[0] * a[1];
-                 Tensor y = h.sin();
-                 // With respect to an input and an intermediate, with a given output gradient.
-                 TensorList g = grad({y}, {a[1], h}, {a[0] * 3.0}, /*retain_graph=*/true);
-                 return TensorList{g[0] * a[0], g[1].sum(), y.cos()};
-               });
+  run_scenario(
+      [] {
+        return TensorList{leaf({3}, 5), leaf({3}, 6)};
+      },
+      [](const TensorList& a) {
+        Tensor h = a[0] * a[1];
+        Tensor y = h.sin();
+        // With respect to an input and an intermediate, with a given output gradient.
+        TensorList g = grad({y}, {a[1], h}, {a[0] * 3.0}, /*retain_graph=*/true);
+        return TensorList{g[0] * a[0], g[1].sum(), y.cos()};
+      });
 }
 
 TEST(InnerGrad, ThroughMutationsAndViews) {
   // The walk runs over the functionalized graph: an in-place op and a piece of unbind.
-  run_scenario([] { return TensorList{leaf({3, 2}, 7)}; },
-               [](const TensorList& a) {
-                 Tensor y = a[0] * 2.0;
-                 y.add_(a[0].exp());
-                 Tensor r = ag::unbind(y, 1)[0];
-                 Tensor g = grad({(r * r).sum()}, {a[0]})[0];
-                 return TensorList{g, a[0] * 1.0};
-               });
+  run_scenario(
+      [] {
+        return TensorList{leaf({3, 2}, 7)};
+      },
+      [](const TensorList& a) {
+        Tensor y = a[0] * 2.0;
+        y.add_(a[0].exp());
+        Tensor r = ag::unbind(y, 1)[0];
+        Tensor g = grad({(r * r).sum()}, {a[0]})[0];
+        return TensorList{g, a[0] * 1.0};
+      });
 }
 
 TEST(InnerGrad, AllowUnused) {
@@ -130,11 +136,10 @@ TEST(InnerGrad, NodesThatSaveNothingRunAgain) {
 }
 
 TEST(InnerGrad, ErrorsLikeEager) {
-  expect_raises_like_eager([] { return TensorList{leaf({3}, 12)}; },
-                           [](const TensorList& a) {
-                             return grad({(a[0] * 2.0).detach().sum()}, {a[0]});
-                           },
-                           "does not require grad");
+  expect_raises_like_eager(
+      [] { return TensorList{leaf({3}, 12)}; },
+      [](const TensorList& a) { return grad({(a[0] * 2.0).detach().sum()}, {a[0]}); },
+      "does not require grad");
   expect_raises_like_eager([] { return TensorList{leaf({3}, 13)}; },
                            [](const TensorList& a) {
                              Tensor z = a[0] * 3.0;

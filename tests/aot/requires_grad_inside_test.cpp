@@ -17,12 +17,15 @@ using ag::testing::run_scenario;
 using ag::testing::TensorList;
 
 TEST(RequiresGradInside, PyTorchsInputInplaceRequiresGradTrue) {
-  run_scenario([] { return TensorList{leaf({3, 3}, 1, false), leaf({3, 3}, 2)}; },
-               [](const TensorList& a) {
-                 Tensor x = a[0];
-                 x.requires_grad_(true);
-                 return TensorList{x * 3.0, a[1] * 4.0};
-               });
+  run_scenario(
+      [] {
+        return TensorList{leaf({3, 3}, 1, false), leaf({3, 3}, 2)};
+      },
+      [](const TensorList& a) {
+        Tensor x = a[0];
+        x.requires_grad_(true);
+        return TensorList{x * 3.0, a[1] * 4.0};
+      });
 }
 
 TEST(RequiresGradInside, InputTurnedOnAfterAFirstUse) {
@@ -78,16 +81,19 @@ TEST(RequiresGradInside, IntermediateMadeALeafAndReturned) {
 TEST(RequiresGradInside, IntermediateMadeALeafAndUsed) {
   // Gradients stop at the new leaf: none reaches the input the intermediate came from, even when
   // that input requires grad (the intermediate was made under no_grad).
-  run_scenario([] { return TensorList{leaf({3}, 8), leaf({3}, 9)}; },
-               [](const TensorList& a) {
-                 Tensor y;
-                 {
-                   ag::NoGradGuard no_grad;
-                   y = a[0] * 2.0;
-                 }
-                 y.requires_grad_();
-                 return TensorList{(y * y * a[1]).sum(), a[0] * 1.0};
-               });
+  run_scenario(
+      [] {
+        return TensorList{leaf({3}, 8), leaf({3}, 9)};
+      },
+      [](const TensorList& a) {
+        Tensor y;
+        {
+          ag::NoGradGuard no_grad;
+          y = a[0] * 2.0;
+        }
+        y.requires_grad_();
+        return TensorList{(y * y * a[1]).sum(), a[0] * 1.0};
+      });
 }
 
 TEST(RequiresGradInside, LeafMadeInsideReturnedAndUsedIsRefused) {

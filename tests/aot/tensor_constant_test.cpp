@@ -36,11 +36,17 @@ Tensor f64s(std::vector<double> v) {
 TEST(TensorConstant, LiteralUsedInTheForwardAndTheBackward) {
   // d(a * k)/da = k: the backward reads the constant, under every partitioner.
   run_scenario([] { return TensorList{leaf({3}, 1)}; },
-               [](const TensorList& a) { return (a[0] * f64s({1.5, -2.0, 0.25})).sin(); });
+               [](const TensorList& a) {
+                 return (a[0] * f64s({1.5, -2.0, 0.25})).sin();
+               });
   for (const char* partitioner : {"default", "min_cut"}) {
     ag::AotConfig cfg;
     cfg.partitioner = partitioner;
-    auto f = ag::aot_function([](const Tensor& a) { return (a * f64s({1.5, -2.0, 0.25})).sum(); }, cfg);
+    auto f = ag::aot_function(
+        [](const Tensor& a) {
+          return (a * f64s({1.5, -2.0, 0.25})).sum();
+        },
+        cfg);
     Tensor x = leaf({3}, 2);
     f(x).backward();
     EXPECT_TRUE(ag::testing::allclose(x.grad(), f64s({1.5, -2.0, 0.25}), 0, 0)) << partitioner;
@@ -64,13 +70,17 @@ TEST(TensorConstant, LiteralWrittenInPlaceAndReturned) {
 }
 
 TEST(TensorConstant, OtherDtypesAndScalars) {
-  run_scenario([] { return TensorList{leaf({4, 2}, 4)}; },
-               [](const TensorList& a) {
-                 Tensor rows = ag::index_select(a[0], 0, ag::from_vector(std::vector<int64_t>{3, 0, 3}, {3}));
-                 Tensor mask = ag::from_vector(std::vector<bool>{true, false}, {2});
-                 Tensor scale = ag::scalar_tensor(0.5, DType::f64);
-                 return ag::masked_fill(rows, mask, 0.0) * scale;
-               });
+  run_scenario(
+      [] {
+        return TensorList{leaf({4, 2}, 4)};
+      },
+      [](const TensorList& a) {
+        Tensor rows =
+            ag::index_select(a[0], 0, ag::from_vector(std::vector<int64_t>{3, 0, 3}, {3}));
+        Tensor mask = ag::from_vector(std::vector<bool>{true, false}, {2});
+        Tensor scale = ag::scalar_tensor(0.5, DType::f64);
+        return ag::masked_fill(rows, mask, 0.0) * scale;
+      });
 }
 
 TEST(TensorConstant, LiteralThatRequiresGrad) {
@@ -93,7 +103,8 @@ TEST(TensorConstant, CapturedTensorIsRefused) {
 TEST(TensorConstant, TooLargeALiteralIsRefused) {
   expect_unsupported([] { return TensorList{leaf({3}, 8)}; },
                      [](const TensorList& a) {
-                       return a[0].sum() + ag::from_vector(std::vector<double>(70000, 1.0), {70000}).sum();
+                       return a[0].sum() +
+                              ag::from_vector(std::vector<double>(70000, 1.0), {70000}).sum();
                      },
                      "up to 65536 elements");
 }
@@ -103,13 +114,20 @@ Tensor special_literal(int which) {
   const double inf = std::numeric_limits<double>::infinity();
   const double nan = std::numeric_limits<double>::quiet_NaN();
   switch (which) {
-    case 0: return ag::from_vector(std::vector<double>{0.1, -0.0, 1e-300, 1e300, inf, -inf, nan}, {7});
-    case 1: return ag::from_vector(std::vector<float>{0.1f, 3.4e38f, -1.5e-45f}, {3});
-    case 2: return ag::from_vector(std::vector<int64_t>{std::numeric_limits<int64_t>::min(), 0, 42}, {3});
-    case 3: return ag::from_vector(std::vector<bool>{true, false}, {1, 2});
-    case 4: return ag::from_vector(std::vector<float>{0.1f, 65504.f}, {2}).to(DType::f16);
-    case 5: return ag::from_vector(std::vector<float>{0.1f, -3.0f}, {2}).to(DType::bf16);
-    default: return ag::from_vector(std::vector<double>{}, {0, 3});
+    case 0:
+      return ag::from_vector(std::vector<double>{0.1, -0.0, 1e-300, 1e300, inf, -inf, nan}, {7});
+    case 1:
+      return ag::from_vector(std::vector<float>{0.1f, 3.4e38f, -1.5e-45f}, {3});
+    case 2:
+      return ag::from_vector(std::vector<int64_t>{std::numeric_limits<int64_t>::min(), 0, 42}, {3});
+    case 3:
+      return ag::from_vector(std::vector<bool>{true, false}, {1, 2});
+    case 4:
+      return ag::from_vector(std::vector<float>{0.1f, 65504.f}, {2}).to(DType::f16);
+    case 5:
+      return ag::from_vector(std::vector<float>{0.1f, -3.0f}, {2}).to(DType::bf16);
+    default:
+      return ag::from_vector(std::vector<double>{}, {0, 3});
   }
 }
 
@@ -148,8 +166,7 @@ TEST(TensorConstant, BadValuesAreReportedByTheVerifier) {
   };
   const char* needles[] = {"element 1 of 'values' is not a f32 number (it reads 'x')",
                            "'values' holds 2 elements, but its size asks for 3",
-                           "element 0 of 'values' is not a i64 number",
-                           "exceeds 65536 elements"};
+                           "element 0 of 'values' is not a i64 number", "exceeds 65536 elements"};
   for (size_t i = 0; i < std::size(texts); ++i) {
     try {
       ag::GraphProgram::parse(texts[i]);

@@ -39,7 +39,9 @@ std::string error_of(F&& f) {
   return "";
 }
 
-Tensor nonleaf(const ag::IntList& sizes, uint64_t seed = 1) { return test_input(sizes, -1, 1, seed) * 2.0; }
+Tensor nonleaf(const ag::IntList& sizes, uint64_t seed = 1) {
+  return test_input(sizes, -1, 1, seed) * 2.0;
+}
 
 }  // namespace
 
@@ -51,7 +53,9 @@ TEST(MultiOutputViewEager, InPlaceOnAPieceRaisesPyTorchsError) {
             "Output 1 of UnbindBackward0 is a view and is being modified inplace." + kMultiSuffix);
   EXPECT_EQ(error_of([&] { ag::split(y, 2, 1)[1].add_(3.0); }),
             "Output 1 of SplitBackward0 is a view and is being modified inplace." + kMultiSuffix);
-  EXPECT_EQ(error_of([&] { ag::split_with_sizes(y, {1, 3}, 1)[0].zero_(); }),
+  EXPECT_EQ(error_of([&] {
+              ag::split_with_sizes(y, {1, 3}, 1)[0].zero_();
+            }),
             "Output 0 of SplitWithSizesBackward0 is a view and is being modified inplace." +
                 kMultiSuffix);
   // chunk is its own row here (PyTorch decomposes it into split: SplitBackward0).
@@ -62,15 +66,19 @@ TEST(MultiOutputViewEager, InPlaceOnAPieceRaisesPyTorchsError) {
   EXPECT_EQ(error_of([&] { ag::unbind(x, 0)[2].copy_(ag::zeros({4}, ag::DType::f64)); }),
             "Output 2 of UnbindBackward0 is a view and is being modified inplace." + kMultiSuffix);
   // Metadata-only in-place ops count too.
-  EXPECT_EQ(error_of([&] { Tensor p = ag::unbind(y, 0)[0];
-    ag::unsqueeze_(p, 0); }),
+  EXPECT_EQ(error_of([&] {
+              Tensor p = ag::unbind(y, 0)[0];
+              ag::unsqueeze_(p, 0);
+            }),
             "Output 0 of UnbindBackward0 is a view and is being modified inplace." + kMultiSuffix);
   EXPECT_EQ(y.version(), 0u) << "nothing was written";
 }
 
 TEST(MultiOutputViewEager, ViewsOfAPieceInheritTheRule) {
   Tensor y = nonleaf({3, 4});
-  EXPECT_EQ(error_of([&] { ag::unbind(y, 0)[1].view({2, 2}).mul_(3.0); }),
+  EXPECT_EQ(error_of([&] {
+              ag::unbind(y, 0)[1].view({2, 2}).mul_(3.0);
+            }),
             "Output 0 of ViewBackward0 is a view and is being modified inplace." + kMultiSuffix);
   EXPECT_EQ(error_of([&] { ag::split(y, 2, 1)[0].t().mul_(2.0); }),
             "Output 0 of TBackward0 is a view and is being modified inplace." + kMultiSuffix);
@@ -97,13 +105,15 @@ TEST(MultiOutputViewEager, PieceWithoutHistoryWrittenWithAGradOperand) {
   Tensor w = test_input({4}, -1, 1, 4);
   EXPECT_EQ(error_of([&] { ag::unbind(x, 0)[0].mul_(w); }),
             "A view was created in no_grad mode and is being modified inplace with grad mode "
-            "enabled." + kMultiSuffix);
+            "enabled." +
+                kMultiSuffix);
 }
 
 TEST(MultiOutputViewEager, UsingAPieceAfterItsBaseWasWrittenRaises) {
   const std::string indirect =
       "Output 1 of UnbindBackward0 is a view and its base or another view of its base has been "
-      "modified inplace." + kMultiSuffix;
+      "modified inplace." +
+      kMultiSuffix;
   {
     Tensor y = nonleaf({3, 4});
     std::vector<Tensor> p = ag::unbind(y, 0);
@@ -186,7 +196,8 @@ TEST(NoGradViewEager, InPlaceWithGradModeRaises) {
   }
   EXPECT_EQ(error_of([&] { v.mul_(2.0); }),
             "A view was created in no_grad mode and is being modified inplace with grad mode "
-            "enabled." + kNoGradSuffix);
+            "enabled." +
+                kNoGradSuffix);
   // The base is written (with or without grad): using the view with grad mode raises.
   {
     ag::NoGradGuard no_grad;
@@ -195,7 +206,8 @@ TEST(NoGradViewEager, InPlaceWithGradModeRaises) {
   }
   EXPECT_EQ(error_of([&] { (v * 1.0).sum(); }),
             "A view was created in no_grad mode and its base or another view of its base has been "
-            "modified inplace with grad mode enabled." + kNoGradSuffix);
+            "modified inplace with grad mode enabled." +
+                kNoGradSuffix);
   // A base that needs no grad: nothing is tracked.
   Tensor plain = test_input({3}, -1, 1, 5, false);
   Tensor pv;
@@ -219,7 +231,8 @@ TEST(NoGradViewEager, ViewWithHistoryOfANoGradViewNamesItsNode) {
   EXPECT_TRUE(q.requires_grad());
   EXPECT_EQ(error_of([&] { q.mul_(2.0); }),
             "Output 0 of ViewBackward0 is a view of a view which was created in no_grad mode and "
-            "is being modified inplace with grad mode enabled." + kNoGradSuffix);
+            "is being modified inplace with grad mode enabled." +
+                kNoGradSuffix);
 }
 
 // ---- requires_grad_ and the engine ----
