@@ -189,18 +189,19 @@ std::vector<Tensor> run_specialization(const std::shared_ptr<const Specializatio
     else if (info.type == OutputType::is_input) result[o] = inputs[info.base];
     if (info.requires_grad_set_inside && info.graph_output >= 0) result[o].requires_grad_();
   }
+  trace::PieceCache pieces;
   for (size_t o = 0; o < m.output_info.size(); ++o) {
     const OutputAliasInfo& info = m.output_info[o];
     switch (info.type) {
       case OutputType::alias_of_input:
-        result[o] = trace::replay_view(graph_inputs[info.base], info.view_chain);
+        result[o] = trace::replay_view(graph_inputs[info.base], info.view_chain, pieces);
         break;
       case OutputType::alias_of_intermediate:
       case OutputType::alias_of_intermediate_save_as_output:
-        result[o] = trace::replay_view(outs[first_base + info.base], info.view_chain);
+        result[o] = trace::replay_view(outs[first_base + info.base], info.view_chain, pieces);
         break;
       case OutputType::alias_of_intermediate_base_is_user_output:
-        result[o] = trace::replay_view(result[info.base], info.view_chain);
+        result[o] = trace::replay_view(result[info.base], info.view_chain, pieces);
         break;
       default:
         break;

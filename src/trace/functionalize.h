@@ -30,15 +30,33 @@ struct ViewStep {
   const ops::OpDef* piece_of = nullptr;
   ops::OpArgs piece_args;
   size_t piece = 0;
+  size_t piece_group = 0;  // the traced node that made the pieces: equal for pieces of one call
   // Set on the last step of a returned alias when the function wrote its storage after making a
   // view that may not be written (view_creation.h): the replayed view is marked written too, so
   // autograd refuses its history as eager's would be refused.
   bool written_after = false;
 };
 
+// The pieces of split / chunk / unbind calls replay_view made during one run: returning n pieces
+// of one call runs the op once, as eager did (one node for all of them, not n ops of n pieces).
+class PieceCache {
+ public:
+  const std::vector<Tensor>* find(const Tensor& base, const ViewStep& step) const;
+  const std::vector<Tensor>& add(const Tensor& base, const ViewStep& step, std::vector<Tensor> pieces);
+
+ private:
+  struct Entry {
+    std::shared_ptr<TensorImpl> base;
+    size_t group;
+    bool grad_mode;
+    std::vector<Tensor> pieces;
+  };
+  std::vector<Entry> entries_;
+};
+
 // Replays `chain` on `base` with the eager interpreter, each step under its grad mode: the
 // alias a traced function returned, regenerated at run time, with eager's view metadata.
-Tensor replay_view(Tensor base, const std::vector<ViewStep>& chain);
+Tensor replay_view(Tensor base, const std::vector<ViewStep>& chain, PieceCache& pieces);
 
 struct StorageState {
   std::shared_ptr<Storage> storage;  // identity of the fake storage; kept alive while tracing

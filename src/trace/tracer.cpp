@@ -358,7 +358,11 @@ std::vector<Tensor> Tracer::record(const ops::OpDef& op, ops::OpArgs& args, bool
       if (track && base.impl()->trace.alias != UINT32_MAX) {
         ViewStep step{&op, args, autograd::grad_mode_enabled()};
         step.args[op.view_of_arg()] = Tensor();
-        track_view(out, base, multi_output_view ? piece_step(op, args, i, metas) : std::move(step));
+        if (multi_output_view) {
+          step = piece_step(op, args, i, metas);
+          step.piece_group = graph_.nodes().size() - 1;
+        }
+        track_view(out, base, std::move(step));
         tensors_.back().history = {r, autograd::pytorch_node_name(op.name),
                                    static_cast<uint32_t>(i)};
       }
