@@ -253,17 +253,21 @@ OpArgs tensor_constant_args(const Tensor& t) {
     constant_fail("a tensor of " + std::to_string(t.numel()) + " elements is too large to " +
                   "write into the graph (at most " + std::to_string(kMaxConstantElements) + ")");
   std::string values;
-  auto sep = [&] {
+  auto element = [&](auto v) {
     if (!values.empty()) values += ", ";
+    if constexpr (std::is_same_v<decltype(v), bool>)
+      values += v ? "true" : "false";
+    else
+      append_number(values, v);
   };
   if (t.dtype() == DType::i64) {
-    for (int64_t v : t.to_vector<int64_t>()) sep(), append_number(values, v);
+    for (int64_t v : t.to_vector<int64_t>()) element(v);
   } else if (t.dtype() == DType::b8) {
-    for (bool v : t.to_vector<bool>()) sep(), values += v ? "true" : "false";
+    for (bool v : t.to_vector<bool>()) element(v);
   } else if (t.dtype() == DType::f64) {
-    for (double v : t.to_vector<double>()) sep(), append_number(values, v);
+    for (double v : t.to_vector<double>()) element(v);
   } else {  // f32, f16, bf16: every value is a float exactly
-    for (double v : t.to_vector<double>()) sep(), append_number(values, static_cast<float>(v));
+    for (double v : t.to_vector<double>()) element(static_cast<float>(v));
   }
   return {values, t.sizes(), t.dtype()};
 }

@@ -176,6 +176,57 @@ void Tracer::check_inner_grad_node(size_t node) const {
           "saved. Clone it before modifying it.");
 }
 
+namespace {
+
+// Values computed from one of `from` (those included): only their producers lie on a path from
+// one of them, and only those nodes run, as in eager's engine.
+std::vector<bool> values_from(const graph::Graph& g, const std::vector<graph::ValueId>& from) {
+  std::vector<bool> reached(g.values().size(), false);
+  for (graph::ValueId v : from) reached[v.index] = true;
+  for (const graph::Node& n : g.nodes()) {
+    bool any = false;
+    for (const graph::NodeArg& a : n.args)
+      for (graph::ValueId v : graph::arg_values(a)) any = any || reached[v.index];
+    if (any)
+      for (graph::ValueId o : n.outputs) reached[o.index] = true;
+  }
+  return reached;
+}
+
+// Node `n`'s arguments as fakes for its VJP, and which of its tensor inputs need a gradient.
+struct VjpArgs {
+  ops::OpArgs args;
+  std::vector<bool> needs;
+  bool any_needed = false;
+};
+VjpArgs vjp_args(Tracer& tracer, const graph::Node& n, const std::vector<bool>& from_input) {
+  VjpArgs r;
+  auto fake = [&](graph::ValueId v) {
+    bool need = tracer.requires_grad(v) && from_input[v.index];
+    r.needs.push_back(need);
+    r.any_needed = r.any_needed || need;
+    return tracer.bind(v, tracer.requires_grad(v));
+  };
+  for (const graph::NodeArg& a : n.args)
+    std::visit(
+        [&](const auto& x) {
+          using T = std::decay_t<decltype(x)>;
+          if constexpr (std::is_same_v<T, graph::ValueId>) {
+            r.args.emplace_back(fake(x));
+          } else if constexpr (std::is_same_v<T, graph::ValueList>) {
+            ops::TensorList list;
+            for (graph::ValueId e : x) list.push_back(fake(e));
+            r.args.emplace_back(std::move(list));
+          } else {
+            r.args.emplace_back(x);
+          }
+        },
+        a);
+  return r;
+}
+
+}  // namespace
+
 std::vector<Tensor> Tracer::grad(const std::vector<Tensor>& outputs,
                                  const std::vector<Tensor>& inputs,
                                  const std::vector<Tensor>& grad_outputs, bool retain_graph,
@@ -183,98 +234,48 @@ std::vector<Tensor> Tracer::grad(const std::vector<Tensor>& outputs,
   if (!grad_outputs.empty() && grad_outputs.size() != outputs.size())
     throw std::invalid_argument("backward: got " + std::to_string(grad_outputs.size()) +
                                 " gradients for " + std::to_string(outputs.size()) + " outputs");
-  std::vector<graph::ValueId> out_values, in_values;
+  NoGradGuard no_grad;  // VJP rules run without recording, as in the eager engine
+  std::vector<std::pair<graph::ValueId, Tensor>> seeds;
   for (size_t i = 0; i < outputs.size(); ++i) {
-    out_values.push_back(value_of(outputs[i], "grad() output " + std::to_string(i)));
-    if (!requires_grad(out_values.back()))
-      throw std::invalid_argument("element " + std::to_string(i) +
-                                  " of tensors does not require grad and does not have a grad_fn");
+    Tensor g = output_gradient(outputs[i], grad_outputs.empty() ? Tensor() : grad_outputs[i], i);
+    seeds.emplace_back(value_of(outputs[i], "grad() output " + std::to_string(i)), g);
   }
+  std::vector<graph::ValueId> in_values;
   for (size_t i = 0; i < inputs.size(); ++i) {
     in_values.push_back(value_of(inputs[i], "grad() input " + std::to_string(i)));
     if (!requires_grad(in_values.back()))
       throw std::invalid_argument("grad: input " + std::to_string(i) + " does not require grad");
   }
   const size_t num_nodes = graph_.nodes().size();
-  const size_t num_values = graph_.values().size();
-  // Values computed from a requested input: only their producers lie on a path to one.
-  std::vector<bool> from_input(num_values, false);
-  for (graph::ValueId v : in_values) from_input[v.index] = true;
-  for (size_t ni = 0; ni < num_nodes; ++ni) {
-    bool any = false;
-    for (const graph::NodeArg& a : graph_.nodes()[ni].args)
-      for (graph::ValueId v : graph::arg_values(a)) any = any || from_input[v.index];
-    if (any)
-      for (graph::ValueId o : graph_.nodes()[ni].outputs) from_input[o.index] = true;
-  }
-
-  NoGradGuard no_grad;  // VJP rules run without recording, as in the eager engine
-  std::vector<Tensor> grads(num_values);
+  const std::vector<bool> from_input = values_from(graph_, in_values);
+  std::vector<Tensor> grads(graph_.values().size());
   auto accumulate = [&](graph::ValueId v, const Tensor& g) {
-    if (!g.defined()) return;
-    grads[v.index] = grads[v.index].defined() ? add(grads[v.index], g) : g;
+    if (g.defined()) grads[v.index] = grads[v.index].defined() ? add(grads[v.index], g) : g;
   };
-  for (size_t i = 0; i < outputs.size(); ++i) {
-    const ops::TensorMeta& m = graph_.value(out_values[i]).meta;
-    Tensor g = grad_outputs.empty() ? Tensor() : grad_outputs[i];
-    if (g.defined() && !traced_here(g) && !g.is_fake()) g = lift(g);
-    if (!g.defined()) {
-      if (numel_of(m.sizes) != 1)
-        throw std::invalid_argument(
-            "grad can be implicitly created only for scalar outputs; output " + std::to_string(i) +
-            " has shape " + shape_to_string(m.sizes) + ": pass a gradient");
-      g = ones(m.sizes, m.dtype);
-    } else if (g.sizes() != m.sizes) {
-      throw std::invalid_argument("backward: gradient " + std::to_string(i) + " has shape " +
-                                  shape_to_string(g.sizes()) + " but the output has shape " +
-                                  shape_to_string(m.sizes));
-    }
-    accumulate(out_values[i], g);
-  }
+  for (const auto& [v, g] : seeds) accumulate(v, g);
   for (size_t ni = num_nodes; ni-- > 0;) {
     const graph::Node n = graph_.nodes()[ni];  // a copy: the VJP's ops append nodes
     if (!n.op->vjp || n.outputs.empty() || !from_input[n.outputs[0].index]) continue;
     bool any_grad = false;
     for (graph::ValueId o : n.outputs) any_grad = any_grad || grads[o.index].defined();
     if (!any_grad) continue;
-    ops::OpArgs args;
-    std::vector<bool> needs;
-    auto fake = [&](graph::ValueId v) {
-      needs.push_back(requires_grad(v) && from_input[v.index]);
-      return bind(v, requires_grad(v));
-    };
-    for (const graph::NodeArg& a : n.args)
-      std::visit(
-          [&](const auto& x) {
-            using T = std::decay_t<decltype(x)>;
-            if constexpr (std::is_same_v<T, graph::ValueId>) {
-              args.emplace_back(fake(x));
-            } else if constexpr (std::is_same_v<T, graph::ValueList>) {
-              ops::TensorList list;
-              for (graph::ValueId e : x) list.push_back(fake(e));
-              args.emplace_back(std::move(list));
-            } else {
-              args.emplace_back(x);
-            }
-          },
-          a);
-    if (std::find(needs.begin(), needs.end(), true) == needs.end()) continue;
+    VjpArgs a = vjp_args(*this, n, from_input);
+    if (!a.any_needed) continue;
     check_inner_grad_node(ni);
     std::vector<Tensor> outs, out_grads;
     for (graph::ValueId o : n.outputs) {
       outs.push_back(bind(o, requires_grad(o)));
       const ops::TensorMeta& m = graph_.value(o).meta;
       // As the eager engine: a multi-output op gets zeros for outputs without a gradient.
-      out_grads.push_back(grads[o.index].defined() || n.outputs.size() == 1
-                              ? grads[o.index]
-                              : zeros(m.sizes, m.dtype));
+      bool zero = !grads[o.index].defined() && n.outputs.size() > 1;
+      out_grads.push_back(zero ? zeros(m.sizes, m.dtype) : grads[o.index]);
     }
-    ops::VjpContext ctx{*n.op, args, outs, out_grads, needs};
-    std::vector<Tensor> in_grads = n.op->vjp(ctx);
+    std::vector<Tensor> in_grads =
+        n.op->vjp(ops::VjpContext{*n.op, a.args, outs, out_grads, a.needs});
     size_t k = 0;
-    for (const graph::NodeArg& a : n.args)
-      for (graph::ValueId v : graph::arg_values(a)) {
-        if (k < in_grads.size() && needs[k]) accumulate(v, in_grads[k]);
+    for (const graph::NodeArg& arg : n.args)
+      for (graph::ValueId v : graph::arg_values(arg)) {
+        if (k < in_grads.size() && a.needs[k]) accumulate(v, in_grads[k]);
         ++k;
       }
     if (!retain_graph && saves_data(*n.op)) {
@@ -291,6 +292,28 @@ std::vector<Tensor> Tracer::grad(const std::vector<Tensor>& outputs,
                                   "allow_unused=true to get an undefined gradient)");
   }
   return result;
+}
+
+// The gradient grad() starts from at output `i`: `given`, or ones for a one-element output.
+Tensor Tracer::output_gradient(const Tensor& output, const Tensor& given, size_t i) {
+  graph::ValueId v = value_of(output, "grad() output " + std::to_string(i));
+  if (!requires_grad(v))
+    throw std::invalid_argument("element " + std::to_string(i) +
+                                " of tensors does not require grad and does not have a grad_fn");
+  const ops::TensorMeta& m = graph_.value(v).meta;
+  if (!given.defined()) {
+    if (numel_of(m.sizes) != 1)
+      throw std::invalid_argument(
+          "grad can be implicitly created only for scalar outputs; output " + std::to_string(i) +
+          " has shape " + shape_to_string(m.sizes) + ": pass a gradient");
+    return ones(m.sizes, m.dtype);
+  }
+  if (given.sizes() != m.sizes)
+    throw std::invalid_argument("backward: gradient " + std::to_string(i) + " has shape " +
+                                shape_to_string(given.sizes()) + " but the output has shape " +
+                                shape_to_string(m.sizes));
+  graph::ValueId g = value_of(given, "grad() gradient " + std::to_string(i));  // lifts a literal
+  return bind(g, requires_grad(g));
 }
 
 }  // namespace aotgrad::trace

@@ -146,6 +146,7 @@ class Tracer final : public ops::Interpreter, public autograd::TracedAutograd {
   void make_interior_leaf(const Tensor& t);
   bool is_eager_leaf(graph::ValueId v, const TensorState* ts) const;
   void check_inner_grad_node(size_t node) const;
+  Tensor output_gradient(const Tensor& output, const Tensor& given, size_t i);
 
   graph::Graph& graph_;
   std::vector<double> node_budgets_;  // by node index; may stop short of the last nodes
