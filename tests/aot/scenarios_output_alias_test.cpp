@@ -446,9 +446,7 @@ TEST(ScenarioOutputAlias, PieceOfUnbindOfIntermediateMutated) {
           rows[2].add_(1.0);
         }
         return TensorList{y.sum(), rows[0]};
-      },
-      // rows[0] is a piece of unbind whose base was written: eager refuses to mutate it again.
-      {.mutate_outputs_after = false});
+      });
 }
 
 TEST(ScenarioOutputAlias, SplitWithSizesPiecesUsedAndOneReturned) {
