@@ -146,6 +146,14 @@ TEST(InnerGrad, ErrorsLikeEager) {
                              return grad({(a[0] * 2.0).sum()}, {z});
                            },
                            "was not used");
+  // No double backward (there is no create_graph): an inner gradient needs no grad, so
+  // differentiating it again fails as eagerly.
+  expect_raises_like_eager([] { return TensorList{leaf({3}, 16)}; },
+                           [](const TensorList& a) {
+                             Tensor g = grad({a[0].sin().sum()}, {a[0]})[0];
+                             return grad({g.sum()}, {a[0]});
+                           },
+                           "element 0 of tensors does not require grad");
   // A saved value written in place before the inner grad: eager's version check.
   expect_raises_like_eager([] { return TensorList{leaf({3}, 14)}; },
                            [](const TensorList& a) {
