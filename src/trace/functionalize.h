@@ -42,7 +42,8 @@ struct ViewStep {
 class PieceCache {
  public:
   const std::vector<Tensor>* find(const Tensor& base, const ViewStep& step) const;
-  const std::vector<Tensor>& add(const Tensor& base, const ViewStep& step, std::vector<Tensor> pieces);
+  const std::vector<Tensor>& add(const Tensor& base, const ViewStep& step,
+                                 std::vector<Tensor> pieces);
 
  private:
   struct Entry {
