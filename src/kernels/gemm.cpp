@@ -20,6 +20,7 @@
 #include "kernels/copy.h"
 #include "kernels/onednn.h"
 #include "kernels/parallel.h"
+#include "tensor/checked_math.h"
 #include "tensor/dtype_dispatch.h"
 #include "tensor/iter.h"
 
@@ -226,7 +227,8 @@ void loop_into(const Operand& a, const Operand& b, int64_t batch, const Tensor& 
 // paths do not take. Null when the loop nest must run instead. May replace a / b (and their
 // Operand) by contiguous copies, which the caller keeps alive.
 const Primitive* choose_onednn(Tensor& a, Tensor& b, Operand& oa, Operand& ob, int64_t batch) {
-  if (a.dtype() != DType::f32) return nullptr;
+  if (a.dtype() != DType::f32 || !fits_onednn_int({batch, oa.rows, oa.cols, ob.cols}))
+    return nullptr;
   if (!make_plain(oa)) {
     a = contiguous_copy(a, DType::f32);
     oa = as_operand(a);
@@ -279,7 +281,7 @@ Tensor run_gemm(Tensor a, Tensor b, const IntList& out_sizes) {
     fill(out, 0);
     return out;
   }
-  SmallProductScope threads(batch * oa.rows * oa.cols * ob.cols);
+  SmallProductScope threads(saturating_product({batch, oa.rows, oa.cols, ob.cols}));
   if (const Primitive* p = choose_onednn(a, b, oa, ob, batch)) {
     onednn_run(*p, oa, ob, out);
     return out;
