@@ -164,20 +164,24 @@ void gemm_loop(const Operand& a, const Operand& b, int64_t batch, T* c) {
   const int64_t M = a.rows, K = a.cols, N = b.cols;
   const T* ad = reinterpret_cast<const T*>(a.data);
   const T* bd = reinterpret_cast<const T*>(b.data);
-  std::vector<T> packed(static_cast<size_t>(b.batch * K * N));
+  // A tensor, not a std::vector: b may be an expanded view far larger than memory, and the
+  // allocator's out-of-memory error names the op and the bytes.
+  const Tensor packed_buffer = make_tensor({b.batch * K * N}, dtype_of<T>());
+  T* packed = packed_buffer.data_ptr<T>();
 #pragma omp parallel for collapse(2) if (b.batch * K * N > kParallelWork)
   for (int64_t bi = 0; bi < b.batch; ++bi)
     for (int64_t k = 0; k < K; ++k) {
-      T* dst = packed.data() + (bi * K + k) * N;
+      T* dst = packed + (bi * K + k) * N;
       const T* src = bd + bi * b.sb + k * b.sr;
       for (int64_t n = 0; n < N; ++n) dst[n] = src[n * b.sc];
     }
   const int64_t row_blocks = (M + kRows - 1) / kRows;
-#pragma omp parallel for collapse(2) schedule(static) if (batch * M * N * K > kParallelWork)
+#pragma omp parallel for collapse(2) \
+    schedule(static) if (saturating_product({batch, M, N, K}) > kParallelWork)
   for (int64_t bi = 0; bi < batch; ++bi) {
     for (int64_t rb = 0; rb < row_blocks; ++rb) {
       const T* ab = ad + (a.batch == 1 ? 0 : bi * a.sb);
-      const T* bp = packed.data() + (b.batch == 1 ? 0 : bi * K * N);
+      const T* bp = packed + (b.batch == 1 ? 0 : bi * K * N);
       T* cb = c + bi * M * N;
       const int64_t i0 = rb * kRows, i1 = std::min(M, i0 + kRows);
       for (int64_t n0 = 0; n0 < N; n0 += kCols) {

@@ -269,11 +269,23 @@ T* Tensor::data_ptr() const {
   return reinterpret_cast<T*>(i.data_bytes());
 }
 
+namespace {
+
+// The first `count` elements of `i` in logical order, converted to T. An expanded view can hold
+// more elements than memory: the copy then fails with an OutOfMemoryError naming the tensor.
 template <typename T>
-std::vector<T> Tensor::to_vector() const {
-  const TensorImpl& i = need(impl_);
-  if (is_fake()) throw std::logic_error("to_vector on a fake tensor (tracing runs no kernels)");
-  std::vector<T> out(static_cast<size_t>(i.numel()));
+std::vector<T> first_values(const TensorImpl& i, int64_t count) {
+  std::vector<T> out;
+  try {
+    out.resize(static_cast<size_t>(count));
+  } catch (const std::exception&) {  // std::bad_alloc, or std::length_error past max_size()
+    const size_t bytes = saturating_mul(static_cast<size_t>(count), sizeof(T));
+    throw OutOfMemoryError(
+        out_of_memory_message(op_label("to_vector"), bytes,
+                              " to copy the values of a " + std::string(dtype_name(i.dtype)) +
+                                  shape_to_string(i.sizes) + " tensor"),
+        bytes);
+  }
   visit_dtype(i.dtype, [&](auto tag) {
     using S = typename decltype(tag)::type;
     const S* src = reinterpret_cast<const S*>(i.data_bytes());
@@ -281,6 +293,15 @@ std::vector<T> Tensor::to_vector() const {
     for (size_t k = 0; k < out.size(); ++k, it.next()) out[k] = convert<T>(src[it[0]]);
   });
   return out;
+}
+
+}  // namespace
+
+template <typename T>
+std::vector<T> Tensor::to_vector() const {
+  const TensorImpl& i = need(impl_);
+  if (is_fake()) throw std::logic_error("to_vector on a fake tensor (tracing runs no kernels)");
+  return first_values<T>(i, i.numel());
 }
 
 template <typename T>
@@ -360,12 +381,14 @@ std::ostream& operator<<(std::ostream& os, const Tensor& t) {
   if (t.is_fake()) {
     os << "<fake>";
   } else {
-    std::vector<double> v = t.to_vector<double>();
+    // Nested brackets, one level per dim; at most 64 values read and printed (an expanded view
+    // may stand for more values than memory holds).
+    const int64_t total = t.numel();
+    std::vector<double> v = first_values<double>(*t.impl(), std::min<int64_t>(total, 64));
     const IntList& sizes = t.sizes();
-    // Nested brackets, one level per dim; at most 64 values printed.
     std::ostringstream body;
     body << std::setprecision(6);
-    size_t shown = std::min<size_t>(v.size(), 64);
+    size_t shown = v.size();
     IntList idx(sizes.size(), 0);
     for (size_t k = 0; k < shown; ++k) {
       size_t opens = 0;
@@ -382,8 +405,8 @@ std::ostream& operator<<(std::ostream& os, const Tensor& t) {
       for (size_t c = 0; c < closes; ++c) body << "]";
       if (k + 1 < shown) body << ", ";
     }
-    if (shown < v.size()) body << ", ...";
-    if (v.empty()) body << "[]";
+    if (static_cast<int64_t>(shown) < total) body << ", ...";
+    if (total == 0) body << "[]";
     os << body.str();
   }
   os << ", shape=" << shape_to_string(t.sizes()) << ", dtype=" << dtype_name(t.dtype());

@@ -304,6 +304,21 @@ TEST(OutOfMemory, SystemRefusalNamesOpBytesAndShape) {
   EXPECT_EQ(memory_stats().bytes_in_use, before.bytes_in_use);
 }
 
+TEST(OutOfMemory, CopyingOutAHugeExpandedViewNamesTheTensor) {
+  // On main to_vector made a std::vector of 2^62 floats: std::length_error escaped, naming
+  // nothing, and printing the tensor did the same.
+  Tensor wide = ones({1}).expand({int64_t{1} << 31, int64_t{1} << 31});
+  std::string err = error_of<OutOfMemoryError>([&] { wide.to_vector<float>(); });
+  EXPECT_TRUE(contains(err,
+                       "out of memory: to_vector asked for 18446744073709551615 bytes (16.0 "
+                       "EiB) to copy the values of a f32[2147483648, 2147483648] tensor"))
+      << err;
+  // Printing reads only the 64 values it shows.
+  std::string printed = wide.to_string();
+  EXPECT_TRUE(contains(printed, "[[1, 1, 1,")) << printed;
+  EXPECT_TRUE(contains(printed, ", ..., shape=[2147483648, 2147483648], dtype=f32)")) << printed;
+}
+
 TEST(OutOfMemory, DescribeBytes) {
   EXPECT_EQ(describe_bytes(12), "12 bytes");
   EXPECT_EQ(describe_bytes(1536), "1536 bytes (1.5 KiB)");
