@@ -7,9 +7,12 @@
 #include <cstdint>
 #include <limits>
 #include <string>
+#include <vector>
 
 #include "partition/cost_model.h"
+#include "partition/default_partition.h"
 #include "partition/partition.h"
+#include "partition/partition_testing.h"
 #include "testing/values.h"
 
 namespace aotgrad {
@@ -61,6 +64,36 @@ TEST(SavedBytesOverflow, ReportAndTotalsSaturateInsteadOfWrapping) {
                        "graph inputs)"))
       << report;
   EXPECT_FALSE(contains(report, " 0 B")) << report;
+}
+
+// loss = (x [1, 1] expanded to [2^31, 2^31]) @ w [2^31, 1], summed; only w requires grad, so
+// the backward needs the expanded view (w's gradient is its transpose times the output's) and no
+// huge result is materialized: the trace runs on fake tensors. On main the view counted 2^64 mod
+// 2^64 = 0 bytes and the default partitioner reported saving it as "0 B".
+TEST(SavedBytesOverflow, AHugeViewTheBackwardReadsIsNeverCountedAsFree) {
+  const int64_t big = int64_t{1} << 31;
+  Tensor w = make_tensor({big, 1}, DType::f32, /*fake=*/true);
+  w.requires_grad_();
+  testing::TracedJoint t = testing::trace_joint(
+      [big](const std::vector<Tensor>& in) {
+        return std::vector<Tensor>{mm(in[0].expand({big, big}), in[1]).sum()};
+      },
+      {ones({1, 1}), w});
+  // The default partitioner saves what the backward reads, the view included: its size is
+  // reported as saturated, not as 0 B.
+  partition::Partition p = partition::default_partition(t.joint.graph, t.info());
+  EXPECT_TRUE(contains(p.report(),
+                       "%expand: f32[2147483648, 2147483648]  more than "
+                       "18446744073709551614 B (saturated)"))
+      << p.report();
+  EXPECT_EQ(p.saved_bytes(), kSaturated);
+  // The min-cut partitioners recompute it from x, whose 4 bytes are cheaper.
+  for (double budget : {1.0, 0.0}) {
+    partition::Partition cut = testing::min_cut(t, budget);
+    for (const partition::SavedValue& s : cut.saved)
+      EXPECT_NE(s.meta.sizes, (IntList{big, big})) << cut.report();
+    EXPECT_LT(cut.saved_bytes(), size_t{1} << 40) << cut.report();
+  }
 }
 
 }  // namespace
