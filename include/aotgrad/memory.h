@@ -5,7 +5,13 @@
 // goes to a free list of its size class and the next allocation of that class reuses it, so a
 // steady-state training step neither returns memory to the OS nor faults fresh pages in again.
 // Setting the environment variable AOTGRAD_ALLOCATOR=system (read once, at the first allocation)
-// turns caching off: every block then comes from and goes back to the C library.
+// turns caching off: every block then comes from and goes back to the C library. Any other value
+// but `caching` (the default) prints one warning on stderr and keeps the caching allocator.
+//
+// An allocation the system refuses throws OutOfMemoryError, whose message names the op that asked,
+// the bytes and, for a tensor, its dtype and shape:
+//   out of memory: aten.mm.default asked for 68719476736 bytes (64.0 GiB) for an
+//   f32[131072, 131072] output; free memory or use smaller shapes
 //
 //   aotgrad::MemoryStats s = aotgrad::memory_stats();
 //   std::printf("%zu bytes in use, %zu cached\n", s.bytes_in_use, s.bytes_cached);
@@ -16,8 +22,23 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <stdexcept>
+#include <string>
 
 namespace aotgrad {
+
+// A tensor's memory could not be allocated (like PyTorch's torch.OutOfMemoryError, a runtime
+// error). The cache was emptied and the allocation retried once before this was thrown.
+class OutOfMemoryError : public std::runtime_error {
+ public:
+  OutOfMemoryError(const std::string& message, size_t bytes)
+      : std::runtime_error(message), bytes_(bytes) {}
+  // The bytes asked for.
+  size_t bytes() const { return bytes_; }
+
+ private:
+  size_t bytes_;
+};
 
 struct MemoryStats {
   // Bytes of the blocks held by live storages, counted at their size class (what the allocator

@@ -205,17 +205,40 @@ struct TensorImpl {
   char* data_bytes() const;
 };
 
-// Row-major strides for `sizes`.
-IntList contiguous_strides(const IntList& sizes);
+// Sizes, strides and byte sizes are int64 and never wrap: each function below throws
+// std::invalid_argument naming the op being run (or the function) and the shape instead of
+// returning a wrapped number, e.g. "aten.ones.default: shape [2147483648, 2147483648] has
+// 4611686018427387904 elements of 4 bytes: the byte size overflows int64; use a smaller shape".
+
+// The element count of `sizes`; throws when a size is negative or the count overflows.
 int64_t numel_of(const IntList& sizes);
+// Row-major strides for `sizes` (a size-0 or size-1 dim counts as 1); throws like numel_of, or
+// when a stride overflows.
+IntList contiguous_strides(const IntList& sizes);
+// Throws unless a contiguous `dtype` tensor of `sizes` can exist: sizes >= 0, and its strides,
+// element count and byte size fit int64.
+void check_shape(const IntList& sizes, DType dtype);
+// Throws unless a view (sizes, strides, storage offset, all in elements) of `dtype` elements can
+// be addressed: sizes >= 0, its element count fits int64, and every element offset it reaches,
+// and that offset in bytes, fits int64 (a view's storage may be tiny, as expand's is, while
+// its geometry spans far).
+void check_view_geometry(const IntList& sizes, const IntList& strides, int64_t offset, DType dtype);
 // Wraps a possibly negative dim into [0, ndim); throws naming `what` when out of range.
 int64_t wrap_dim(int64_t dim, int64_t ndim, const char* what = "dim");
 std::string shape_to_string(const IntList& sizes);
 
-// A fresh, contiguous, uninitialised tensor (real or fake storage).
+// A fresh, contiguous, uninitialised tensor (real or fake storage). Checks the shape
+// (check_shape); an allocation the system refuses throws OutOfMemoryError (aotgrad/memory.h)
+// naming the op, the bytes and the shape.
 Tensor make_tensor(const IntList& sizes, DType dtype, bool fake = false);
-// A tensor sharing `base`'s storage with new geometry; records `base` (or base's own base) as _base.
+// A tensor sharing `base`'s storage with new geometry; records `base` (or base's own base) as
+// _base. Checks the geometry (check_view_geometry), not that it stays inside the storage.
 Tensor make_view(const Tensor& base, const IntList& sizes, const IntList& strides, int64_t offset);
+
+// A fake tensor (no memory) with exactly this geometry, over a fake storage just large enough for
+// every element it reaches, so view metas that check bounds against the storage accept it.
+// Checks the geometry (check_view_geometry), so even an expanded view of 2^62 elements works.
+Tensor make_fake_strided(const IntList& sizes, const IntList& strides, int64_t offset, DType dtype);
 
 // ---- construction from and export to std::vector ----
 Tensor from_vector(const std::vector<float>& values, const IntList& sizes);

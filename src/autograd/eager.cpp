@@ -11,6 +11,7 @@
 #include "autograd/view_creation.h"
 #include "ops/inplace_view.h"
 #include "ops/op.h"
+#include "tensor/current_op.h"
 
 namespace aotgrad::ops {
 namespace {
@@ -20,6 +21,7 @@ thread_local std::vector<Interpreter*> t_stack;
 }  // namespace
 
 std::vector<Tensor> dispatch(const OpDef& op, OpArgs args) {
+  CurrentOpScope scope(op.name);  // errors from allocation and size checks name the op
   normalize(op, args);
   Interpreter& top = t_stack.empty() ? eager_interpreter() : *t_stack.back();
   return top.call(op, args);

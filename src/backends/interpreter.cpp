@@ -3,6 +3,8 @@
 #include <memory>
 #include <stdexcept>
 
+#include "tensor/current_op.h"
+
 namespace aotgrad::backends {
 namespace {
 
@@ -112,6 +114,7 @@ CompiledGraph compile_interpreter(const graph::Graph& g) {
     for (Program::Step& s : prog->steps) {
       for (auto [arg, v] : s.tensor_slots) s.args[arg] = slots[v];
       for (auto [arg, e, v] : s.list_slots) std::get<ops::TensorList>(s.args[arg])[e] = slots[v];
+      CurrentOpScope scope(s.op->name);  // errors from allocation and size checks name the op
       std::vector<Tensor> outs = s.op->kernel(s.args);
       if (s.written_arg >= 0) std::get<Tensor>(s.args[s.written_arg]).storage()->bump_version();
       for (size_t k = 0; k < s.outputs.size(); ++k) slots[s.outputs[k]] = std::move(outs[k]);

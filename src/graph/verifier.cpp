@@ -33,21 +33,9 @@ std::string node_label(const Graph& g, const Node& n, size_t k) {
 // A fake tensor with exactly the recorded geometry. Its storage covers the geometry so that view
 // metas that check bounds against the storage accept it.
 Tensor fake_tensor(const ops::TensorMeta& m) {
-  Tensor t = make_tensor(m.sizes, m.dtype, /*fake=*/true);
-  TensorImpl* impl = t.impl();
-  if (m.strides.size() == m.sizes.size()) impl->strides = m.strides;
-  impl->storage_offset = m.storage_offset;
-  int64_t last = m.storage_offset;
-  bool empty = false;
-  for (size_t d = 0; d < m.sizes.size(); ++d) {
-    if (m.sizes[d] == 0)
-      empty = true;
-    else if (impl->strides[d] > 0)
-      last += (m.sizes[d] - 1) * impl->strides[d];
-  }
-  size_t elements = empty ? static_cast<size_t>(m.storage_offset) : static_cast<size_t>(last + 1);
-  impl->storage = std::make_shared<Storage>(elements * itemsize(m.dtype), /*fake=*/true);
-  return t;
+  const IntList strides =
+      m.strides.size() == m.sizes.size() ? m.strides : contiguous_strides(m.sizes);
+  return make_fake_strided(m.sizes, strides, m.storage_offset, m.dtype);
 }
 
 // Sizes and strides must pair up, or the value prints as a type the parser rejects. (Empty
@@ -115,8 +103,12 @@ void check_meta(const Graph& g, const Node& n, const std::string& who) {
   std::unordered_map<uint32_t, Tensor> fakes;
   auto fake = [&](ValueId v) -> const Tensor& {
     auto it = fakes.find(v.index);
-    if (it == fakes.end()) it = fakes.emplace(v.index, fake_tensor(g.value(v).meta)).first;
-    return it->second;
+    if (it != fakes.end()) return it->second;
+    try {
+      return fakes.emplace(v.index, fake_tensor(g.value(v).meta)).first->second;
+    } catch (const std::invalid_argument& e) {  // a shape whose size overflows int64
+      fail(who, "input " + value_label(g, v) + ": " + e.what());
+    }
   };
   ops::OpArgs args;
   for (const NodeArg& a : n.args) {

@@ -17,6 +17,7 @@
 #include "kernels/copy.h"
 #include "kernels/onednn.h"
 #include "kernels/parallel.h"
+#include "tensor/checked_math.h"
 #include "tensor/dtype_dispatch.h"
 
 namespace aotgrad::kernels {
@@ -32,7 +33,7 @@ struct Geometry {
   Conv2dParams p;
 
   // Multiply-adds of one pass (forward, or either backward): the threading threshold's measure.
-  int64_t multiply_adds() const { return N * O * oH * oW * Cg * kH * kW; }
+  int64_t multiply_adds() const { return saturating_product({N, O, oH, oW, Cg, kH, kW}); }
 };
 
 Geometry geometry(const Tensor& input, const Tensor& weight, const Conv2dParams& p) {
@@ -348,7 +349,10 @@ dnnl::memory in_layout(const Blocked& b, const dnnl::memory& user, Tensor& scrat
 
 bool onednn_eligible(const Geometry& g) {
   // oneDNN rejects empty problems; the loop nests handle them (as no-ops or zero fills).
-  return g.N > 0 && g.C > 0 && g.O > 0 && g.oH > 0 && g.oW > 0;
+  return g.N > 0 && g.C > 0 && g.O > 0 && g.oH > 0 && g.oW > 0 &&
+         fits_onednn_int({g.N, g.C, g.H, g.W, g.O, g.kH, g.kW, g.oH, g.oW, g.p.stride[0],
+                          g.p.stride[1], g.p.padding[0], g.p.padding[1], g.p.dilation[0],
+                          g.p.dilation[1], g.G});
 }
 
 }  // namespace

@@ -41,7 +41,7 @@ void binary_walk(const Tensor& dst, const Tensor& src, F&& f) {
 #pragma omp parallel if (n > 32768)
       {
         int nt = omp_get_num_threads_safe(), tid = omp_get_thread_num_safe();
-        int64_t begin = n * tid / nt, end = n * (tid + 1) / nt;
+        int64_t begin = part_begin(n, tid, nt), end = part_begin(n, tid + 1, nt);
         if (begin < end) {
           NdCounter<2> it(sizes, {&dst_strides, &src_strides}, {0, 0});
           it.seek(begin);

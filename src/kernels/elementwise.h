@@ -174,7 +174,7 @@ void run(const Tensor& out, const std::array<Input, sizeof...(Ts)>& ins, const O
 #pragma omp parallel if (n > kParallelGrain)
   {
     const int nt = omp_get_num_threads_safe(), tid = omp_get_thread_num_safe();
-    const int64_t b0 = blocks * tid / nt, b1 = blocks * (tid + 1) / nt;
+    const int64_t b0 = part_begin(blocks, tid, nt), b1 = part_begin(blocks, tid + 1, nt);
     if (b0 < b1) {
       std::tuple<Feed<Ts>...> feeds;
       [&]<size_t... I>(std::index_sequence<I...>) {

@@ -20,6 +20,7 @@
 #include "kernels/copy.h"
 #include "kernels/onednn.h"
 #include "kernels/parallel.h"
+#include "tensor/checked_math.h"
 #include "tensor/dtype_dispatch.h"
 #include "tensor/iter.h"
 
@@ -163,20 +164,24 @@ void gemm_loop(const Operand& a, const Operand& b, int64_t batch, T* c) {
   const int64_t M = a.rows, K = a.cols, N = b.cols;
   const T* ad = reinterpret_cast<const T*>(a.data);
   const T* bd = reinterpret_cast<const T*>(b.data);
-  std::vector<T> packed(static_cast<size_t>(b.batch * K * N));
+  // A tensor, not a std::vector: b may be an expanded view far larger than memory, and the
+  // allocator's out-of-memory error names the op and the bytes.
+  const Tensor packed_buffer = make_tensor({b.batch * K * N}, dtype_of<T>());
+  T* packed = packed_buffer.data_ptr<T>();
 #pragma omp parallel for collapse(2) if (b.batch * K * N > kParallelWork)
   for (int64_t bi = 0; bi < b.batch; ++bi)
     for (int64_t k = 0; k < K; ++k) {
-      T* dst = packed.data() + (bi * K + k) * N;
+      T* dst = packed + (bi * K + k) * N;
       const T* src = bd + bi * b.sb + k * b.sr;
       for (int64_t n = 0; n < N; ++n) dst[n] = src[n * b.sc];
     }
   const int64_t row_blocks = (M + kRows - 1) / kRows;
-#pragma omp parallel for collapse(2) schedule(static) if (batch * M * N * K > kParallelWork)
+#pragma omp parallel for collapse(2) \
+    schedule(static) if (saturating_product({batch, M, N, K}) > kParallelWork)
   for (int64_t bi = 0; bi < batch; ++bi) {
     for (int64_t rb = 0; rb < row_blocks; ++rb) {
       const T* ab = ad + (a.batch == 1 ? 0 : bi * a.sb);
-      const T* bp = packed.data() + (b.batch == 1 ? 0 : bi * K * N);
+      const T* bp = packed + (b.batch == 1 ? 0 : bi * K * N);
       T* cb = c + bi * M * N;
       const int64_t i0 = rb * kRows, i1 = std::min(M, i0 + kRows);
       for (int64_t n0 = 0; n0 < N; n0 += kCols) {
@@ -226,7 +231,8 @@ void loop_into(const Operand& a, const Operand& b, int64_t batch, const Tensor& 
 // paths do not take. Null when the loop nest must run instead. May replace a / b (and their
 // Operand) by contiguous copies, which the caller keeps alive.
 const Primitive* choose_onednn(Tensor& a, Tensor& b, Operand& oa, Operand& ob, int64_t batch) {
-  if (a.dtype() != DType::f32) return nullptr;
+  if (a.dtype() != DType::f32 || !fits_onednn_int({batch, oa.rows, oa.cols, ob.cols}))
+    return nullptr;
   if (!make_plain(oa)) {
     a = contiguous_copy(a, DType::f32);
     oa = as_operand(a);
@@ -279,7 +285,7 @@ Tensor run_gemm(Tensor a, Tensor b, const IntList& out_sizes) {
     fill(out, 0);
     return out;
   }
-  SmallProductScope threads(batch * oa.rows * oa.cols * ob.cols);
+  SmallProductScope threads(saturating_product({batch, oa.rows, oa.cols, ob.cols}));
   if (const Primitive* p = choose_onednn(a, b, oa, ob, batch)) {
     onednn_run(*p, oa, ob, out);
     return out;

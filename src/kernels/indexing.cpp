@@ -51,7 +51,7 @@ inline void accumulate(T& d, C scale, T s) {
 // [lo, hi) of the elements thread `tid` of `nt` handles.
 inline std::pair<int64_t, int64_t> thread_range(int64_t n) {
   const int nt = omp_get_num_threads_safe(), tid = omp_get_thread_num_safe();
-  return {n * tid / nt, n * (tid + 1) / nt};
+  return {part_begin(n, tid, nt), part_begin(n, tid + 1, nt)};
 }
 
 // ---- index checks ----

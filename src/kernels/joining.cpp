@@ -57,7 +57,7 @@ void copy_rows(const Tensor& out, const Tensor& in, int64_t dim, int64_t offset)
 #pragma omp parallel if (in.numel() > kGrain)
     {
       const int nt = omp_get_num_threads_safe(), tid = omp_get_thread_num_safe();
-      const int64_t begin = rows * tid / nt, end = rows * (tid + 1) / nt;
+      const int64_t begin = part_begin(rows, tid, nt), end = part_begin(rows, tid + 1, nt);
       if (begin < end) {
         NdCounter<2> it(row_sizes, {&out_strides, &in_strides}, {base, 0});
         it.seek(begin);

@@ -109,7 +109,7 @@ void for_each_lane(const Lanes& l, F&& f) {
 #pragma omp parallel if (n > 1 && n * std::max <int64_t>(l.len, 1) > kParallelWork)
   {
     const int nt = omp_get_num_threads_safe(), tid = omp_get_thread_num_safe();
-    const int64_t begin = n * tid / nt, end = n * (tid + 1) / nt;
+    const int64_t begin = part_begin(n, tid, nt), end = part_begin(n, tid + 1, nt);
     if (begin < end) {
       NdCounter<2> it(l.kept_sizes, {&l.kept_strides, &l.out_strides}, {0, 0});
       it.seek(begin);

@@ -75,7 +75,7 @@ void for_each_slice(const Slices<N>& s, F&& f) {
 #pragma omp parallel if (count * s.len > kParallelWork)
   {
     int nt = omp_get_num_threads_safe(), tid = omp_get_thread_num_safe();
-    int64_t begin = count * tid / nt, end = count * (tid + 1) / nt;
+    int64_t begin = part_begin(count, tid, nt), end = part_begin(count, tid + 1, nt);
     if (begin < end) {
       std::array<const IntList*, N> strides;
       for (size_t k = 0; k < N; ++k) strides[k] = &s.strides[k];
@@ -410,7 +410,7 @@ Tensor mse_loss(const Tensor& a, const Tensor& b, int64_t reduction, DType dtype
 #pragma omp parallel num_threads(threads) if (threads > 1)
     {
       int nt = omp_get_num_threads_safe(), tid = omp_get_thread_num_safe();
-      int64_t begin = n * tid / nt, end = n * (tid + 1) / nt;
+      int64_t begin = part_begin(n, tid, nt), end = part_begin(n, tid + 1, nt);
       if (begin < end) {
         NdCounter<2> it(shape, {&sa, &sb}, {0, 0});
         it.seek(begin);
@@ -454,7 +454,7 @@ Tensor mse_loss_backward(const Tensor& grad, const Tensor& a, const Tensor& b, i
 #pragma omp parallel if (n > kParallelWork)
     {
       int nt = omp_get_num_threads_safe(), tid = omp_get_thread_num_safe();
-      int64_t begin = n * tid / nt, end = n * (tid + 1) / nt;
+      int64_t begin = part_begin(n, tid, nt), end = part_begin(n, tid + 1, nt);
       if (begin < end) {
         NdCounter<3> it(shape, {&sa, &sb, &sg}, {0, 0, 0});
         it.seek(begin);

@@ -132,7 +132,7 @@ void layer_norm_backward_rows(const T* g, const T* x, const T* mean, const T* rs
     partial.assign(kParams ? static_cast<size_t>(nt * 2 * n) : 0, T(0));
     T* pw = kParams ? partial.data() + static_cast<size_t>(tid * 2 * n) : nullptr;
     T* pb = kParams ? pw + n : nullptr;
-    const int64_t begin = m * tid / nt, end = m * (tid + 1) / nt;
+    const int64_t begin = part_begin(m, tid, nt), end = part_begin(m, tid + 1, nt);
     for (int64_t r = begin; r < end; ++r)
       layer_norm_backward_row<T, kWeight, kDx, kParams>(g + r * n, x + r * n, mean[r], rstd[r], w,
                                                         kDx ? dx + r * n : nullptr, pw, pb, n);

@@ -176,7 +176,7 @@ void reduce_full(const T* in, const Plan& p, Finish&& finish) {
   {
     int nt = omp_get_num_threads_safe(), tid = omp_get_thread_num_safe();
     Policy& acc = partial[static_cast<size_t>(tid)];
-    for_each_run(p, n * tid / nt, n * (tid + 1) / nt,
+    for_each_run(p, part_begin(n, tid, nt), part_begin(n, tid + 1, nt),
                  [&](int64_t off, int64_t s, int64_t len) { acc.run(in + off, s, len); });
   }
   Policy total;
@@ -190,7 +190,7 @@ void reduce_rows(const T* in, const Plan& p, Finish&& finish) {
 #pragma omp parallel if (n * p.n_red > kParallelWork)
   {
     int nt = omp_get_num_threads_safe(), tid = omp_get_thread_num_safe();
-    int64_t begin = n * tid / nt, end = n * (tid + 1) / nt;
+    int64_t begin = part_begin(n, tid, nt), end = part_begin(n, tid + 1, nt);
     if (begin < end) {
       NdCounter<1> it(p.kept_sizes, {&p.kept_strides}, {0});
       it.seek(begin);
@@ -212,7 +212,7 @@ void reduce_columns(const T* in, const Plan& p, int64_t ks, Finish&& finish) {
 #pragma omp parallel if (n * p.n_red > kParallelWork)
   {
     int nt = omp_get_num_threads_safe(), tid = omp_get_thread_num_safe();
-    int64_t begin = n * tid / nt, end = n * (tid + 1) / nt;
+    int64_t begin = part_begin(n, tid, nt), end = part_begin(n, tid + 1, nt);
     std::vector<Policy> acc;
     for (int64_t b0 = begin; b0 < end; b0 += kBlock) {
       int64_t len = std::min(kBlock, end - b0);

@@ -122,7 +122,11 @@ void normalize(const OpDef& op, OpArgs& args) {
   for (size_t i = 0; i < args.size(); ++i) coerce(op, s.args[i], args[i], i);
 }
 
+// Every meta function that makes a fresh result comes here, so this one check_shape refuses,
+// for every op, a result whose element count or byte size would overflow (naming the op, which
+// dispatch has made current).
 TensorMeta TensorMeta::contiguous(const IntList& sizes, DType dtype) {
+  check_shape(sizes, dtype);
   return TensorMeta{dtype, sizes, contiguous_strides(sizes), 0};
 }
 

@@ -18,6 +18,8 @@
 // an undefined one; graph values are always tensors).
 #include "aotgrad/conv.h"
 
+#include <limits>
+#include <optional>
 #include <stdexcept>
 #include <string>
 
@@ -27,6 +29,7 @@
 #include "kernels/conv.h"
 #include "kernels/copy.h"
 #include "ops/families.h"
+#include "tensor/checked_math.h"
 
 namespace aotgrad::ops {
 namespace {
@@ -120,10 +123,10 @@ ConvSetup conv_setup(const char* op, const Tensor& input, const Tensor& weight, 
   p.groups = int_arg(a, first_list + 5);
   const int64_t C = input.size(1), O = weight.size(0);
   if (p.groups < 1) fail(op, "groups must be >= 1, got " + std::to_string(p.groups));
-  if (weight.size(1) * p.groups != C || O % p.groups != 0)
-    fail(op, "weight of shape " + shape_to_string(weight.sizes()) +
-                 " with groups=" + std::to_string(p.groups) + " expects " +
-                 std::to_string(weight.size(1) * p.groups) +
+  const int64_t expected_c = saturating_mul(weight.size(1), p.groups);
+  if (expected_c != C || O % p.groups != 0)
+    fail(op, "weight of shape " + shape_to_string(weight.sizes()) + " with groups=" +
+                 std::to_string(p.groups) + " expects " + std::to_string(expected_c) +
                  " input channels (and out_channels divisible by groups), but input of shape " +
                  shape_to_string(input.sizes()) + " has " + std::to_string(C));
   if (bias.defined() && (bias.dim() != 1 || bias.size(0) != O))
@@ -131,11 +134,19 @@ ConvSetup conv_setup(const char* op, const Tensor& input, const Tensor& weight, 
                  shape_to_string(bias.sizes()));
   s.out_sizes = {input.size(0), O, 0, 0};
   for (int d = 0; d < 2; ++d) {
-    const int64_t padded = input.size(2 + d) + 2 * p.padding[d];
-    const int64_t span = p.dilation[d] * (weight.size(2 + d) - 1) + 1;
-    if (padded < span)
-      fail(op, "the padded input is " + std::to_string(padded) + " wide along spatial dim " +
-                   std::to_string(d) + " but the (dilated) kernel spans " + std::to_string(span) +
+    // Both fit int64 once checked, and so does every term of conv_output_size.
+    std::optional<int64_t> pad2 = checked_mul(p.padding[d], 2);
+    std::optional<int64_t> padded = pad2 ? checked_add(input.size(2 + d), *pad2) : std::nullopt;
+    std::optional<int64_t> span = checked_mul(p.dilation[d], weight.size(2 + d) - 1);
+    if (!padded || !span || *span == std::numeric_limits<int64_t>::max())
+      fail(op, "padding " + std::to_string(p.padding[d]) + " or dilation " +
+                   std::to_string(p.dilation[d]) + " along spatial dim " + std::to_string(d) +
+                   " makes the padded input or the dilated kernel overflow int64; use smaller "
+                   "values");
+    if (*padded < *span + 1)
+      fail(op, "the padded input is " + std::to_string(*padded) + " wide along spatial dim " +
+                   std::to_string(d) + " but the (dilated) kernel spans " +
+                   std::to_string(*span + 1) +
                    "; the kernel can't be larger than the padded input");
     s.out_sizes[2 + d] = kernels::conv_output_size(input.size(2 + d), weight.size(2 + d),
                                                    p.stride[d], p.padding[d], p.dilation[d]);

@@ -15,6 +15,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <stdexcept>
 #include <string>
 
@@ -125,8 +126,15 @@ ArangeGeometry arange_geometry(const OpArgs& a) {
     // ATen counts integral ranges in integers: exact where doubles would round.
     int64_t si = start.to_int(), ei = end.to_int(), sti = step.to_int();
     if (sti == 0) fail(op, "argument 'step' " + step.to_string() + " truncates to 0 for dtype i64");
-    int64_t sign = sti > 0 ? 1 : -1;
-    return {std::max<int64_t>((ei - si + sti - sign) / sti, 0), dtype};
+    // In 128 bits: end - start alone wraps for a range wider than int64 (arange(-2^62, 2^62)).
+    const __int128 sign = sti > 0 ? 1 : -1;
+    const __int128 n = (static_cast<__int128>(ei) - si + sti - sign) / sti;
+    if (n > std::numeric_limits<int64_t>::max())
+      fail(op, "the range from " + start.to_string() + " to " + end.to_string() + " by step " +
+                   step.to_string() + " holds more than " +
+                   std::to_string(std::numeric_limits<int64_t>::max()) +
+                   " elements: the element count overflows int64; use a smaller range");
+    return {std::max<int64_t>(static_cast<int64_t>(n), 0), dtype};
   }
   double n = std::ceil((e - s) / st);
   if (!(n < 9.0e18)) fail(op, "the range holds too many elements (" + std::to_string(n) + ")");

@@ -10,6 +10,7 @@
 #include "kernels/joining.h"
 
 #include <algorithm>
+#include <optional>
 #include <stdexcept>
 #include <string>
 
@@ -17,8 +18,9 @@
 #include "aotgrad/ops.h"
 #include "ops/families.h"
 #include "ops/op.h"
-#include "ops/row_helpers.h"
 #include "ops/promotion.h"
+#include "ops/row_helpers.h"
+#include "tensor/checked_math.h"
 
 namespace aotgrad::ops {
 namespace {
@@ -70,7 +72,12 @@ CatShape cat_shape(const TensorList& ts, int64_t dim) {
                        std::to_string(t.sizes()[d]) + " at dimension " + std::to_string(d) +
                        " for tensor " + std::to_string(i) + " of the list (shape " +
                        shape_to_string(t.sizes()) + ")");
-    s.sizes[s.dim] += t.sizes()[s.dim];
+    std::optional<int64_t> total = checked_add(s.sizes[s.dim], t.sizes()[s.dim]);
+    if (!total)
+      fail(kCat, "the sizes of the tensors along dim " + std::to_string(s.dim) +
+                     " add up past int64 at tensor " + std::to_string(i) + " (shape " +
+                     shape_to_string(t.sizes()) + "); concatenate fewer or smaller tensors");
+    s.sizes[s.dim] = *total;
   }
   return s;
 }
@@ -190,8 +197,10 @@ IntList split_lengths(std::string_view op, int64_t dim_size, int64_t split_size)
   if (split_size == 0 && dim_size != 0)
     fail(op, "split_size can only be 0 if the dimension size is 0, but the dimension has size " +
                  std::to_string(dim_size));
+  // Rounds up without dim_size + split_size - 1, which wraps for a huge split_size.
   const int64_t n =
-      split_size == 0 ? 1 : std::max<int64_t>((dim_size + split_size - 1) / split_size, 1);
+      split_size == 0 ? 1
+                      : std::max<int64_t>(dim_size / split_size + (dim_size % split_size != 0), 1);
   IntList lengths(n, split_size);
   lengths.back() = dim_size - split_size * (n - 1);
   return lengths;
@@ -212,7 +221,13 @@ std::vector<TensorMeta> split_with_sizes_meta(const OpArgs& a) {
     if (len < 0)
       fail(kSplitWithSizes, "split_sizes " + shape_to_string(lengths) +
                                 " holds a negative size; every size must be >= 0");
-    total += len;
+    std::optional<int64_t> sum = checked_add(total, len);
+    if (!sum)
+      fail(kSplitWithSizes, "split_sizes " + shape_to_string(lengths) +
+                                " sum past int64; they must sum to " +
+                                std::to_string(self.sizes()[d]) + ", the size of dimension " +
+                                std::to_string(d) + " of self");
+    total = *sum;
   }
   if (total != self.sizes()[d])
     fail(kSplitWithSizes, "split_sizes " + shape_to_string(lengths) + " sum to " +
@@ -228,7 +243,8 @@ std::vector<TensorMeta> chunk_meta(const OpArgs& a) {
   const int64_t chunks = int_arg(a, 1);
   if (chunks <= 0) fail(kChunk, "chunks must be greater than 0, got " + std::to_string(chunks));
   const int64_t d = dim_arg(kChunk, int_arg(a, 2), self.dim());
-  const int64_t dim_size = self.sizes()[d], split_size = (dim_size + chunks - 1) / chunks;
+  const int64_t dim_size = self.sizes()[d];
+  const int64_t split_size = dim_size / chunks + (dim_size % chunks != 0);
   // An empty dim still gives `chunks` (empty) pieces, as torch.chunk does.
   if (dim_size == 0) return pieces(self, d, IntList(chunks, 0));
   return pieces(self, d, split_lengths(kChunk, dim_size, split_size));

@@ -21,6 +21,7 @@
 #include "ops/op.h"
 #include "ops/row_helpers.h"
 #include "ops/view_scatter.h"
+#include "tensor/checked_math.h"
 
 namespace aotgrad::ops {
 namespace {
@@ -44,7 +45,7 @@ IntList infer_size(std::string_view op, const IntList& shape, int64_t numel) {
     } else if (shape[i] < 0) {
       fail(op, "invalid size " + std::to_string(shape[i]) + " in shape " + shape_to_string(shape));
     } else {
-      known *= shape[i];
+      known = saturating_mul(known, shape[i]);  // past int64 it cannot match; make_view refuses
     }
   }
   if (infer) {
@@ -119,7 +120,8 @@ SliceBounds slice_bounds(std::string_view op, int64_t size, std::optional<int64_
   if (end < 0) end += size;
   start = std::clamp<int64_t>(start, 0, size);
   end = std::clamp<int64_t>(end, start, size);
-  return {start, end, (end - start + step - 1) / step};
+  // Rounds up without end - start + step - 1, which wraps for a huge step.
+  return {start, end, (end - start) / step + ((end - start) % step != 0)};
 }
 
 std::optional<int64_t> optional_int(const OpArgs& a, size_t i) {
@@ -127,14 +129,13 @@ std::optional<int64_t> optional_int(const OpArgs& a, size_t i) {
   return int_arg(a, i);
 }
 
-// Smallest storage (in elements) that holds every index of (sizes, strides) from `offset`.
+// Smallest storage (in elements) that holds every index of (sizes, strides >= 0) from `offset`.
+// Huge strides must not wrap into a small extent that passes the bounds checks below: an index
+// past int64 throws, naming the op (check_view_geometry; 1-byte elements check the elements).
 int64_t storage_extent(const IntList& sizes, const IntList& strides, int64_t offset) {
-  int64_t last = offset;
-  for (size_t d = 0; d < sizes.size(); ++d) {
-    if (sizes[d] == 0) return 0;
-    last += (sizes[d] - 1) * strides[d];
-  }
-  return last + 1;
+  check_view_geometry(sizes, strides, offset, DType::b8);
+  ReachableOffsets r = *checked_reachable_offsets(sizes, strides, offset);
+  return r.empty ? 0 : r.hi + 1;
 }
 
 // ---- meta functions of the view rows ----
@@ -206,7 +207,7 @@ std::vector<TensorMeta> expand_meta(const OpArgs& a) {
     int64_t target = size[i];
     int64_t have = d >= 0 ? self.sizes()[d] : 1;
     int64_t stride = d >= 0         ? self.strides()[d]
-                     : i + 1 < ndim ? m.sizes[i + 1] * m.strides[i + 1]
+                     : i + 1 < ndim ? saturating_mul(m.sizes[i + 1], m.strides[i + 1])
                                     : 1;
     if (target == -1) {
       if (d < 0)
@@ -234,7 +235,7 @@ std::vector<TensorMeta> unsqueeze_meta(const OpArgs& a) {
   const Tensor& self = tensor_arg(a, 0);
   int64_t d = dim_arg("aten.unsqueeze.default", int_arg(a, 1), self.dim() + 1);
   TensorMeta m = geometry(self);
-  int64_t stride = d >= self.dim() ? 1 : self.sizes()[d] * self.strides()[d];
+  int64_t stride = d >= self.dim() ? 1 : saturating_mul(self.sizes()[d], self.strides()[d]);
   m.sizes.insert(m.sizes.begin() + d, 1);
   m.strides.insert(m.strides.begin() + d, stride);
   return {m};
@@ -261,7 +262,7 @@ std::vector<TensorMeta> slice_meta(const OpArgs& a) {
   TensorMeta m = geometry(self);
   m.storage_offset += b.start * self.strides()[d];
   m.sizes[d] = b.length;
-  m.strides[d] *= step;
+  m.strides[d] = saturating_mul(m.strides[d], step);  // only wraps when at most one step is taken
   return {m};
 }
 

@@ -27,6 +27,7 @@
 
 #include "partition/cost_model.h"
 #include "partition/knapsack.h"
+#include "tensor/checked_math.h"
 
 namespace aotgrad::partition {
 namespace {
@@ -46,7 +47,8 @@ size_t bytes_in_group(const graph::Graph& g, const JointAnalysis& a, const Cut& 
                       double budget) {
   size_t total = 0;
   for (graph::ValueId v : cut.saved)
-    if (a.budget[g.value(v).producer] == budget) total += value_bytes(g.value(v).meta);
+    if (a.budget[g.value(v).producer] == budget)
+      total = saturating_add(total, value_bytes(g.value(v).meta));
   return total;
 }
 

@@ -1,7 +1,10 @@
 #include "partition/cost_model.h"
 
 #include <algorithm>
+#include <limits>
 #include <string_view>
+
+#include "tensor/checked_math.h"
 
 namespace aotgrad::partition {
 namespace {
@@ -41,7 +44,13 @@ double known_flops(std::string_view name, const std::vector<const ops::TensorMet
 }  // namespace
 
 size_t value_bytes(const ops::TensorMeta& m) {
-  return static_cast<size_t>(numel_of(m.sizes)) * itemsize(m.dtype);
+  return saturating_mul(static_cast<size_t>(numel_of(m.sizes)), itemsize(m.dtype));
+}
+
+std::string bytes_to_string(size_t bytes) {
+  if (bytes == std::numeric_limits<size_t>::max())
+    return "more than " + std::to_string(bytes - 1) + " B (saturated)";
+  return std::to_string(bytes) + " B";
 }
 
 double estimate_flops(const graph::Graph& g, const graph::Node& n) {

@@ -2,14 +2,21 @@
 #pragma once
 
 #include <cstddef>
+#include <string>
 
 #include "graph/graph.h"
 
 namespace aotgrad::partition {
 
 // Bytes a tensor with this metadata occupies: numel x itemsize (a view counts its own elements,
-// as PyTorch's partitioner counts them).
+// as PyTorch's partitioner counts them). An expanded view can count more bytes than exist (f32
+// [2^31, 2^31] viewing one element: 2^64): such a count saturates at SIZE_MAX, and every sum of
+// bytes in the partitioner saturates too (saturating_add), so no total wraps to a small number
+// ("0 B saved").
 size_t value_bytes(const ops::TensorMeta& m);
+
+// "1024 B", or "more than 18446744073709551614 B (saturated)" for a saturated count.
+std::string bytes_to_string(size_t bytes);
 
 // Estimated floating-point operations to run `n` once, used as the recompute cost the memory
 // budget's knapsack weighs against bytes: 2mnk for mm, 2bmnk for bmm, 2mnk + mn for addmm,

@@ -4,13 +4,15 @@
 #include <sstream>
 #include <unordered_set>
 
+#include "partition/cost_model.h"
 #include "partition/extract.h"
+#include "tensor/checked_math.h"
 
 namespace aotgrad::partition {
 
 size_t Partition::saved_bytes() const {
   size_t total = 0;
-  for (const SavedValue& s : saved) total += s.bytes;
+  for (const SavedValue& s : saved) total = saturating_add(total, s.bytes);
   return total;
 }
 
@@ -19,11 +21,13 @@ std::string Partition::report() const {
   size_t activations = 0, inputs = 0;
   for (const SavedValue& s : saved) {
     os << "  %" << s.name << ": " << dtype_name(s.meta.dtype) << shape_to_string(s.meta.sizes)
-       << "  " << s.bytes << " B  from " << s.producer << "  (" << s.reason << ")\n";
-    (s.primal_index >= 0 ? inputs : activations) += s.bytes;
+       << "  " << bytes_to_string(s.bytes) << "  from " << s.producer << "  (" << s.reason << ")\n";
+    size_t& group = s.primal_index >= 0 ? inputs : activations;
+    group = saturating_add(group, s.bytes);
   }
-  os << "saved " << saved.size() << " values, " << saved_bytes() << " B (" << activations
-     << " B activations, " << inputs << " B graph inputs)\n";
+  os << "saved " << saved.size() << " values, " << bytes_to_string(saved_bytes()) << " ("
+     << bytes_to_string(activations) << " activations, " << bytes_to_string(inputs)
+     << " graph inputs)\n";
   return os.str();
 }
 
@@ -64,7 +68,7 @@ Partition default_partition(const graph::Graph& joint, const JointInfo& info) {
     SavedValue s;
     s.name = val.name;
     s.meta = val.meta;
-    s.bytes = static_cast<size_t>(numel_of(val.meta.sizes)) * itemsize(val.meta.dtype);
+    s.bytes = value_bytes(val.meta);
     if (val.producer < 0) {
       s.primal_index = static_cast<int>(std::find(primals.begin(), primals.end(), id) - primals.begin());
       s.producer = "input";

@@ -30,6 +30,7 @@
 #include "partition/memory_budget.h"
 #include "partition/reorder.h"
 #include "partition/shape_only_uses.h"
+#include "tensor/checked_math.h"
 
 namespace aotgrad::partition {
 namespace {
@@ -127,20 +128,30 @@ Cut solve_min_cut(const graph::Graph& joint, const JointAnalysis& a,
   auto in_flow = [&](size_t i) { return a.relevant[i] && !a.tangent_dependent[i]; };
   // Capacities: bytes x scale + a tie-break below one byte's worth, preferring values near their
   // backward use. The scale keeps the byte total exact (the tie-breaks of all values together
-  // stay below `scale`) and is dropped if it could overflow.
+  // stay below `scale`) and is dropped if it could overflow. Byte totals beyond what MaxFlow can
+  // add up (expanded views count their own elements, up to saturation) are shrunk in proportion.
   constexpr int64_t kMaxPenalty = 100;
+  constexpr size_t kMaxTotal = static_cast<size_t>(MaxFlow::kInfinity / 4);
   size_t num_values = 0, total_bytes = 0;
   for (size_t i = 0; i < n; ++i) {
     if (!in_flow(i)) continue;
     for (graph::ValueId v : joint.nodes()[i].outputs) {
       ++num_values;
-      total_bytes += value_bytes(joint.value(v).meta);
+      total_bytes = saturating_add(total_bytes, value_bytes(joint.value(v).meta));
     }
   }
   int64_t scale = static_cast<int64_t>(num_values + 1) * (kMaxPenalty + 1);
   if (total_bytes > 0 && static_cast<double>(total_bytes) * static_cast<double>(scale) >
-                             static_cast<double>(MaxFlow::kInfinity) / 4)
+                             static_cast<double>(kMaxTotal))
     scale = 1;
+  const double shrink = total_bytes > kMaxTotal
+                            ? static_cast<double>(kMaxTotal) / static_cast<double>(total_bytes)
+                            : 1.0;
+  auto capacity = [&](size_t bytes) {
+    if (shrink == 1.0) return static_cast<int64_t>(bytes);
+    return bytes == 0 ? int64_t{0}
+                      : std::max<int64_t>(1, std::llround(static_cast<double>(bytes) * shrink));
+  };
 
   constexpr size_t kSource = 0, kSink = 1;
   MaxFlow flow(2);
@@ -155,8 +166,7 @@ Cut solve_min_cut(const graph::Graph& joint, const JointAnalysis& a,
       size_t vin = flow.add_vertex(), vout = flow.add_vertex();
       value_vertices[v.index] = {vin, vout};
       flow.add_edge(node_vertex[i], vin, MaxFlow::kInfinity);
-      flow.add_edge(vin, vout,
-                    static_cast<int64_t>(value_bytes(joint.value(v).meta)) * scale + penalty);
+      flow.add_edge(vin, vout, capacity(value_bytes(joint.value(v).meta)) * scale + penalty);
     }
   }
   for (size_t i = 0; i < n; ++i) {
@@ -177,7 +187,8 @@ Cut solve_min_cut(const graph::Graph& joint, const JointAnalysis& a,
   for (const auto& [v, io] : value_vertices)
     if (side[io.first] && !side[io.second]) cut.saved.push_back(graph::ValueId{v});
   std::sort(cut.saved.begin(), cut.saved.end());
-  for (graph::ValueId v : cut.saved) cut.bytes += value_bytes(joint.value(v).meta);
+  for (graph::ValueId v : cut.saved)
+    cut.bytes = saturating_add(cut.bytes, value_bytes(joint.value(v).meta));
   return cut;
 }
 

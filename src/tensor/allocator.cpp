@@ -2,11 +2,13 @@
 
 #include <algorithm>
 #include <bit>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <new>
-#include <stdexcept>
 #include <string>
+
+#include "tensor/current_op.h"
 
 #if defined(__SANITIZE_ADDRESS__)
 #include <sanitizer/asan_interface.h>
@@ -30,9 +32,17 @@ CpuAllocator::~CpuAllocator() {
   release_all_locked();
 }
 
+namespace {
+
+[[noreturn]] void throw_out_of_memory(size_t nbytes) {
+  throw OutOfMemoryError(out_of_memory_message(op_label("an allocation"), nbytes, ""), nbytes);
+}
+
+}  // namespace
+
 void* CpuAllocator::allocate(size_t nbytes) {
   if (nbytes == 0) return nullptr;
-  if (nbytes > kMaxRequest) throw std::bad_alloc();
+  if (nbytes > kMaxRequest) throw_out_of_memory(nbytes);
   const size_t cls = size_class(nbytes);
   std::unique_lock<std::mutex> lock(mutex_);
   ++stats_.num_allocs;
@@ -59,7 +69,8 @@ void* CpuAllocator::allocate(size_t nbytes) {
     }
     if (!p) {
       --stats_.num_allocs;
-      throw std::bad_alloc();
+      lock.unlock();
+      throw_out_of_memory(nbytes);
     }
   }
   stats_.bytes_in_use += cls;
@@ -71,20 +82,24 @@ void* CpuAllocator::allocate(size_t nbytes) {
   return p;
 }
 
-void CpuAllocator::deallocate(void* ptr, size_t nbytes) {
+void CpuAllocator::deallocate(void* ptr, size_t nbytes) noexcept {
   if (!ptr) return;
   const size_t cls = size_class(nbytes);
   std::lock_guard<std::mutex> lock(mutex_);
   stats_.bytes_in_use -= cls;
   if (caching_) {
-    AOTGRAD_POISON(ptr, cls);  // a use after free now fails under ASan, as without the cache
-    free_lists_[cls].push_back(ptr);
-    stats_.bytes_cached += cls;
-  } else {
-    AOTGRAD_UNPOISON(ptr, cls);
-    std::free(ptr);
-    ++stats_.num_system_frees;
+    try {
+      free_lists_[cls].push_back(ptr);  // may allocate: a full free list grows
+      AOTGRAD_POISON(ptr, cls);  // a use after free now fails under ASan, as without the cache
+      stats_.bytes_cached += cls;
+      return;
+    } catch (const std::bad_alloc&) {
+      // No memory to remember the block: hand it back to the system instead of caching it.
+    }
   }
+  AOTGRAD_UNPOISON(ptr, cls);  // allocate() poisoned the slack past the request
+  std::free(ptr);
+  ++stats_.num_system_frees;
 }
 
 void CpuAllocator::release_all_locked() {
@@ -116,21 +131,60 @@ void CpuAllocator::reset_peak() {
 
 namespace {
 
-bool caching_from_env() {
-  const char* v = std::getenv("AOTGRAD_ALLOCATOR");
-  if (!v || !*v || std::strcmp(v, "caching") == 0) return true;
-  if (std::strcmp(v, "system") == 0) return false;
-  throw std::invalid_argument(std::string("AOTGRAD_ALLOCATOR=") + v +
-                              " is not known: use 'caching' (the default) or 'system'");
+// `value` with every byte outside printable ASCII, and the quote and backslash, as \xNN.
+std::string escaped(const char* value) {
+  std::string out;
+  for (const char* c = value; *c; ++c) {
+    unsigned char b = static_cast<unsigned char>(*c);
+    if (b >= 0x20 && b < 0x7f && b != '"' && b != '\\') {
+      out += static_cast<char>(b);
+    } else {
+      char hex[5];
+      std::snprintf(hex, sizeof hex, "\\x%02x", b);
+      out += hex;
+    }
+  }
+  return out;
 }
 
 }  // namespace
 
+AllocatorSetting parse_allocator_setting(const char* value) {
+  if (!value || !*value || std::strcmp(value, "caching") == 0) return {true, ""};
+  if (std::strcmp(value, "system") == 0) return {false, ""};
+  // Long values are cut so the warning stays one short line.
+  std::string shown = escaped(value);
+  if (shown.size() > 64) shown = shown.substr(0, 64) + "...";
+  return {true, "aotgrad: warning: AOTGRAD_ALLOCATOR=\"" + shown +
+                    "\" is not known (accepted: caching, system); using the default, caching"};
+}
+
 CpuAllocator& cpu_allocator() {
   // Leaked on purpose: Storages destroyed by static destructors at exit still need it. The blocks
   // it caches stay reachable through it, so LeakSanitizer does not report them.
-  static CpuAllocator* instance = new CpuAllocator(caching_from_env());
+  static CpuAllocator* instance = [] {
+    AllocatorSetting setting = parse_allocator_setting(std::getenv("AOTGRAD_ALLOCATOR"));
+    if (!setting.warning.empty()) std::fprintf(stderr, "%s\n", setting.warning.c_str());
+    return new CpuAllocator(setting.caching);
+  }();
   return *instance;
+}
+
+std::string describe_bytes(size_t nbytes) {
+  static constexpr const char* kUnits[] = {"KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+  std::string exact = std::to_string(nbytes) + " bytes";
+  if (nbytes < 1024) return exact;
+  double v = static_cast<double>(nbytes);
+  size_t unit = 0;
+  for (v /= 1024; v >= 1024 && unit + 1 < std::size(kUnits); v /= 1024) ++unit;
+  char readable[32];
+  std::snprintf(readable, sizeof readable, " (%.1f %s)", v, kUnits[unit]);
+  return exact + readable;
+}
+
+std::string out_of_memory_message(std::string_view op, size_t nbytes, std::string_view what) {
+  return "out of memory: " + std::string(op) + " asked for " + describe_bytes(nbytes) +
+         std::string(what) + "; free memory or use smaller shapes";
 }
 
 MemoryStats memory_stats() { return cpu_allocator().stats(); }

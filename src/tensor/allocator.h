@@ -11,7 +11,9 @@
 //
 // The caller passes the size back on deallocate (Storage knows its nbytes), so blocks carry no
 // header. If the system refuses an allocation, the cache is emptied and the allocation retried
-// once before std::bad_alloc.
+// once before OutOfMemoryError, which names the op running on this thread (tensor/current_op.h)
+// and the bytes. Nothing here throws on the way back: deallocate() is noexcept, because Storage
+// calls it from its destructor.
 //
 // Under AddressSanitizer the cache stays on (so sanitizer runs test the code that ships), but a
 // cached block is poisoned while it waits on a free list, and a reused block keeps the bytes past
@@ -23,6 +25,8 @@
 
 #include <cstddef>
 #include <mutex>
+#include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -34,7 +38,8 @@ class CpuAllocator {
  public:
   static constexpr size_t kAlignment = 64;
   static constexpr size_t kLargeStep = size_t{1} << 20;
-  // Requests above this fail with std::bad_alloc before any rounding could overflow.
+  // Requests above this fail with OutOfMemoryError before any rounding could overflow (no
+  // machine has 64 PiB; the C library would refuse them anyway).
   static constexpr size_t kMaxRequest = size_t{1} << 56;
 
   explicit CpuAllocator(bool caching) : caching_(caching) {}
@@ -42,10 +47,11 @@ class CpuAllocator {
   CpuAllocator(const CpuAllocator&) = delete;
   CpuAllocator& operator=(const CpuAllocator&) = delete;
 
-  // nullptr for 0 bytes; otherwise a kAlignment-aligned block of at least `nbytes`.
+  // nullptr for 0 bytes; otherwise a kAlignment-aligned block of at least `nbytes`. Throws
+  // OutOfMemoryError when the system refuses it.
   void* allocate(size_t nbytes);
   // `nbytes` must be what was passed to allocate() for `ptr`. nullptr is ignored.
-  void deallocate(void* ptr, size_t nbytes);
+  void deallocate(void* ptr, size_t nbytes) noexcept;
 
   void empty_cache();
   MemoryStats stats() const;
@@ -63,8 +69,23 @@ class CpuAllocator {
   MemoryStats stats_;
 };
 
+// What AOTGRAD_ALLOCATOR asks for. An unknown value is no reason to stop a program that only
+// wanted a tuning knob: it gets the default (caching) and a one-line warning that names the
+// variable, the value (escaped) and the accepted values, as PyTorch warns about unknown
+// allocator settings.
+struct AllocatorSetting {
+  bool caching = true;
+  std::string warning;  // empty when the value was understood
+};
+AllocatorSetting parse_allocator_setting(const char* value);
+
 // The process-wide allocator used by Storage. Caching unless AOTGRAD_ALLOCATOR=system. It is
 // never destroyed, so storages freed by static destructors at exit still find it.
 CpuAllocator& cpu_allocator();
+
+// "68719476736 bytes (64.0 GiB)": a byte count for a message, exact and readable.
+std::string describe_bytes(size_t nbytes);
+// "out of memory: <op> asked for <bytes><what>; free memory or use smaller shapes".
+std::string out_of_memory_message(std::string_view op, size_t nbytes, std::string_view what);
 
 }  // namespace aotgrad

@@ -1,12 +1,16 @@
 // Storage, TensorImpl and the metadata/data half of Tensor.
+#include "aotgrad/tensor.h"
+
 #include <cstdlib>
 #include <cstring>
 #include <iomanip>
+#include <limits>
 #include <sstream>
 #include <stdexcept>
 
-#include "aotgrad/tensor.h"
 #include "tensor/allocator.h"
+#include "tensor/checked_math.h"
+#include "tensor/current_op.h"
 #include "tensor/dtype_dispatch.h"
 #include "tensor/iter.h"
 
@@ -18,10 +22,55 @@ Storage::Storage(size_t nbytes, bool fake) : nbytes_(nbytes), fake_(fake) {
 
 Storage::~Storage() { cpu_allocator().deallocate(data_, nbytes_); }
 
+// ---- the op this thread runs (tensor/current_op.h) ----
+
+namespace {
+thread_local std::string_view t_current_op;
+}  // namespace
+
+CurrentOpScope::CurrentOpScope(std::string_view op) noexcept : previous_(t_current_op) {
+  t_current_op = op;
+}
+CurrentOpScope::~CurrentOpScope() {
+  t_current_op = previous_;
+}
+std::string_view current_op() noexcept {
+  return t_current_op;
+}
+std::string op_label(std::string_view fallback) {
+  return std::string(t_current_op.empty() ? fallback : t_current_op);
+}
+
+// ---- checked sizes ----
+
+namespace {
+
+[[noreturn]] void size_error(std::string_view fallback, const std::string& what) {
+  throw std::invalid_argument(op_label(fallback) + ": " + what);
+}
+
+void check_sizes_not_negative(std::string_view fallback, const IntList& sizes) {
+  for (size_t d = 0; d < sizes.size(); ++d)
+    if (sizes[d] < 0)
+      size_error(fallback, "shape " + shape_to_string(sizes) + " has the negative size " +
+                               std::to_string(sizes[d]) + " at dim " + std::to_string(d) +
+                               "; sizes must be >= 0");
+}
+
+int64_t checked_numel_or_throw(std::string_view fallback, const IntList& sizes) {
+  check_sizes_not_negative(fallback, sizes);
+  std::optional<int64_t> n = checked_numel(sizes);
+  if (!n)
+    size_error(fallback, "shape " + shape_to_string(sizes) + " has more than " +
+                             std::to_string(std::numeric_limits<int64_t>::max()) +
+                             " elements: the element count overflows int64; use a smaller shape");
+  return *n;
+}
+
+}  // namespace
+
 int64_t numel_of(const IntList& sizes) {
-  int64_t n = 1;
-  for (int64_t s : sizes) n *= s;
-  return n;
+  return checked_numel_or_throw("numel", sizes);
 }
 
 IntList contiguous_strides(const IntList& sizes) {
@@ -29,9 +78,49 @@ IntList contiguous_strides(const IntList& sizes) {
   int64_t acc = 1;
   for (int64_t d = static_cast<int64_t>(sizes.size()) - 1; d >= 0; --d) {
     strides[d] = acc;
-    acc *= std::max<int64_t>(sizes[d], 1);
+    std::optional<int64_t> next = checked_mul(acc, std::max<int64_t>(sizes[d], 1));
+    // The outermost stride is never multiplied further, so only inner products must fit.
+    if (!next && d > 0)
+      size_error("contiguous_strides",
+                 "shape " + shape_to_string(sizes) + " has a stride that overflows int64 at dim " +
+                     std::to_string(d - 1) +
+                     " (the product of the sizes after it, counting 0 as 1); use a smaller shape");
+    acc = next.value_or(0);
   }
   return strides;
+}
+
+void check_shape(const IntList& sizes, DType dtype) {
+  const int64_t numel = checked_numel_or_throw("make_tensor", sizes);
+  contiguous_strides(sizes);
+  const int64_t item = static_cast<int64_t>(itemsize(dtype));
+  if (!checked_mul(numel, item))
+    size_error("make_tensor", "shape " + shape_to_string(sizes) + " has " + std::to_string(numel) +
+                                  " elements of " + std::to_string(item) +
+                                  " bytes: the byte size overflows int64; use a smaller shape");
+}
+
+void check_view_geometry(const IntList& sizes, const IntList& strides, int64_t offset,
+                         DType dtype) {
+  checked_numel_or_throw("make_view", sizes);
+  if (strides.size() != sizes.size())
+    size_error("make_view", "a view of shape " + shape_to_string(sizes) + " was given " +
+                                std::to_string(strides.size()) + " strides");
+  auto describe = [&] {
+    return "a view of shape " + shape_to_string(sizes) + ", strides " + shape_to_string(strides) +
+           " and storage offset " + std::to_string(offset);
+  };
+  std::optional<ReachableOffsets> reach = checked_reachable_offsets(sizes, strides, offset);
+  if (!reach)
+    size_error("make_view",
+               describe() + " reaches element offsets beyond int64; use smaller sizes or strides");
+  const int64_t item = static_cast<int64_t>(itemsize(dtype));
+  // One past the last byte must be addressable too.
+  if (!checked_mul(reach->lo, item) || !checked_mul(reach->hi, item) ||
+      !checked_add(reach->hi * item, item))
+    size_error("make_view", describe() + " reaches element offset " + std::to_string(reach->hi) +
+                                ", whose end in bytes ((offset + 1) x " + std::to_string(item) +
+                                ") overflows int64; use smaller sizes or strides");
 }
 
 int64_t wrap_dim(int64_t dim, int64_t ndim, const char* what) {
@@ -99,17 +188,26 @@ char* TensorImpl::data_bytes() const {
 }
 
 Tensor make_tensor(const IntList& sizes, DType dtype, bool fake) {
-  for (int64_t s : sizes)
-    if (s < 0) throw std::invalid_argument("negative size in shape " + shape_to_string(sizes));
+  check_shape(sizes, dtype);
   auto impl = std::make_shared<TensorImpl>();
   impl->dtype = dtype;
   impl->sizes = sizes;
   impl->strides = contiguous_strides(sizes);
-  impl->storage = std::make_shared<Storage>(numel_of(sizes) * itemsize(dtype), fake);
+  const size_t nbytes = static_cast<size_t>(numel_of(sizes)) * itemsize(dtype);
+  try {
+    impl->storage = std::make_shared<Storage>(nbytes, fake);
+  } catch (const OutOfMemoryError& e) {
+    // The allocator knows the op and the bytes; the shape is known here.
+    throw OutOfMemoryError(out_of_memory_message(op_label("make_tensor"), nbytes,
+                                                 " for the " + std::string(dtype_name(dtype)) +
+                                                     shape_to_string(sizes) + " result"),
+                           e.bytes());
+  }
   return Tensor(std::move(impl));
 }
 
 Tensor make_view(const Tensor& base, const IntList& sizes, const IntList& strides, int64_t offset) {
+  check_view_geometry(sizes, strides, offset, base.dtype());
   auto impl = std::make_shared<TensorImpl>();
   impl->dtype = base.dtype();
   impl->sizes = sizes;
@@ -117,6 +215,22 @@ Tensor make_view(const Tensor& base, const IntList& sizes, const IntList& stride
   impl->storage_offset = offset;
   impl->storage = base.storage();
   impl->base = base.impl()->base ? base.impl()->base : base.impl_ptr();
+  return Tensor(std::move(impl));
+}
+
+Tensor make_fake_strided(const IntList& sizes, const IntList& strides, int64_t offset,
+                         DType dtype) {
+  check_view_geometry(sizes, strides, offset, dtype);
+  // The checks above guarantee both the reach and its byte size fit int64.
+  ReachableOffsets reach = *checked_reachable_offsets(sizes, strides, offset);
+  const int64_t elements = reach.empty ? offset : reach.hi + 1;
+  auto impl = std::make_shared<TensorImpl>();
+  impl->dtype = dtype;
+  impl->sizes = sizes;
+  impl->strides = strides;
+  impl->storage_offset = offset;
+  impl->storage = std::make_shared<Storage>(
+      static_cast<size_t>(std::max<int64_t>(elements, 0)) * itemsize(dtype), /*fake=*/true);
   return Tensor(std::move(impl));
 }
 
@@ -155,11 +269,23 @@ T* Tensor::data_ptr() const {
   return reinterpret_cast<T*>(i.data_bytes());
 }
 
+namespace {
+
+// The first `count` elements of `i` in logical order, converted to T. An expanded view can hold
+// more elements than memory: the copy then fails with an OutOfMemoryError naming the tensor.
 template <typename T>
-std::vector<T> Tensor::to_vector() const {
-  const TensorImpl& i = need(impl_);
-  if (is_fake()) throw std::logic_error("to_vector on a fake tensor (tracing runs no kernels)");
-  std::vector<T> out(static_cast<size_t>(i.numel()));
+std::vector<T> first_values(const TensorImpl& i, int64_t count) {
+  std::vector<T> out;
+  try {
+    out.resize(static_cast<size_t>(count));
+  } catch (const std::exception&) {  // std::bad_alloc, or std::length_error past max_size()
+    const size_t bytes = saturating_mul(static_cast<size_t>(count), sizeof(T));
+    throw OutOfMemoryError(
+        out_of_memory_message(op_label("to_vector"), bytes,
+                              " to copy the values of a " + std::string(dtype_name(i.dtype)) +
+                                  shape_to_string(i.sizes) + " tensor"),
+        bytes);
+  }
   visit_dtype(i.dtype, [&](auto tag) {
     using S = typename decltype(tag)::type;
     const S* src = reinterpret_cast<const S*>(i.data_bytes());
@@ -167,6 +293,15 @@ std::vector<T> Tensor::to_vector() const {
     for (size_t k = 0; k < out.size(); ++k, it.next()) out[k] = convert<T>(src[it[0]]);
   });
   return out;
+}
+
+}  // namespace
+
+template <typename T>
+std::vector<T> Tensor::to_vector() const {
+  const TensorImpl& i = need(impl_);
+  if (is_fake()) throw std::logic_error("to_vector on a fake tensor (tracing runs no kernels)");
+  return first_values<T>(i, i.numel());
 }
 
 template <typename T>
@@ -246,12 +381,14 @@ std::ostream& operator<<(std::ostream& os, const Tensor& t) {
   if (t.is_fake()) {
     os << "<fake>";
   } else {
-    std::vector<double> v = t.to_vector<double>();
+    // Nested brackets, one level per dim; at most 64 values read and printed (an expanded view
+    // may stand for more values than memory holds).
+    const int64_t total = t.numel();
+    std::vector<double> v = first_values<double>(*t.impl(), std::min<int64_t>(total, 64));
     const IntList& sizes = t.sizes();
-    // Nested brackets, one level per dim; at most 64 values printed.
     std::ostringstream body;
     body << std::setprecision(6);
-    size_t shown = std::min<size_t>(v.size(), 64);
+    size_t shown = v.size();
     IntList idx(sizes.size(), 0);
     for (size_t k = 0; k < shown; ++k) {
       size_t opens = 0;
@@ -268,8 +405,8 @@ std::ostream& operator<<(std::ostream& os, const Tensor& t) {
       for (size_t c = 0; c < closes; ++c) body << "]";
       if (k + 1 < shown) body << ", ";
     }
-    if (shown < v.size()) body << ", ...";
-    if (v.empty()) body << "[]";
+    if (static_cast<int64_t>(shown) < total) body << ", ...";
+    if (total == 0) body << "[]";
     os << body.str();
   }
   os << ", shape=" << shape_to_string(t.sizes()) << ", dtype=" << dtype_name(t.dtype());

@@ -135,9 +135,10 @@ TEST(CpuAllocator, HugeAllocations) {
   a.deallocate(p, big);
   EXPECT_EQ(a.allocate(big), p);
   a.deallocate(p, big);
-  // Impossible sizes throw bad_alloc (no overflow in the rounding) and leave the counters alone.
-  EXPECT_THROW(a.allocate(SIZE_MAX), std::bad_alloc);
-  EXPECT_THROW(a.allocate(CpuAllocator::kMaxRequest + 1), std::bad_alloc);
+  // Impossible sizes throw OutOfMemoryError (no overflow in the rounding) and leave the counters
+  // alone.
+  EXPECT_THROW(a.allocate(SIZE_MAX), OutOfMemoryError);
+  EXPECT_THROW(a.allocate(CpuAllocator::kMaxRequest + 1), OutOfMemoryError);
   MemoryStats s = a.stats();
   EXPECT_EQ(s.num_allocs, 2u);
   EXPECT_EQ(s.bytes_in_use, 0u);
