@@ -3,6 +3,8 @@
 #include <limits>
 #include <optional>
 #include <stdexcept>
+#include <string>
+#include <string_view>
 
 #include "aotgrad/autograd.h"
 #include "aotgrad/memory_budget.h"
@@ -11,6 +13,15 @@
 
 namespace aotgrad::trace {
 namespace {
+
+// A meta error prefixed with the op, unless the error already names it (errors raised below
+// ops::dispatch name the current op themselves).
+std::string naming_op(const ops::OpDef& op, const char* what) {
+  std::string name(op.name);
+  std::string_view message(what);
+  if (message.substr(0, name.size() + 1) == name + ":") return std::string(message);
+  return name + ": " + std::string(message);
+}
 
 Tensor fake_like(const ops::TensorMeta& m) {
   auto impl = std::make_shared<TensorImpl>();
@@ -335,7 +346,7 @@ std::vector<Tensor> Tracer::record(const ops::OpDef& op, ops::OpArgs& args, bool
   try {
     metas = op.meta(args);
   } catch (const std::invalid_argument& e) {
-    throw std::invalid_argument(std::string(op.name) + ": " + e.what());
+    throw std::invalid_argument(naming_op(op, e.what()));
   }
   std::vector<graph::ValueId> outs = graph_.add_node(op, std::move(node_args), metas);
   if (std::optional<double> budget = current_memory_budget()) {
@@ -551,7 +562,7 @@ std::vector<Tensor> Tracer::functionalize_metadata(const ops::OpDef& op, ops::Op
     try {
       v = record(view, vargs, /*track=*/true).at(0);
     } catch (const std::invalid_argument& e) {
-      throw std::invalid_argument(std::string(op.name) + ": " + e.what());
+      throw std::invalid_argument(naming_op(op, e.what()));
     }
   }
   TensorImpl& impl = *self.impl();
