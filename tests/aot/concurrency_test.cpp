@@ -73,7 +73,7 @@ std::tuple<Tensor, Tensor> mlp(const Tensor& x, const Tensor& w1, const Tensor& 
 }
 
 // A distinct input for every (thread, call), `rows` rows of 8.
-Tensor input_for(int thread, int call, int64_t rows = 4) {
+Tensor input_for(int thread, int call, int64_t rows = 32) {
   return pattern({rows, 8}, 3 + 2 * thread + 7 * call, 89 + thread);
 }
 
@@ -94,7 +94,7 @@ std::string train_step(const F& f, const Tensor& x0, const Weights& w) {
 }  // namespace
 
 TEST(ConcurrencyAotFunction, InferenceFromFourThreadsMatchesOneThread) {
-  constexpr int kCalls = 20;
+  constexpr int kCalls = 100;
   Weights w;
   auto reference = ag::aot_function(mlp);
   std::map<std::pair<int, int>, std::string> want;
@@ -124,7 +124,7 @@ TEST(ConcurrencyAotFunction, InferenceFromFourThreadsMatchesOneThread) {
 }
 
 TEST(ConcurrencyAotFunction, ForwardBackwardFromFourThreadsMatchesOneThread) {
-  constexpr int kCalls = 10;
+  constexpr int kCalls = 40;
   Weights w;
   auto reference = ag::aot_function(mlp);
   std::map<std::pair<int, int>, std::string> want;
@@ -143,26 +143,27 @@ TEST(ConcurrencyAotFunction, ForwardBackwardFromFourThreadsMatchesOneThread) {
 // The CompiledBackward node of a call made on one thread runs on another.
 TEST(ConcurrencyAotFunction, BackwardOnAnotherThreadThanForward) {
   Weights w;
-  auto f = ag::aot_function(mlp);
-  std::vector<Tensor> xs(kThreads), w1s(kThreads), losses(kThreads);
-  run_together([&](int t) {
-    xs[t] = input_for(t, 0).requires_grad_();
-    w1s[t] = w.w1.detach().clone().requires_grad_();
-    losses[t] = std::get<1>(f(xs[t], w1s[t], w.w2));
-  });
-  run_together([&](int t) { losses[(t + 1) % kThreads].backward(); });
-  auto reference = ag::aot_function(mlp);
-  for (int t = 0; t < kThreads; ++t) {
-    Tensor x = input_for(t, 0).requires_grad_(), w1 = w.w1.detach().clone().requires_grad_();
-    std::get<1>(reference(x, w1, w.w2)).backward();
-    EXPECT_EQ(bytes_of({xs[t].grad(), w1s[t].grad()}), bytes_of({x.grad(), w1.grad()})) << t;
+  auto f = ag::aot_function(mlp), reference = ag::aot_function(mlp);
+  for (int round = 0; round < 10; ++round) {
+    std::vector<Tensor> xs(kThreads), w1s(kThreads), losses(kThreads);
+    run_together([&](int t) {
+      xs[t] = input_for(t, round).requires_grad_();
+      w1s[t] = w.w1.detach().clone().requires_grad_();
+      losses[t] = std::get<1>(f(xs[t], w1s[t], w.w2));
+    });
+    run_together([&](int t) { losses[(t + 1) % kThreads].backward(); });
+    for (int t = 0; t < kThreads; ++t) {
+      Tensor x = input_for(t, round).requires_grad_(), w1 = w.w1.detach().clone().requires_grad_();
+      std::get<1>(reference(x, w1, w.w2)).backward();
+      EXPECT_EQ(bytes_of({xs[t].grad(), w1s[t].grad()}), bytes_of({x.grad(), w1.grad()})) << t;
+    }
   }
 }
 
 // Weights shared by every thread and trained from all of them: each backward adds into the same
 // .grad() (under the leaf's lock). Integer-valued data keeps every sum exact in any order.
 TEST(ConcurrencyAutograd, SharedLeavesAccumulateEveryGradient) {
-  constexpr int kCalls = 10;
+  constexpr int kCalls = 40;
   auto f = ag::aot_function([](const Tensor& x, const Tensor& w) { return (ag::mm(x, w)).sum(); });
   auto x_for = [](int t, int i) {
     return ag::from_vector(std::vector<double>(12, static_cast<double>(t + 3 * i)), {3, 4});
@@ -286,10 +287,10 @@ TEST(ConcurrencyInterpreter, OneCallableFromFourThreads) {
   Tensor w = pattern({8, 3}, 11, 79);
   std::vector<std::vector<std::string>> got(kThreads);
   run_together([&](int t) {
-    for (int i = 0; i < 25; ++i) got[t].push_back(bytes_of(run({input_for(t, i), w})));
+    for (int i = 0; i < 100; ++i) got[t].push_back(bytes_of(run({input_for(t, i, 4), w})));
   });
   for (int t = 0; t < kThreads; ++t)
-    for (int i = 0; i < 25; ++i) EXPECT_EQ(got[t][i], bytes_of(run({input_for(t, i), w}))) << t;
+    for (int i = 0; i < 100; ++i) EXPECT_EQ(got[t][i], bytes_of(run({input_for(t, i, 4), w}))) << t;
 }
 
 TEST(ConcurrencyGraphProgram, RunFromFourThreadsMatchesOneThread) {
@@ -301,7 +302,7 @@ TEST(ConcurrencyGraphProgram, RunFromFourThreadsMatchesOneThread) {
 })");
   Tensor w = pattern({8, 3}, 11, 79);
   auto run = [&](int t, int i) {
-    ag::GraphRunResult r = program.run({input_for(t, i), w}, {.backward = (i % 2) == 1});
+    ag::GraphRunResult r = program.run({input_for(t, i, 4), w}, {.backward = (i % 2) == 1});
     return bytes_of(r.outputs) + bytes_of(r.grads);
   };
   std::vector<std::vector<std::string>> got(kThreads);
