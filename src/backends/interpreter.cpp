@@ -44,8 +44,7 @@ std::shared_ptr<Program> build(const graph::Graph& g) {
       const auto* target = std::get_if<graph::ValueId>(&n.args.at(n.op->mutated_arg()));
       if (!target || g.value(*target).producer >= 0)
         throw std::invalid_argument("interpreter backend: graph " + g.name() +
-                                    " mutates a value "
-                                    "that is not a graph input (" +
+                                    " mutates a value that is not a graph input (" +
                                     std::string(n.op->name) + "); graphs must be functional");
       s.written_arg = n.op->mutated_arg();
     }
