@@ -28,7 +28,9 @@
 // disturbs calls in flight, and a backward may run on any thread, during later calls. Tensors
 // themselves are not synchronized (as in PyTorch): threads may share input tensors they only read
 // (weights), and each thread's outputs and gradients are its own; leaves shared by threads that
-// run backward at once accumulate .grad() under a lock, in an unspecified order.
+// run backward at once accumulate .grad() under a lock, in an unspecified order. The function
+// itself may run on several threads at once (traces of different keys, eager fallbacks), so any
+// state it changes needs its own lock.
 //
 // Nesting. A compiled function called while another one traces (its inputs are the tracer's fake
 // tensors) is traced through: its ops become part of the outer graph, as PyTorch inlines nested

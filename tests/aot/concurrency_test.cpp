@@ -204,6 +204,31 @@ TEST(ConcurrencyAotFunction, FirstCallsCompileOnce) {
   for (int t = 0; t < kThreads; ++t) EXPECT_EQ(got[t], train_step(reference, input_for(t, 0), w));
 }
 
+// A compile that fails gives its error to every thread that waited for it, and is not cached: a
+// later call compiles again.
+TEST(ConcurrencyAotFunction, CompileErrorReachesEveryWaiter) {
+  std::atomic<int> traces{0};
+  const ag::CompiledFunction* engine = nullptr;
+  auto f = ag::aot_function([&](const Tensor& x) -> Tensor {
+    ++traces;
+    for (int spin = 0; spin < 10000 && engine->stats().misses < kThreads; ++spin)
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    throw std::runtime_error("refused while tracing");
+    return x;
+  });
+  engine = &f.engine();
+  std::vector<std::string> errors(kThreads);
+  run_together([&](int t) {
+    errors[t] = ag::testing::error_of<std::runtime_error>([&] { f(input_for(t, 0)); });
+  });
+  for (int t = 0; t < kThreads; ++t) EXPECT_EQ(errors[t], "refused while tracing") << t;
+  EXPECT_EQ(traces.load(), 1);
+  EXPECT_EQ(f.stats().compilations, 1u);
+  EXPECT_EQ(f.stats().entries, 0u);
+  EXPECT_THROW(f(input_for(0, 0)), std::runtime_error);
+  EXPECT_EQ(traces.load(), 2);
+}
+
 // Two threads cycle through many shapes (in opposite orders, so they ask for the same new keys
 // at the same time) while two others call one hot shape and read graphs() and stats(): every
 // key compiles once and every result matches a one-thread run.
