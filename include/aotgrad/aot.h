@@ -23,8 +23,9 @@
 // Concurrency. An AotFunction (and every copy of it, which shares its cache) may be called from any
 // number of threads at once, and graphs(), num_compilations() and stats() may be called while
 // calls are in flight. A key compiles once: threads asking for a key another thread is compiling
-// wait for that compile (and get its error if it fails); threads whose key is already compiled run
-// without waiting for it. Specializations are immutable and held by shared_ptr, so a compile never
+// wait for that compile; threads whose key is already compiled run without waiting for it. A
+// compile that fails is not cached: each thread that waited for it tries again, and gets its own
+// error. Specializations are immutable and held by shared_ptr, so a compile never
 // disturbs calls in flight, and a backward may run on any thread, during later calls. Tensors
 // themselves are not synchronized (as in PyTorch): threads may share input tensors they only read
 // (weights), and each thread's outputs and gradients are its own; leaves shared by threads that

@@ -59,7 +59,8 @@ struct Entry {
 };
 using EntryPtr = std::shared_ptr<const Entry>;
 
-// A compile in progress: the threads that ask for its key wait on `done`.
+// A compile in progress: the threads that ask for its key wait on `done`, which holds the entry,
+// or null when the compile failed.
 struct Pending {
   std::promise<EntryPtr> promise;
   std::shared_future<EntryPtr> done = promise.get_future().share();
@@ -238,44 +239,51 @@ std::vector<Tensor> CompiledFunction::Impl::resolve_miss(std::string key,
   const Entry* previous = last.load(std::memory_order_acquire);
   std::string reason = previous ? mismatch(*previous, guards, plan, grad_mode, key_extra)
                                 : std::string("first call");
-  std::shared_ptr<Pending> job;
-  bool mine = false;
-  {
-    std::unique_lock lock(mutex);
-    if (auto it = compiled.find(key); it != compiled.end()) {  // compiled since find()
-      lock.unlock();
-      ++hits;
-      return run(*it->second, inputs);
+  bool counted = false;
+  for (;;) {
+    std::shared_ptr<Pending> job;
+    bool mine = false;
+    {
+      std::unique_lock lock(mutex);
+      if (auto it = compiled.find(key); it != compiled.end()) {  // compiled since find()
+        lock.unlock();
+        if (!counted) ++hits;
+        return run(*it->second, inputs);
+      }
+      if (!counted) ++misses;
+      counted = true;
+      auto it = pending.find(key);
+      if (t_eager_only > 0) {
+        // Fall through to the eager call below: neither compile nor wait here.
+      } else if (it != pending.end()) {
+        job = it->second;
+      } else if (compiled.size() + pending.size() < config.cache_size_limit) {
+        job = std::make_shared<Pending>();
+        pending.emplace(key, job);
+        mine = true;
+      } else if (config.on_cache_limit == CacheLimitAction::error) {
+        throw std::runtime_error(
+            config.name + ": cache_size_limit (" + std::to_string(config.cache_size_limit) +
+            ") reached; this call needs a new specialization (" + one_line(reason, 90) +
+            "): raise AotConfig::cache_size_limit, or set on_cache_limit = "
+            "CacheLimitAction::fallback_to_eager to run such calls eagerly");
+      } else if (!limit_reported) {
+        limit_reported = true;
+        std::cerr << limit_message(reason);
+      }
     }
-    ++misses;
-    auto it = pending.find(key);
-    if (t_eager_only > 0) {
-      // Fall through to the eager call below: neither compile nor wait here.
-    } else if (it != pending.end()) {
-      job = it->second;
-    } else if (compiled.size() + pending.size() < config.cache_size_limit) {
-      job = std::make_shared<Pending>();
-      pending.emplace(key, job);
-      mine = true;
-    } else if (config.on_cache_limit == CacheLimitAction::error) {
-      throw std::runtime_error(
-          config.name + ": cache_size_limit (" + std::to_string(config.cache_size_limit) +
-          ") reached; this call needs a new specialization (" + one_line(reason, 90) +
-          "): raise AotConfig::cache_size_limit, or set on_cache_limit = "
-          "CacheLimitAction::fallback_to_eager to run such calls eagerly");
-    } else if (!limit_reported) {
-      limit_reported = true;
-      std::cerr << limit_message(reason);
+    if (mine) {
+      if (previous && env_has("AOTGRAD_LOG", "recompiles"))
+        std::cerr << "[aotgrad] recompiling " << config.name << ": " << reason << "\n";
+      return compile_and_run(key, job,
+                             Entry{guards, plan, grad_mode, key_extra, one_line(reason), {}},
+                             inputs, make_fn);
     }
+    if (!job) break;
+    // The compile we waited for failed (it is not cached): try it here, so this thread gets an
+    // error of its own rather than sharing one exception object with the compiling thread.
+    if (const EntryPtr& done = job->done.get()) return run(*done, inputs);
   }
-  if (mine) {
-    if (previous && env_has("AOTGRAD_LOG", "recompiles"))
-      std::cerr << "[aotgrad] recompiling " << config.name << ": " << reason << "\n";
-    return compile_and_run(
-        key, job, Entry{std::move(guards), plan, grad_mode, key_extra, one_line(reason), {}},
-        inputs, make_fn);
-  }
-  if (job) return run(*job->done.get(), inputs);  // rethrows the compiling thread's error
   ++eager_fallbacks;
   return make_fn()(inputs);
 }
@@ -293,7 +301,7 @@ std::vector<Tensor> CompiledFunction::Impl::compile_and_run(
       std::unique_lock lock(mutex);
       pending.erase(key);
     }
-    job->promise.set_exception(std::current_exception());
+    job->promise.set_value(nullptr);  // waiters retry, each with its own error
     throw;
   }
   {
