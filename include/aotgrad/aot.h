@@ -8,15 +8,46 @@
 //   loss.backward();            // dtypes, strides, requires_grad or grad mode change
 //
 // Arguments may be Tensor, std::vector<Tensor> and arithmetic values (baked into the graph;
-// another value recompiles). Results may be Tensor, std::vector<Tensor>, std::pair or
-// std::tuple of Tensors.
+// another value, compared bit for bit and by type, recompiles). Results may be Tensor,
+// std::vector<Tensor>, std::pair or std::tuple of Tensors.
+//
+// Specializations. Each call is keyed by everything the compiled graphs assumed (its guards):
+// dtype, sizes, strides, storage offset and requires_grad of every tensor, which tensors repeat or
+// overlap, grad mode, the length of every tensor list, and the exact type and bits of every number
+// (so 1e-7 and 2e-7 differ, as do -0.0 and 0.0, and 1 and true). The key is hashed; a call whose
+// key was compiled before runs that specialization. At most AotConfig::cache_size_limit keys are
+// compiled (like torch._dynamo.config.cache_size_limit); calls with a new key after that run the
+// function eagerly (or throw, with on_cache_limit = error), and a message saying why the function
+// recompiled is printed once. stats() counts hits, misses, compilations and eager fallbacks.
+//
+// Concurrency. An AotFunction (and every copy of it, which shares its cache) may be called from any
+// number of threads at once, and graphs(), num_compilations() and stats() may be called while
+// calls are in flight. A key compiles once: threads asking for a key another thread is compiling
+// wait for that compile; threads whose key is already compiled run without waiting for it. A
+// compile that fails is not cached: each thread that waited for it tries again, and gets its own
+// error. Specializations are immutable and held by shared_ptr, so a compile never
+// disturbs calls in flight, and a backward may run on any thread, during later calls. Tensors
+// themselves are not synchronized (as in PyTorch): threads may share input tensors they only read
+// (weights), and each thread's outputs and gradients are its own; leaves shared by threads that
+// run backward at once accumulate .grad() under a lock, in an unspecified order. The function
+// itself may run on several threads at once (traces of different keys, eager fallbacks), so any
+// state it changes needs its own lock.
+//
+// Nesting. A compiled function called while another one traces (its inputs are the tracer's fake
+// tensors) is traced through: its ops become part of the outer graph, as PyTorch inlines nested
+// compiled calls. A fake tensor passed outside any trace, or an undefined Tensor, is an error that
+// names the argument.
 #pragma once
 
+#include <cstdint>
+#include <cstring>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <string>
 #include <tuple>
 #include <type_traits>
+#include <typeinfo>
 #include <utility>
 #include <vector>
 
@@ -24,17 +55,39 @@
 
 namespace aotgrad {
 
+// What a call with a new key does once cache_size_limit keys are compiled.
+enum class CacheLimitAction {
+  fallback_to_eager,  // run the function eagerly (PyTorch's default); compiled keys still hit
+  error,              // throw std::runtime_error naming the function, the limit and the fix
+};
+
 struct AotConfig {
   std::string fw_compiler = "interpreter";
-  std::string bw_compiler;         // empty: same as fw_compiler
-  std::string inference_compiler;  // empty: same as fw_compiler
+  std::string bw_compiler;              // empty: same as fw_compiler
+  std::string inference_compiler;       // empty: same as fw_compiler
   std::string partitioner = "default";  // or "min_cut"
   // min_cut only: fraction in [0, 1] of the runtime-optimal saved activation bytes to keep.
   double activation_memory_budget = 1.0;
-  std::string name = "fn";         // used in error messages and logs
+  std::string name = "fn";  // used in error messages and logs
   // Inference graphs write input mutations with copy_ inside the graph instead of returning the
   // new values for the runtime to copy (PyTorch's keep_inference_input_mutations).
   bool keep_inference_input_mutations = false;
+  // How many specializations one compiled function compiles at most (PyTorch's
+  // torch._dynamo.config.cache_size_limit); 0 runs every call eagerly.
+  size_t cache_size_limit = 8;
+  CacheLimitAction on_cache_limit = CacheLimitAction::fallback_to_eager;
+};
+
+// Counts of a compiled function's calls since it was created. Every call that is not traced
+// through (see "Nesting" above) is exactly one hit or one miss.
+struct CacheStats {
+  size_t hits = 0;             // the call's key was compiled when it looked
+  size_t misses = 0;           // it compiled the key, waited for another thread's compile of it,
+                               // or ran eagerly
+  size_t compilations = 0;     // compiles started (a compile that threw counts too)
+  size_t eager_fallbacks = 0;  // misses run eagerly: cache_size_limit was reached (or the call
+                               // was made inside an aot_module's eager fallback)
+  size_t entries = 0;          // specializations held (compiled and not failed)
 };
 
 // The graphs of one compiled specialization, as text, and what the forward saves for backward.
@@ -50,18 +103,21 @@ struct CompiledGraphs {
 
 using FlatFn = std::function<std::vector<Tensor>(const std::vector<Tensor>&)>;
 
-// The type-erased engine behind AotFunction: a cache of compiled specializations keyed by what
-// they assumed (guards), and the runtime that runs them.
+// The type-erased engine behind AotFunction and AotModule: a cache of compiled specializations
+// keyed by what they assumed (guards), and the runtime that runs them. Thread-safe (see
+// "Concurrency" above).
 class CompiledFunction {
  public:
   explicit CompiledFunction(AotConfig config);
-  // `key_extra` encodes the non-tensor parts of the call; `make_fn` is asked for the flattened
-  // function only when a new specialization must be compiled.
+  // `key_extra` encodes the non-tensor parts of the call (the records written by
+  // aot_detail::flatten_arg, after aot_module's record of lifted tensors); `make_fn` is asked for
+  // the flattened function only when it must be traced or run eagerly.
   std::vector<Tensor> call(std::vector<Tensor> inputs, const std::string& key_extra,
                            const std::function<FlatFn()>& make_fn);
   // The most recently used specialization; throws if nothing was compiled yet.
   CompiledGraphs graphs() const;
-  size_t num_compilations() const;
+  size_t num_compilations() const;  // specializations held (stats().entries)
+  CacheStats stats() const;
   const AotConfig& config() const;
 
  private:
@@ -76,6 +132,20 @@ struct is_tensor_vector : std::false_type {};
 template <>
 struct is_tensor_vector<std::vector<Tensor>> : std::true_type {};
 
+// The cache key of a call's non-tensor parts is a sequence of records, one per argument, each
+// naming its kind so that positions can be recovered for error messages:
+//   'T'                                   a Tensor
+//   'L' u64 n                             a std::vector<Tensor> of n tensors
+//   'S' u8 len, type name, u8 n, n bytes  a number: its exact type and the bytes of its value
+//   'M' u64 params, u64 buffers, ...      aot_module's lifted tensors (first, before arguments)
+// Integers are little-endian host bytes; the encoding is prefix-free, so equal keys mean equal
+// calls.
+inline void append_u64(std::string& key, uint64_t v) {
+  char bytes[sizeof v];
+  std::memcpy(bytes, &v, sizeof v);
+  key.append(bytes, sizeof v);
+}
+
 template <typename T>
 void flatten_arg(const T& a, std::vector<Tensor>& flat, std::string& key) {
   using D = std::decay_t<T>;
@@ -84,13 +154,40 @@ void flatten_arg(const T& a, std::vector<Tensor>& flat, std::string& key) {
     key += 'T';
   } else if constexpr (is_tensor_vector<D>::value) {
     flat.insert(flat.end(), a.begin(), a.end());
-    key += 'L' + std::to_string(a.size()) + ';';
+    key += 'L';
+    append_u64(key, a.size());
   } else if constexpr (std::is_arithmetic_v<D>) {
-    key += 'S' + std::to_string(a) + ';';
+    // The mangled type name tells long from long long and bool from char; the value's bits tell
+    // -0.0 from 0.0 and NaN payloads apart. x87 long double has 6 padding bytes, left out.
+    constexpr size_t bytes =
+        std::is_floating_point_v<D> && std::numeric_limits<D>::digits == 64 ? 10 : sizeof(D);
+    const char* type = typeid(D).name();
+    size_t type_len = std::strlen(type);
+    key += 'S';
+    key += static_cast<char>(type_len);
+    key.append(type, type_len);
+    key += static_cast<char>(bytes);
+    char value[sizeof(D)];
+    std::memcpy(value, &a, sizeof(D));
+    key.append(value, bytes);
   } else {
-    static_assert(sizeof(D) == 0, "aot_function arguments must be Tensor, std::vector<Tensor> or numbers");
+    static_assert(sizeof(D) == 0,
+                  "aot_function arguments must be Tensor, std::vector<Tensor> or numbers");
   }
 }
+
+// While one is alive on a thread, compiled calls made on that thread never compile nor wait for
+// another thread's compile: a call whose key is not compiled yet runs the function eagerly
+// (counted as a miss and an eager fallback). aot_module holds one while it runs a module's
+// forward eagerly with the module's parameter slots read-locked: a trace there would have to
+// write them, and waiting there could deadlock with a trace that reads them.
+class EagerOnlyScope {
+ public:
+  EagerOnlyScope();
+  ~EagerOnlyScope();
+  EagerOnlyScope(const EagerOnlyScope&) = delete;
+  EagerOnlyScope& operator=(const EagerOnlyScope&) = delete;
+};
 
 template <typename T>
 T rebuild_arg(const T& original, const std::vector<Tensor>& flat, size_t& pos) {
@@ -134,7 +231,9 @@ struct Outputs<std::tuple<Ts...>> {
 };
 template <>
 struct Outputs<std::pair<Tensor, Tensor>> {
-  static std::vector<Tensor> flatten(const std::pair<Tensor, Tensor>& p) { return {p.first, p.second}; }
+  static std::vector<Tensor> flatten(const std::pair<Tensor, Tensor>& p) {
+    return {p.first, p.second};
+  }
   static std::pair<Tensor, Tensor> unflatten(std::vector<Tensor>&& v) {
     return {std::move(v.at(0)), std::move(v.at(1))};
   }
@@ -175,6 +274,7 @@ class AotFunction {
 
   CompiledGraphs graphs() const { return engine_->graphs(); }
   size_t num_compilations() const { return engine_->num_compilations(); }
+  CacheStats stats() const { return engine_->stats(); }
   CompiledFunction& engine() const { return *engine_; }
 
  private:

@@ -8,6 +8,10 @@
 // position is not in GraphRunOptions::no_grad. A graph value then requires grad when any tensor
 // argument of its node does, the node's op has a VJP rule, and the value is floating — the rule
 // eager autograd follows.
+//
+// Thread-safety: a GraphProgram is immutable once parsed; run(), show(), inputs() and
+// check_input() may be called from any number of threads at once, on one program or on copies
+// (which share it). Every input must be a defined, real tensor (not a tracer's fake).
 #pragma once
 
 #include <memory>

@@ -5,9 +5,11 @@
 // Storage and remember the base (`_base()`); the version counter lives on the Storage, so a base
 // and all its views see one counter, bumped by every in-place op. A "fake" Storage has a byte size
 // but no memory: tracing runs on fake tensors so no kernel can touch data.
-// Thread-safety: none; a Tensor is used by one thread at a time.
+// Thread-safety: tensors are not synchronized: several threads may read one tensor, one thread at
+// a time may write it. The version counter is atomic (threads may write disjoint views).
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <initializer_list>
 #include <memory>
@@ -37,14 +39,15 @@ class Storage {
   void* data() const { return data_; }
   size_t nbytes() const { return nbytes_; }
   bool is_fake() const { return fake_; }
-  uint64_t version() const { return version_; }
-  void bump_version() { ++version_; }
+  // Atomic: threads writing disjoint views of one storage bump the same counter.
+  uint64_t version() const { return version_.load(std::memory_order_relaxed); }
+  void bump_version() { version_.fetch_add(1, std::memory_order_relaxed); }
 
  private:
   void* data_ = nullptr;
   size_t nbytes_ = 0;
   bool fake_ = false;
-  uint64_t version_ = 0;
+  std::atomic<uint64_t> version_{0};
 };
 
 struct TensorImpl;

@@ -5,8 +5,9 @@
 // build_joint (aot/joint.h) from the values that require grad, run_partitioner, and the
 // interpreter on the partitioned forward and backward — then calls forward, splits its results
 // into user outputs and saved values, and calls backward with (saved..., tangents...).
-// Thread-safety: a GraphProgram is immutable after parse(); run() and show() compile fresh
-// callables each call, so several threads may share one program.
+// Thread-safety: a GraphProgram is immutable after parse(); run() and show() build everything
+// they use (joint, partition, compiled callables) in the call, so several threads may share one
+// program.
 #include "aotgrad/graph_program.h"
 
 #include <cstdio>
@@ -192,7 +193,12 @@ void GraphProgram::check_input(size_t index, const Tensor& t) const {
   std::string expected = type_text(in.dtype, in.sizes);
   if (!t.defined())
     throw std::invalid_argument("input " + std::to_string(index) + " (%" + in.name +
-                                "): expected " + expected + ", got no tensor");
+                                "): expected " + expected + ", got an undefined Tensor");
+  if (t.is_fake())
+    throw std::invalid_argument("input " + std::to_string(index) + " (%" + in.name +
+                                "): expected " + expected +
+                                ", got a fake tensor (a tracer's stand-in, with no data); pass a "
+                                "real tensor");
   if (t.dtype() != in.dtype || t.sizes() != in.sizes)
     throw std::invalid_argument("input " + std::to_string(index) + " (%" + in.name +
                                 "): expected " + expected + ", got " +

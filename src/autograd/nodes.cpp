@@ -1,5 +1,8 @@
 #include "autograd/nodes.h"
 
+#include <array>
+#include <cstdint>
+#include <mutex>
 #include <stdexcept>
 
 #include "aotgrad/ops.h"
@@ -15,6 +18,14 @@ uint64_t next_sequence_nr() {
 Node::Node() : sequence_nr(next_sequence_nr()) {}
 
 namespace {
+
+// Threads that run backward at once may share leaves (weights): creating a leaf's accumulator
+// and adding into its .grad() are serialized per leaf, as in PyTorch, by a lock striped by the
+// leaf's address.
+std::mutex& leaf_mutex(const TensorImpl* leaf) {
+  static std::array<std::mutex, 64> stripes;
+  return stripes[(reinterpret_cast<uintptr_t>(leaf) / alignof(TensorImpl)) % stripes.size()];
+}
 
 // A tensor with `t`'s geometry and dtype but no data: what a VJP sees for an unsaved argument.
 Tensor metadata_only(const Tensor& t) {
@@ -119,9 +130,10 @@ std::vector<Tensor> AccumulateGrad::apply(std::vector<Tensor>&& grad_outputs) {
   const Tensor& g = grad_outputs.at(0);
   // A leaf whose requires_grad was turned off after the graph was recorded gets nothing.
   if (!leaf || !g.defined() || !leaf->autograd || !leaf->autograd->requires_grad) return {};
-  AutogradMeta& meta = leaf->autograd_meta();
   NoGradGuard no_grad;
   Tensor incoming = g.dtype() == leaf->dtype ? g : to(g, leaf->dtype);
+  std::lock_guard<std::mutex> lock(leaf_mutex(leaf.get()));
+  AutogradMeta& meta = leaf->autograd_meta();
   if (!meta.grad.defined()) {
     // Own the gradient: a broadcast or aliased incoming tensor must not become .grad().
     meta.grad = incoming.is_contiguous() && !incoming.is_view() && incoming.sizes() == leaf->sizes
@@ -207,6 +219,7 @@ Edge gradient_edge(const Tensor& t) {
   if (view_history_is_stale(t, m)) rebase_view_history(t);
   if (m.grad_fn) return {m.grad_fn, m.output_nr};
   if (!m.requires_grad) return {};
+  std::lock_guard<std::mutex> lock(leaf_mutex(t.impl()));
   auto acc = m.grad_accumulator.lock();
   if (!acc) {
     acc = std::make_shared<AccumulateGrad>(t.impl_ptr());

@@ -1,7 +1,8 @@
 // What a compiler (backend) produces, and the registry of compilers by name.
 //
 // A CompiledGraph uses the boxed calling convention: it takes its inputs by value as one vector
-// and may clear it, so inputs can be freed as soon as their last use has run.
+// and may clear it, so inputs can be freed as soon as their last use has run. It must be
+// reentrant: compiled functions call one specialization's graphs from many threads at once.
 #pragma once
 
 #include <functional>

@@ -11,12 +11,12 @@ namespace {
 struct Program {
   struct Step {
     const ops::OpDef* op;
-    ops::OpArgs args;  // constants filled in; tensor slots overwritten each call
-    std::vector<std::pair<size_t, uint32_t>> tensor_slots;        // (arg index, value)
+    ops::OpArgs args;  // constants filled in; each call copies it and fills the tensor slots
+    std::vector<std::pair<size_t, uint32_t>> tensor_slots;         // (arg index, value)
     std::vector<std::tuple<size_t, size_t, uint32_t>> list_slots;  // (arg, element, value)
     std::vector<uint32_t> outputs;
     std::vector<uint32_t> free_after;  // values whose last use is this step
-    int written_arg = -1;  // in-place op into a graph input: bump its version counter
+    int written_arg = -1;              // in-place op into a graph input: bump its version counter
   };
   size_t num_values = 0;
   std::vector<uint32_t> inputs;
@@ -45,9 +45,9 @@ std::shared_ptr<Program> build(const graph::Graph& g) {
       // kept in the graph).
       const auto* target = std::get_if<graph::ValueId>(&n.args.at(n.op->mutated_arg()));
       if (!target || g.value(*target).producer >= 0)
-        throw std::invalid_argument("interpreter backend: graph " + g.name() + " mutates a value "
-                                    "that is not a graph input (" + std::string(n.op->name) +
-                                    "); graphs must be functional");
+        throw std::invalid_argument("interpreter backend: graph " + g.name() +
+                                    " mutates a value that is not a graph input (" +
+                                    std::string(n.op->name) + "); graphs must be functional");
       s.written_arg = n.op->mutated_arg();
     }
     for (size_t k = 0; k < n.args.size(); ++k) {
@@ -94,33 +94,38 @@ void check_inputs(const graph::Graph& g, const std::vector<Tensor>& inputs) {
     if (!inputs[i].defined())
       throw std::invalid_argument("input " + std::to_string(i) + " (%" + v.name + ") of graph '" +
                                   g.name() + "' is undefined; expected " + expected);
+    if (inputs[i].is_fake())
+      throw std::invalid_argument("input " + std::to_string(i) + " (%" + v.name + ") of graph '" +
+                                  g.name() + "' is a fake tensor (no data); pass a real " +
+                                  expected + " tensor");
     if (inputs[i].dtype() != v.meta.dtype || inputs[i].sizes() != v.meta.sizes)
-      throw std::invalid_argument(
-          "input " + std::to_string(i) + " (%" + v.name + ") of graph '" + g.name() +
-          "': expected " + expected + ", got " + std::string(dtype_name(inputs[i].dtype())) +
-          shape_to_string(inputs[i].sizes()));
+      throw std::invalid_argument("input " + std::to_string(i) + " (%" + v.name + ") of graph '" +
+                                  g.name() + "': expected " + expected + ", got " +
+                                  std::string(dtype_name(inputs[i].dtype())) +
+                                  shape_to_string(inputs[i].sizes()));
   }
 }
 
 CompiledGraph compile_interpreter(const graph::Graph& g) {
-  std::shared_ptr<Program> prog = build(g);
-  auto signature = std::make_shared<graph::Graph>(g);
+  std::shared_ptr<const Program> prog = build(g);
+  auto signature = std::make_shared<const graph::Graph>(g);
+  // Reentrant: the program and signature are read-only; value slots and each step's argument
+  // vector (its constants copied from the program) belong to the call.
   return [prog, signature](std::vector<Tensor>&& inputs) {
     check_inputs(*signature, inputs);
     std::vector<Tensor> slots(prog->num_values);
     for (size_t i = 0; i < prog->inputs.size(); ++i) slots[prog->inputs[i]] = std::move(inputs[i]);
     inputs.clear();
     for (uint32_t v : prog->free_at_start) slots[v] = Tensor();
-    for (Program::Step& s : prog->steps) {
-      for (auto [arg, v] : s.tensor_slots) s.args[arg] = slots[v];
-      for (auto [arg, e, v] : s.list_slots) std::get<ops::TensorList>(s.args[arg])[e] = slots[v];
+    for (const Program::Step& s : prog->steps) {
+      ops::OpArgs args = s.args;
+      for (auto [arg, v] : s.tensor_slots) args[arg] = slots[v];
+      for (auto [arg, e, v] : s.list_slots) std::get<ops::TensorList>(args[arg])[e] = slots[v];
       CurrentOpScope scope(s.op->name);  // errors from allocation and size checks name the op
-      std::vector<Tensor> outs = s.op->kernel(s.args);
-      if (s.written_arg >= 0) std::get<Tensor>(s.args[s.written_arg]).storage()->bump_version();
+      std::vector<Tensor> outs = s.op->kernel(args);
+      if (s.written_arg >= 0) std::get<Tensor>(args[s.written_arg]).storage()->bump_version();
       for (size_t k = 0; k < s.outputs.size(); ++k) slots[s.outputs[k]] = std::move(outs[k]);
-      // Drop the references held by the argument buffer and the dead values.
-      for (auto [arg, v] : s.tensor_slots) s.args[arg] = Tensor();
-      for (auto [arg, e, v] : s.list_slots) std::get<ops::TensorList>(s.args[arg])[e] = Tensor();
+      // `args` dies here, dropping its references, so dead values are freed at once.
       for (uint32_t v : s.free_after) slots[v] = Tensor();
     }
     std::vector<Tensor> result;

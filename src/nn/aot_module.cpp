@@ -1,10 +1,92 @@
-// The non-template half of aot_module: which tensors a call lifts, and the slot swap that lets
-// the traced forward see graph inputs where the module keeps its parameters and buffers.
+// The non-template half of aot_module: which tensors a call lifts, and how the traced forward
+// sees graph inputs where the module keeps its parameters and buffers.
+//
+// Thread-safety: a trace writes fakes into module slots, which every other call reads (lift, or
+// an eager forward). One process-wide reader/writer lock orders them; per-thread counts make it
+// reentrant, since an aot_module call nested in another module's forward (or traced through in
+// its trace) takes it again on the same thread. A thread holding the lock never waits for
+// another thread's compile (traces inline nested calls; eager forwards hold an EagerOnlyScope),
+// so the lock and compile waits cannot deadlock.
 #include "aotgrad/nn/aot_module.h"
 
+#include <shared_mutex>
+#include <stdexcept>
+
 namespace aotgrad::nn_detail {
+namespace {
+
+std::shared_mutex& slots_mutex() {
+  static std::shared_mutex m;
+  return m;
+}
+thread_local int t_readers = 0;  // read locks this thread holds (or nests in its write lock)
+thread_local int t_writers = 0;  // write locks this thread holds
+
+class SlotsReadLock {
+ public:
+  SlotsReadLock() : owns_(t_readers == 0 && t_writers == 0) {
+    if (owns_) slots_mutex().lock_shared();
+    ++t_readers;
+  }
+  ~SlotsReadLock() {
+    --t_readers;
+    if (owns_) slots_mutex().unlock_shared();
+  }
+  SlotsReadLock(const SlotsReadLock&) = delete;
+  SlotsReadLock& operator=(const SlotsReadLock&) = delete;
+
+ private:
+  bool owns_;
+};
+
+class SlotsWriteLock {
+ public:
+  SlotsWriteLock() : owns_(t_writers == 0) {
+    // Upgrading would deadlock against another reader doing the same; unreachable, since a
+    // thread reading the slots for an eager forward never traces (EagerOnlyScope).
+    if (owns_ && t_readers > 0)
+      throw std::logic_error("aot_module: a trace started while this thread reads module slots");
+    if (owns_) slots_mutex().lock();
+    ++t_writers;
+  }
+  ~SlotsWriteLock() {
+    --t_writers;
+    if (owns_) slots_mutex().unlock();
+  }
+  SlotsWriteLock(const SlotsWriteLock&) = delete;
+  SlotsWriteLock& operator=(const SlotsWriteLock&) = delete;
+
+ private:
+  bool owns_;
+};
+
+// Puts inputs[i] into every slot of slots[i] and puts the originals back when destroyed.
+class SlotSwap {
+ public:
+  SlotSwap(const std::vector<std::vector<Tensor*>>& slots, const std::vector<Tensor>& inputs)
+      : slots_(slots) {
+    saved_.reserve(slots.size());
+    for (size_t i = 0; i < slots.size(); ++i) {
+      saved_.push_back(*slots[i].front());
+      for (Tensor* slot : slots[i]) *slot = inputs.at(i);
+    }
+  }
+  ~SlotSwap() {
+    for (size_t i = 0; i < saved_.size(); ++i)
+      for (Tensor* slot : slots_[i]) *slot = saved_[i];
+  }
+  SlotSwap(const SlotSwap&) = delete;
+  SlotSwap& operator=(const SlotSwap&) = delete;
+
+ private:
+  const std::vector<std::vector<Tensor*>>& slots_;
+  std::vector<Tensor> saved_;
+};
+
+}  // namespace
 
 LiftedState lift(nn::Module& module) {
+  SlotsReadLock read;
   LiftedState s;
   nn::TensorSlots params = module.parameter_slots(/*with_names=*/false);
   nn::TensorSlots buffers = module.buffer_slots(/*with_names=*/false);
@@ -17,26 +99,28 @@ LiftedState lift(nn::Module& module) {
     }
   // The counts keep parameters and buffers apart in the key; the flags make train() and eval()
   // separate specializations (Dropout and BatchNorm trace differently in each).
-  s.key =
-      "P" + std::to_string(params.slots.size()) + "B" + std::to_string(buffers.slots.size()) + "M";
-  for (const nn::Module* m : module.modules()) s.key += m->is_training() ? '1' : '0';
-  s.key += ';';
+  std::vector<nn::Module*> modules = module.modules();
+  s.key += 'M';
+  aot_detail::append_u64(s.key, params.slots.size());
+  aot_detail::append_u64(s.key, buffers.slots.size());
+  aot_detail::append_u64(s.key, modules.size());
+  for (const nn::Module* m : modules) s.key += m->is_training() ? '1' : '0';
   return s;
 }
 
-SlotSwap::SlotSwap(const std::vector<std::vector<Tensor*>>& slots,
-                   const std::vector<Tensor>& inputs)
-    : slots_(slots) {
-  saved_.reserve(slots.size());
-  for (size_t i = 0; i < slots.size(); ++i) {
-    saved_.push_back(*slots[i].front());
-    for (Tensor* slot : slots[i]) *slot = inputs.at(i);
+std::vector<Tensor> run_with_slots(const std::vector<std::vector<Tensor*>>& slots,
+                                   const std::vector<Tensor>& inputs,
+                                   const std::function<std::vector<Tensor>()>& forward) {
+  bool tracing = false;
+  for (size_t i = 0; i < slots.size(); ++i) tracing = tracing || inputs.at(i).is_fake();
+  if (tracing) {
+    SlotsWriteLock write;
+    SlotSwap swap(slots, inputs);
+    return forward();
   }
-}
-
-SlotSwap::~SlotSwap() {
-  for (size_t i = 0; i < saved_.size(); ++i)
-    for (Tensor* slot : slots_[i]) *slot = saved_[i];
+  SlotsReadLock read;
+  aot_detail::EagerOnlyScope eager_only;
+  return forward();
 }
 
 }  // namespace aotgrad::nn_detail

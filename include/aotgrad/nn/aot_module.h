@@ -18,8 +18,18 @@
 // The module's structure must not change after aot_module() (registering new slots is fine; it
 // simply recompiles), and its forward must use only its parameters, buffers and arguments: a
 // tensor captured from elsewhere is rejected as aot_function rejects it.
+//
+// Cache and concurrency: as aot_function (aot.h): cache_size_limit, stats(), and calls from any
+// number of threads at once. One process-wide reader/writer lock guards the module slots of every
+// aot_module: a trace writes its stand-ins into the slots under the write lock, so calls that
+// read the slots (every call, briefly, to lift them; an eager fallback, for its whole forward)
+// wait for a trace in progress, never for the rest of a compile (joint, partition, backend).
+// Inside an eager fallback, nested compiled calls that would compile run eagerly
+// (aot_detail::EagerOnlyScope). Do not call the module's own forward() from another thread, nor
+// reassign its slots, while an aot_module of it may be tracing.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -34,7 +44,8 @@ namespace aotgrad {
 namespace nn_detail {
 
 // The tensors a module call lifts to graph inputs, the slots each came from, and the part of
-// the cache key they imply (counts and training flags).
+// the cache key they imply (aot.h's 'M' record: counts and training flags). Reads the slots
+// under the slot lock.
 struct LiftedState {
   std::vector<Tensor> tensors;
   std::vector<std::vector<Tensor*>> slots;
@@ -42,18 +53,13 @@ struct LiftedState {
 };
 LiftedState lift(nn::Module& module);
 
-// Puts inputs[i] into every slot of slots[i] and puts the originals back when destroyed.
-class SlotSwap {
- public:
-  SlotSwap(const std::vector<std::vector<Tensor*>>& slots, const std::vector<Tensor>& inputs);
-  ~SlotSwap();
-  SlotSwap(const SlotSwap&) = delete;
-  SlotSwap& operator=(const SlotSwap&) = delete;
-
- private:
-  const std::vector<std::vector<Tensor*>>& slots_;
-  std::vector<Tensor> saved_;
-};
+// Runs `forward` with inputs[i] in every slot of slots[i] (i < slots.size()). When the lifted
+// inputs are a trace's fakes, swaps them in under the slot write lock and puts the originals
+// back afterwards; otherwise (an eager fallback: the slots already hold them) runs under the read
+// lock and an EagerOnlyScope.
+std::vector<Tensor> run_with_slots(const std::vector<std::vector<Tensor*>>& slots,
+                                   const std::vector<Tensor>& inputs,
+                                   const std::function<std::vector<Tensor>()>& forward);
 
 }  // namespace nn_detail
 
@@ -75,15 +81,16 @@ class AotModule {
       auto slots = std::make_shared<std::vector<std::vector<Tensor*>>>(std::move(lifted.slots));
       auto originals = std::make_shared<std::tuple<Args...>>(args...);
       return [model, slots, originals](const std::vector<Tensor>& inputs) -> std::vector<Tensor> {
-        nn_detail::SlotSwap swap(*slots, inputs);
-        size_t pos = slots->size();
-        auto rebuilt = std::apply(
-            [&](const auto&... orig) {
-              return std::tuple<Args...>{aot_detail::rebuild_arg(orig, inputs, pos)...};
-            },
-            *originals);
-        return aot_detail::Outputs<R>::flatten(
-            std::apply([&](const auto&... a) { return model->forward(a...); }, rebuilt));
+        return nn_detail::run_with_slots(*slots, inputs, [&] {
+          size_t pos = slots->size();
+          auto rebuilt = std::apply(
+              [&](const auto&... orig) {
+                return std::tuple<Args...>{aot_detail::rebuild_arg(orig, inputs, pos)...};
+              },
+              *originals);
+          return aot_detail::Outputs<R>::flatten(
+              std::apply([&](const auto&... a) { return model->forward(a...); }, rebuilt));
+        });
       };
     };
     return aot_detail::Outputs<R>::unflatten(engine_->call(std::move(flat), key, make_fn));
@@ -91,6 +98,7 @@ class AotModule {
 
   CompiledGraphs graphs() const { return engine_->graphs(); }
   size_t num_compilations() const { return engine_->num_compilations(); }
+  CacheStats stats() const { return engine_->stats(); }
   M& module() const { return *model_; }
   const std::shared_ptr<M>& module_ptr() const { return model_; }
 

@@ -1,0 +1,38 @@
+// The guard key of a compiled call: everything a specialization assumed about its inputs, as
+// exact bytes, so that two calls share a specialization exactly when their keys are equal.
+//
+// Needs: defined, real inputs and their InputPlan. Guarantees: the key holds the grad mode, the
+// caller's record of non-tensor arguments (aot_detail::flatten_arg: list lengths, the type and
+// bits of every number), and for every tensor its dtype, requires_grad, sizes, strides and
+// storage offset, then the plan (which inputs repeat or overlap); every variable-length part is
+// preceded by its length, so the encoding is prefix-free and equal keys mean equal calls.
+// The readable form of the same guards (InputGuard) serves recompile messages.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "aot/input_plan.h"
+#include "aotgrad/tensor.h"
+
+namespace aotgrad::aot {
+
+std::string guard_key(const std::vector<Tensor>& inputs, const InputPlan& plan, bool grad_mode,
+                      const std::string& key_extra);
+
+// One tensor input's guards in readable form, for "why did it recompile" messages.
+struct InputGuard {
+  DType dtype;
+  IntList sizes, strides;
+  int64_t storage_offset;
+  bool requires_grad;
+  bool operator==(const InputGuard&) const = default;
+};
+std::vector<InputGuard> input_guards(const std::vector<Tensor>& inputs);
+std::string describe(const InputGuard& g);
+
+// Which argument of the call flat tensor input `index` came from ("argument 1", "argument 0
+// (element 2 of the list)", "parameter 3"), read from the records of `key_extra`.
+std::string describe_input(const std::string& key_extra, size_t index);
+
+}  // namespace aotgrad::aot
