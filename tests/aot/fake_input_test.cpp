@@ -140,7 +140,7 @@ TEST(FakeInputs, NestedAotModuleWorksOrSaysWhy) {
   try {
     EXPECT_TRUE(allclose(outer(x), lin->forward(x).sum(), 1e-6, 1e-6));
   } catch (const std::invalid_argument& e) {
-    EXPECT_TRUE(contains(e.what(), "aten.t.default")) << e.what();
+    EXPECT_TRUE(contains(e.what(), "captured tensor")) << e.what();
   }
   EXPECT_FALSE(lin->weight.is_fake());
 }
