@@ -109,8 +109,9 @@ saved 2 values, 36 B (0 B activations, 36 B graph inputs)
 
 // linear without bias, relu, keepdim row sum; x does not require grad. relu's backward reads its
 // output (threshold_backward), mm's gradient for the weight reads x, so exactly x and relu are
-// saved and no gradient is computed for x. The weight's gradient is the transpose of mm_1: a
-// non-contiguous value, printed with its strides.
+// saved and no gradient is computed for x. mm's gradient for t(w), a transposed operand, is
+// computed in the transposed order (as PyTorch's mm_mat2_backward), so the weight's gradient
+// t(t(mm_1)) is contiguous, as PyTorch's graph for the same function.
 TEST(GraphGolden, LinearReluRowSumAndItsInferenceGraph) {
   auto f = ag::aot_function(
       [](const Tensor& x, const Tensor& w) { return ag::linear(x, w).relu().sum({1}, true); });
@@ -139,11 +140,12 @@ TEST(GraphGolden, LinearReluRowSumAndItsInferenceGraph) {
 ) {
   %expand: f32[4,2]{1,0} = aten.expand.default(%tangents_1, size=[4, 2])
   %threshold_backward: f32[4,2] = aten.threshold_backward.default(%expand, %relu, threshold=0)
-  %t_1: f32[3,4]{1,3} = aten.t.default(%primals_1)
-  %mm_1: f32[3,2] = aten.mm.default(%t_1, %threshold_backward)
-  %t_2: f32[2,3]{1,2} = aten.t.default(%mm_1)
+  %t_1: f32[2,4]{1,2} = aten.t.default(%threshold_backward)
+  %mm_1: f32[2,3] = aten.mm.default(%t_1, %primals_1)
+  %t_2: f32[3,2]{1,3} = aten.t.default(%mm_1)
+  %t_3: f32[2,3] = aten.t.default(%t_2)
   return (
-    %t_2  # grad(input 1)
+    %t_3  # grad(input 1)
   )
 }
 )";
