@@ -16,6 +16,8 @@
 #include <cfloat>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <string>
@@ -167,6 +169,8 @@ const UnaryCase kUnary[] = {
      5.5, 3},
     {UnaryFn::gelu_tanh, "gelu_tanh", 0, [](L x, L) { return gelu_tanh_ref(x); }, -INFINITY,
      INFINITY, 3.5, 4},
+    {UnaryFn::silu, "silu", 0, [](L x, L) { return x * sigmoid_ref(x); }, -INFINITY, INFINITY, 3,
+     3.5},
     {UnaryFn::pow, "pow(x, 2)", 2, [](L x, L) { return x * x; }, -INFINITY, INFINITY, 0.5, 0.5},
     {UnaryFn::pow, "pow(x, 3)", 3, [](L x, L) { return x * x * x; }, -INFINITY, INFINITY, 1.5, 1.5},
     {UnaryFn::pow, "pow(x, -1)", -1, [](L x, L) { return 1 / x; }, -INFINITY, INFINITY, 0.5, 0.5},
@@ -177,6 +181,12 @@ const UnaryCase kUnary[] = {
     {UnaryFn::pow, "pow(x, -3)", -3, [](L x, L p) { return std::pow(x, p); }, -INFINITY, INFINITY,
      1, 1},
 };
+
+// AOTGRAD_ULP_REPORT=1 prints each op's worst error per target (the table of the docs).
+void report(const char* name, size_t bytes, const Target& t, const Worst& w) {
+  if (std::getenv("AOTGRAD_ULP_REPORT"))
+    std::printf("ulp %-20s %s %-7s %.3Lg\n", name, bytes == 4 ? "f32" : "f64", t.name, w.ulp);
+}
 
 template <typename T>
 Worst check_unary(const Kernels<T>& k, const UnaryCase& c, const std::vector<T>& x,
@@ -199,10 +209,18 @@ void check_all_unary() {
     const double bound = sizeof(T) == 4 ? c.bound_f32 : c.bound_f64;
     for (const Target* t : supported()) {
       Worst w = check_unary(t->of<T>(), c, x, ref);
+      report(c.name, sizeof(T), *t, w);
       EXPECT_LE(w.ulp, bound) << c.name << (sizeof(T) == 4 ? " f32" : " f64") << " on " << t->name
                               << ": " << w.str();
     }
   }
+}
+
+// The dispatcher's choice is the best target tested here, and the portable one is tested too.
+TEST(VecUlp, ActiveTargetIsTheBestSupported) {
+  ASSERT_GE(supported().size(), 2u);
+  EXPECT_EQ(&active(), supported().front()) << active().name;
+  EXPECT_STREQ(supported().back()->name, "SCALAR");
 }
 
 TEST(VecUlp, UnaryF32) {
@@ -231,6 +249,12 @@ BinaryRef gelu_tanh_backward_ref(L g, L x) {
   const L dw = 2 * kSqrt2OverPi * (1 + 3 * kKappa * x * x);
   const L s = sigmoid_ref(w), one_minus_s = sigmoid_ref(-w);
   const L term = x * dw * s * one_minus_s;
+  return {g * (s + term), std::fabs(g) * std::max(std::fabs(s), std::fabs(term))};
+}
+
+// d/dx x sigma(x) = sigma + x sigma (1 - sigma); the scale is the larger term.
+BinaryRef silu_backward_ref(L g, L x) {
+  const L s = sigmoid_ref(x), term = x * s * sigmoid_ref(-x);
   return {g * (s + term), std::fabs(g) * std::max(std::fabs(s), std::fabs(term))};
 }
 
@@ -299,6 +323,8 @@ const BinaryCase kBinary[] = {
      [](L g, L x, L) { return gelu_erf_backward_ref(g, x); }, true, 5, 4},
     {BinaryFn::gelu_tanh_backward, "gelu_tanh_backward", 0,
      [](L g, L x, L) { return gelu_tanh_backward_ref(g, x); }, true, 6, 6.5},
+    {BinaryFn::silu_backward, "silu_backward", 0,
+     [](L g, L x, L) { return silu_backward_ref(g, x); }, true, 5, 5},
 };
 
 template <typename T>
@@ -330,6 +356,7 @@ void check_all_binary() {
       for (size_t i = 0; i < a.size(); ++i) {
         w.add(ulp_error<T>(y[i], ref[i].value, ref[i].scale), b[i], a[i], y[i], ref[i].value);
       }
+      report(c.name, sizeof(T), *t, w);
       EXPECT_LE(w.ulp, bound) << c.name << (sizeof(T) == 4 ? " f32" : " f64") << " on " << t->name
                               << ": " << w.str();
     }

@@ -74,6 +74,7 @@ HWY_INLINE V ApplyUnary(D d, V x) {
   if constexpr (F == UnaryFn::erf) return Erf(d, x);
   if constexpr (F == UnaryFn::gelu_erf) return GeluErf(d, x);
   if constexpr (F == UnaryFn::gelu_tanh) return GeluTanh(d, x);
+  if constexpr (F == UnaryFn::silu) return Silu(d, x);
 }
 
 // x^p. The exponents ATen special-cases take the same exact forms (so x^2 is x * x on every
@@ -130,6 +131,7 @@ HWY_INLINE V ApplyBinary(D d, V a, V b, V p) {
   if constexpr (F == BinaryFn::threshold_backward) return hn::IfThenZeroElse(hn::Le(b, p), a);
   if constexpr (F == BinaryFn::gelu_erf_backward) return hn::Mul(a, GeluErfDerivative(d, b));
   if constexpr (F == BinaryFn::gelu_tanh_backward) return hn::Mul(a, GeluTanhDerivative(d, b));
+  if constexpr (F == BinaryFn::silu_backward) return hn::Mul(a, SiluDerivative(d, b));
 }
 
 template <BinaryFn F, Broadcast B, typename T>

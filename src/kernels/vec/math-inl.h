@@ -12,7 +12,7 @@
 //     portable fallback target calls SLEEF's scalar "purec" entry lane by lane.
 //   - ErfcParts: erf/erfc in f32 from two polynomial fits of ours (SLEEF's erf costs as much
 //     as libm's, 3 ns per element); f64 uses SLEEF's erf/erfc.
-//   - Logistic: sigma(w) and 1 - sigma(w) for sigmoid, silu-like and GELU-tanh formulas.
+//   - Logistic: sigma(w) and 1 - sigma(w) for sigmoid, SiLU and GELU-tanh formulas.
 // Two habits keep the ULP bounds in the tails (tests/kernels/vec_ulp_test.cpp):
 //   1. An exp argument that is large is carried as hi + lo: the rounding of x*x alone costs
 //      x^2 * 2^-24 relative, ~100 ulp in GELU's tail. TwoProdLo gives the lo part exactly.
@@ -366,6 +366,18 @@ HWY_INLINE V Sigmoid(D d, V x) {
   return hn::IfThenElse(hn::IsNaN(x), x, TimesSigma(l, hn::Set(d, hn::TFromD<D>(1))));
 }
 
+// sigma(w) + s sigma(w) (1 - sigma(w)) for a finite scale s (x w' of GELU-tanh, x of SiLU).
+// NaN at x = +-inf, as the formula (and ATen) gives; NaN in, NaN out.
+template <class D, class V = hn::VFromD<D>>
+HWY_INLINE V SigmaPlusScaledDerivative(D d, const Logistic<D>& l, V x, V s) {
+  // w >= 0: q + s (v q) (m q).  w < 0: sigma = (v q) m, so the sum is ((q (1 + s q)) v) m.
+  const V pos = hn::MulAdd(hn::Mul(s, hn::Mul(l.v, l.q)), hn::Mul(l.m, l.q), l.q);
+  const V neg =
+      hn::Mul(hn::Mul(hn::Mul(l.q, hn::MulAdd(s, l.q, hn::Set(d, hn::TFromD<D>(1)))), l.v), l.m);
+  const V r = hn::IfThenElse(l.neg, neg, pos);
+  return hn::IfThenElse(hn::IsFinite(x), r, hn::Sub(x, x));
+}
+
 // ---- GELU, tanh approximation ----
 //
 // gelu_tanh(x) = x/2 (1 + tanh(k (x + 0.044715 x^3))) = x sigma(w), w = x (a + b x^2) with
@@ -418,14 +430,24 @@ HWY_INLINE V GeluTanhDerivative(D d, V x) {
   const GeluTanhArg<D> w = GeluTanhArgOf(d, x);
   const Logistic<D> l = LogisticOf(d, w.wh, w.wl);
   // The clamped x keeps x w' finite; past the clamp sigma (1 - sigma) is 0.
-  const V x_dw = hn::Mul(w.xc, w.dw);
-  // w >= 0: q + x w' (v q) (m q).  w < 0: sigma = (v q) m, so the sum is ((q (1 + x w' q)) v) m.
-  const V pos = hn::MulAdd(hn::Mul(x_dw, hn::Mul(l.v, l.q)), hn::Mul(l.m, l.q), l.q);
-  const V neg =
-      hn::Mul(hn::Mul(hn::Mul(l.q, hn::MulAdd(x_dw, l.q, hn::Set(d, hn::TFromD<D>(1)))), l.v), l.m);
-  const V r = hn::IfThenElse(l.neg, neg, pos);
-  // NaN at +-inf, as the formula (and ATen) gives; NaN in, NaN out.
-  return hn::IfThenElse(hn::IsFinite(x), r, hn::Sub(x, x));
+  return SigmaPlusScaledDerivative(d, l, x, hn::Mul(w.xc, w.dw));
+}
+
+// ---- SiLU ----
+
+// silu(x) = x sigma(x).
+template <class D, class V = hn::VFromD<D>>
+HWY_INLINE V Silu(D d, V x) {
+  return TimesSigma(LogisticOf(d, x, hn::Zero(d)), x);
+}
+
+// d/dx x sigma(x) = sigma(x) + x sigma(x) (1 - sigma(x)).
+template <class D, class V = hn::VFromD<D>>
+HWY_INLINE V SiluDerivative(D d, V x) {
+  const Logistic<D> l = LogisticOf(d, x, hn::Zero(d));
+  // Past |x| = 128 (f32) sigma (1 - sigma) has underflowed; the clamp keeps x * 0 from NaN.
+  const V x_max = Const(d, 128.0f, 1024.0);
+  return SigmaPlusScaledDerivative(d, l, x, hn::Clamp(x, hn::Neg(x_max), x_max));
 }
 
 // y = exp(x - shift) over n elements; returns the sum of y, accumulated lane-wise in T.

@@ -44,6 +44,7 @@ enum class UnaryFn : uint8_t {
   erf,
   gelu_erf,   // x * Phi(x)
   gelu_tanh,  // x/2 * (1 + tanh(sqrt(2/pi) * (x + 0.044715 x^3)))
+  silu,       // x * sigmoid(x)
   pow,        // x^p; p in {1, 2, 3, 0.5, -0.5, -1, -2} take exact forms, as ATen's
   kCount
 };
@@ -59,6 +60,7 @@ enum class BinaryFn : uint8_t {
   threshold_backward,  // b <= p ? 0 : a
   gelu_erf_backward,   // a * d/db gelu_erf(b)
   gelu_tanh_backward,  // a * d/db gelu_tanh(b)
+  silu_backward,       // a * d/db silu(b)
   kCount
 };
 
