@@ -1,17 +1,21 @@
 // math_choice.h's kernels, compiled once per Highway target like kernels.cpp (which is the
 // reading guide for the dispatch pattern).
+// The include order matters (foreach_target.h re-includes this file per target, Highway's -inl
+// headers follow it), so clang-format leaves it alone.
+// clang-format off
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "kernels/vec/math_choice.cpp"
-#include "kernels/vec/math_choice.h"
-
-#include <hwy/contrib/math/math-inl.h>
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
+
 #include <hwy/highway.h>
+#include <hwy/contrib/math/math-inl.h>
 
 #include <algorithm>
 #include <cstddef>
 
 #include "kernels/vec/math-inl.h"
+#include "kernels/vec/math_choice.h"
+// clang-format on
 
 HWY_BEFORE_NAMESPACE();
 namespace aotgrad::kernels::vec::HWY_NAMESPACE {
