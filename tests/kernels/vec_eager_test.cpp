@@ -1,0 +1,120 @@
+// The eager pointwise ops on the vector kernels: whatever the layout of the inputs (transposed,
+// sliced, broadcast, a Scalar operand, f16), the elementwise engine feeds the kernel the same
+// values, so each op gives exactly the bits of the best target's kernel on contiguous data; and
+// across the sizes that exercise the kernels' partial tails and the engine's blocks, every
+// element matches.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+#include "aotgrad/aotgrad.h"
+#include "kernels/pointwise.h"
+#include "kernels/vec/vec.h"
+#include "testing/values.h"
+
+namespace ag = aotgrad;
+namespace vec = aotgrad::kernels::vec;
+using ag::Tensor;
+
+namespace {
+
+std::vector<float> floats(const Tensor& t) {
+  return t.contiguous().to_vector<float>();
+}
+
+// Bitwise equality, NaN included.
+void expect_same_bits(const std::vector<float>& got, const std::vector<float>& want,
+                      const char* what) {
+  ASSERT_EQ(got.size(), want.size()) << what;
+  for (size_t i = 0; i < got.size(); ++i)
+    EXPECT_EQ(0, std::memcmp(&got[i], &want[i], sizeof(float)))
+        << what << " at " << i << ": " << got[i] << " vs " << want[i];
+}
+
+std::vector<float> kernel_unary(vec::UnaryFn fn, const std::vector<float>& x, float p = 0) {
+  std::vector<float> y(x.size());
+  vec::active().f32[fn](x.data(), y.data(), static_cast<int64_t>(x.size()), p);
+  return y;
+}
+
+std::vector<float> kernel_binary(vec::BinaryFn fn, const std::vector<float>& a,
+                                 const std::vector<float>& b, float p = 0) {
+  std::vector<float> y(a.size());
+  vec::active().f32(fn, vec::Broadcast::none)(a.data(), b.data(), y.data(),
+                                              static_cast<int64_t>(a.size()), p);
+  return y;
+}
+
+Tensor spread(const ag::IntList& sizes, float scale) {
+  return ag::mul(ag::testing::pattern(sizes, 37, 101, ag::DType::f32), scale);
+}
+
+}  // namespace
+
+TEST(VecEager, TransposedInputsGiveTheKernelsBits) {
+  const Tensor base = spread({37, 53}, 6);  // 1961 elements: several blocks and a tail
+  const Tensor x = base.t();                // gathered by the engine
+  const std::vector<float> xs = floats(x);
+  expect_same_bits(floats(ag::kernels::gelu(x, false)), kernel_unary(vec::UnaryFn::gelu_erf, xs),
+                   "gelu");
+  expect_same_bits(floats(ag::kernels::gelu(x, true)), kernel_unary(vec::UnaryFn::gelu_tanh, xs),
+                   "gelu tanh");
+  expect_same_bits(floats(ag::kernels::unary(ag::kernels::Unary::exp, x)),
+                   kernel_unary(vec::UnaryFn::exp, xs), "exp");
+  expect_same_bits(floats(ag::kernels::unary(ag::kernels::Unary::tanh, x)),
+                   kernel_unary(vec::UnaryFn::tanh, xs), "tanh");
+  expect_same_bits(floats(ag::kernels::pow(x, 1.7)), kernel_unary(vec::UnaryFn::pow, xs, 1.7f),
+                   "pow");
+
+  const Tensor g = spread({53, 37}, 0.5);
+  const std::vector<float> gs = floats(g);
+  expect_same_bits(floats(ag::kernels::gelu_backward(g, x, false)),
+                   kernel_binary(vec::BinaryFn::gelu_erf_backward, gs, xs), "gelu_backward");
+  expect_same_bits(floats(ag::kernels::threshold_backward(g, x, 0.25)),
+                   kernel_binary(vec::BinaryFn::threshold_backward, gs, xs, 0.25f),
+                   "threshold_backward");
+  expect_same_bits(floats(ag::kernels::add(x, g, 2.5)),
+                   kernel_binary(vec::BinaryFn::add, xs, gs, 2.5f), "add alpha");
+}
+
+TEST(VecEager, BroadcastAndScalarOperands) {
+  const Tensor a = spread({9, 130}, 3);
+  const Tensor row = spread({130}, 2);  // broadcast over the rows
+  const std::vector<float> as = floats(a);
+  std::vector<float> rows(as.size()), threes(as.size(), 3.0f);
+  const std::vector<float> r = floats(row);
+  for (size_t i = 0; i < rows.size(); ++i) rows[i] = r[i % 130];
+  expect_same_bits(floats(ag::kernels::mul(a, row)), kernel_binary(vec::BinaryFn::mul, as, rows),
+                   "mul broadcast");
+  expect_same_bits(floats(ag::kernels::div(a, ag::Scalar(3.0))),
+                   kernel_binary(vec::BinaryFn::div, as, threes), "div scalar");
+  expect_same_bits(floats(ag::kernels::sub(a, ag::Scalar(3.0), 1)),
+                   kernel_binary(vec::BinaryFn::sub, as, threes, 1.0f), "sub scalar");
+}
+
+// f16 computes in f32: the values are read, computed by the kernel and rounded back.
+TEST(VecEager, HalfInputsComputeInFloat) {
+  const Tensor x = spread({300}, 4).to(ag::DType::f16);
+  const Tensor y = ag::kernels::unary(ag::kernels::Unary::sigmoid, x);
+  EXPECT_EQ(y.dtype(), ag::DType::f16);
+  const std::vector<float> want = kernel_unary(vec::UnaryFn::sigmoid, floats(x));
+  expect_same_bits(floats(y), floats(ag::from_vector(want, {300}).to(ag::DType::f16)), "sigmoid");
+}
+
+// Every length from 0 to a few vectors past the widest target: the kernels' tails.
+TEST(VecEager, EveryTailLengthOnEveryTarget) {
+  for (const vec::Target* t : vec::supported()) {
+    for (int64_t n = 0; n <= 70; ++n) {
+      std::vector<float> x(static_cast<size_t>(n)), y(static_cast<size_t>(n), -7.0f);
+      for (int64_t i = 0; i < n; ++i) x[i] = static_cast<float>(i) * 0.37f - 9.0f;
+      t->f32[vec::UnaryFn::exp](x.data(), y.data(), n, 0);
+      for (int64_t i = 0; i < n; ++i) {
+        const float want = std::exp(x[i]);
+        EXPECT_NEAR(y[i], want, 2e-7f * want) << t->name << " n=" << n << " i=" << i;
+      }
+    }
+  }
+}
