@@ -3,11 +3,13 @@
 // meta function run on fake tensors rebuilt from the recorded input metadata).
 #include "graph/verifier.h"
 
+#include <algorithm>
 #include <memory>
 #include <stdexcept>
 #include <unordered_map>
 
 #include "graph/node_args.h"
+#include "tensor/message_text.h"
 
 namespace aotgrad::graph {
 namespace {
@@ -15,7 +17,7 @@ namespace {
 std::string value_label(const Graph& g, ValueId v) {
   if (v.index >= g.values().size())
     return "value id " + std::to_string(v.index) + " (no such value)";
-  return "%" + g.value(v).name;
+  return "%" + escape_for_message(g.value(v).name, 48);
 }
 
 // "node %mm = aten.mm.default": the first result names the node, as the printed graph shows it.
@@ -26,13 +28,22 @@ std::string node_label(const Graph& g, const Node& n, size_t k) {
   return "verify_graph: node " + value_label(g, n.outputs[0]) + " = " + op;
 }
 
+// Messages stay one line of bounded length; every piece of user text in them is escaped.
 [[noreturn]] void fail(const std::string& who, const std::string& what) {
-  throw std::invalid_argument(who + ": " + what);
+  constexpr size_t kMaxMessage = 300;
+  std::string m = who + ": " + what;
+  if (m.size() > kMaxMessage) m = m.substr(0, kMaxMessage - 3) + "...";
+  throw std::invalid_argument(m);
 }
 
 // A fake tensor with exactly the recorded geometry. Its storage covers the geometry so that view
-// metas that check bounds against the storage accept it.
-Tensor fake_tensor(const ops::TensorMeta& m) {
+// metas that check bounds against the storage accept it. Throws std::invalid_argument naming the
+// value when the geometry is negative or not addressable (is_addressable).
+Tensor fake_tensor(const Graph& g, ValueId v) {
+  const ops::TensorMeta& m = g.value(v).meta;
+  if (!is_addressable(m))
+    throw std::invalid_argument(value_label(g, v) + " has the type " + type_annotation(m) +
+                                ", whose elements are not addressable with 64-bit offsets");
   Tensor t = make_tensor(m.sizes, m.dtype, /*fake=*/true);
   TensorImpl* impl = t.impl();
   if (m.strides.size() == m.sizes.size()) impl->strides = m.strides;
@@ -42,7 +53,7 @@ Tensor fake_tensor(const ops::TensorMeta& m) {
   for (size_t d = 0; d < m.sizes.size(); ++d) {
     if (m.sizes[d] == 0)
       empty = true;
-    else if (impl->strides[d] > 0)
+    else
       last += (m.sizes[d] - 1) * impl->strides[d];
   }
   size_t elements = empty ? static_cast<size_t>(m.storage_offset) : static_cast<size_t>(last + 1);
@@ -111,11 +122,12 @@ void check_results(const Graph& g, const Node& n, size_t k, std::vector<bool>& d
   }
 }
 
-void check_meta(const Graph& g, const Node& n, const std::string& who) {
+// The node's arguments with fake tensors for its values.
+ops::OpArgs fake_args(const Graph& g, const Node& n) {
   std::unordered_map<uint32_t, Tensor> fakes;
   auto fake = [&](ValueId v) -> const Tensor& {
     auto it = fakes.find(v.index);
-    if (it == fakes.end()) it = fakes.emplace(v.index, fake_tensor(g.value(v).meta)).first;
+    if (it == fakes.end()) it = fakes.emplace(v.index, fake_tensor(g, v)).first;
     return it->second;
   };
   ops::OpArgs args;
@@ -137,12 +149,27 @@ void check_meta(const Graph& g, const Node& n, const std::string& who) {
           a);
     }
   }
+  return args;
+}
+
+void check_meta(const Graph& g, const Node& n, const std::string& who) {
+  ops::OpArgs args;
+  try {
+    args = fake_args(g, n);
+  } catch (const std::invalid_argument& e) {
+    fail(who, e.what());
+  }
   std::vector<ops::TensorMeta> metas;
   try {
     ops::normalize(*n.op, args);
     metas = n.op->meta(args);
+  } catch (const std::bad_alloc&) {
+    throw;
   } catch (const std::exception& e) {
-    fail(who, std::string("the op's meta function rejects the recorded inputs: ") + e.what());
+    // Any exception: hostile metadata may trip a meta function's own checks of every kind
+    // (std::out_of_range, std::overflow_error...), and verify_graph promises invalid_argument.
+    fail(who, "the op's meta function rejects the recorded inputs: " +
+                  escape_for_message(e.what(), 200));
   }
   if (metas.size() != n.outputs.size())
     fail(who, "the op's meta function computes " + std::to_string(metas.size()) +
@@ -157,6 +184,27 @@ void check_meta(const Graph& g, const Node& n, const std::string& who) {
 }
 
 }  // namespace
+
+bool is_addressable(const ops::TensorMeta& m) {
+  if (!m.strides.empty() && m.strides.size() != m.sizes.size()) return false;
+  auto item = static_cast<int64_t>(itemsize(m.dtype));
+  int64_t extent = item;
+  for (int64_t s : m.sizes)
+    if (s < 0 || __builtin_mul_overflow(extent, std::max<int64_t>(s, 1), &extent)) return false;
+  // Only now are contiguous strides safe to compute.
+  IntList strides = m.strides.empty() ? contiguous_strides(m.sizes) : m.strides;
+  int64_t last = m.storage_offset;
+  if (last < 0) return false;
+  for (size_t d = 0; d < strides.size(); ++d) {
+    int64_t span = 0;
+    if (strides[d] < 0) return false;
+    if (m.sizes[d] > 0 && (__builtin_mul_overflow(m.sizes[d] - 1, strides[d], &span) ||
+                           __builtin_add_overflow(last, span, &last)))
+      return false;
+  }
+  int64_t bytes = 0;
+  return !__builtin_add_overflow(last, 1, &last) && !__builtin_mul_overflow(last, item, &bytes);
+}
 
 void verify_graph(const Graph& g) {
   std::vector<bool> defined(g.values().size(), false);
@@ -192,9 +240,9 @@ void verify_graph(const Graph& g) {
     if (!defined[i]) continue;
     auto [it, inserted] = names.emplace(g.values()[i].name, ValueId{static_cast<uint32_t>(i)});
     if (!inserted)
-      fail("verify_graph", "two values are named %" + g.values()[i].name + " (value ids " +
-                               std::to_string(it->second.index) + " and " + std::to_string(i) +
-                               "); rename one (Graph::fresh_name)");
+      fail("verify_graph", "two values are named %" + escape_for_message(g.values()[i].name, 48) +
+                               " (value ids " + std::to_string(it->second.index) + " and " +
+                               std::to_string(i) + "); rename one (Graph::fresh_name)");
   }
 }
 

@@ -15,4 +15,10 @@ namespace aotgrad::graph {
 // the op's meta function computes from the recorded input metadata.
 void verify_graph(const Graph& g);
 
+// Whether every element of a tensor of metadata `m` has a byte offset an int64 holds, counting
+// both its own strides (or contiguous ones when `m.strides` is empty) and the dense tensor of its
+// sizes with zero sizes read as 1 — so contiguous_strides(m.sizes), numel and the byte size of
+// its storage are computed without overflow. Sizes, strides and offset must be non-negative.
+bool is_addressable(const ops::TensorMeta& m);
+
 }  // namespace aotgrad::graph
