@@ -90,7 +90,8 @@ struct CallArg {
 
 class Parser {
  public:
-  explicit Parser(std::string_view text) : text_(text) {}
+  Parser(std::string_view text, std::vector<SourceLocation>* node_locations)
+      : text_(text), node_locations_(node_locations) {}
 
   Graph parse() {
     skip_space();
@@ -348,17 +349,13 @@ class Parser {
       m.storage_offset = integer();
       if (m.storage_offset < 0) fail(p, "bad type annotation: negative storage offset");
     }
-    check_addressable(m, p);
-    if (!strided) m.strides = contiguous_strides(m.sizes);
-    return m;
-  }
-
-  // Fails unless `m`'s elements are addressable (is_addressable): then contiguous_strides,
-  // numel and the verifier's fake storage cannot overflow on it.
-  void check_addressable(const ops::TensorMeta& m, size_t p) const {
+    // Only an addressable geometry has contiguous strides, a numel and a fake storage size that
+    // do not overflow.
     if (!is_addressable(m))
       fail(p, "bad type annotation: " + std::string(dtype_name(m.dtype)) + " shape with " +
                   std::to_string(m.sizes.size()) + " dims is too large to address in 64 bits");
+    if (!strided) m.strides = contiguous_strides(m.sizes);
+    return m;
   }
 
   // '[' or '{' int, int, ... close; spaces allowed inside; at most kMaxDims entries.
@@ -393,6 +390,7 @@ class Parser {
   // One statement; returns true after the return statement.
   bool statement() {
     skip_space();
+    size_t start = pos_;
     if (at_end()) fail(pos_, "missing '}' at the end of graph '" + token(g_.name()) + "'");
     if (peek() == '}') fail(pos_, "graph '" + token(g_.name()) + "' has no return statement");
     std::vector<Binding> outs;
@@ -420,7 +418,19 @@ class Parser {
       return true;
     }
     call(head, p, outs);
+    if (node_locations_) node_locations_->push_back(statement_location(start));
     return false;
+  }
+
+  // location() for statements, which come in text order: the line count carries over from the
+  // previous statement, so recording every node's location stays linear in the text.
+  SourceLocation statement_location(size_t pos) {
+    for (; counted_ < pos; ++counted_)
+      if (text_[counted_] == '\n') {
+        ++counted_line_;
+        counted_line_start_ = counted_ + 1;
+      }
+    return {counted_line_, pos - counted_line_start_ + 1};
   }
 
   void return_statement() {
@@ -777,6 +787,8 @@ class Parser {
   }
 
   std::string_view text_;
+  std::vector<SourceLocation>* node_locations_;
+  size_t counted_ = 0, counted_line_ = 1, counted_line_start_ = 0;  // statement_location's cursor
   size_t pos_ = 0;
   Graph g_;
   std::unordered_map<std::string, ValueId> defined_;
@@ -785,8 +797,9 @@ class Parser {
 
 }  // namespace
 
-Graph parse_graph(std::string_view text) {
-  return Parser(text).parse();
+Graph parse_graph(std::string_view text, std::vector<SourceLocation>* node_locations) {
+  if (node_locations) node_locations->clear();
+  return Parser(text, node_locations).parse();
 }
 
 }  // namespace aotgrad::graph

@@ -33,7 +33,7 @@ std::string node_label(const Graph& g, const Node& n, size_t k) {
   constexpr size_t kMaxMessage = 300;
   std::string m = who + ": " + what;
   if (m.size() > kMaxMessage) m = m.substr(0, kMaxMessage - 3) + "...";
-  throw std::invalid_argument(m);
+  throw VerifyError(m, std::nullopt);
 }
 
 // A fake tensor with exactly the recorded geometry. Its storage covers the geometry so that view
@@ -223,10 +223,14 @@ void verify_graph(const Graph& g) {
   for (size_t k = 0; k < g.nodes().size(); ++k) {
     const Node& n = g.nodes()[k];
     std::string who = node_label(g, n, k);
-    if (!n.op) fail(who, "the node has no op");
-    check_args(g, n, k, defined, who);
-    check_results(g, n, k, defined, who);
-    check_meta(g, n, who);
+    try {
+      if (!n.op) fail(who, "the node has no op");
+      check_args(g, n, k, defined, who);
+      check_results(g, n, k, defined, who);
+      check_meta(g, n, who);
+    } catch (const VerifyError& e) {
+      throw VerifyError(e.what(), k);
+    }
   }
   for (size_t i = 0; i < g.outputs().size(); ++i) {
     ValueId v = g.outputs()[i];

@@ -1,12 +1,30 @@
 // Structural and metadata checks of a graph.
 #pragma once
 
+#include <cstddef>
+#include <optional>
+#include <stdexcept>
+#include <string>
+
 #include "graph/graph.h"
 
 namespace aotgrad::graph {
 
-// Checks that `g` is well formed; throws std::invalid_argument naming the offending node (its
-// first result and op, "node %mm = aten.mm.default") or graph output.
+// What verify_graph throws: the message, and the index of the offending node when a node is at
+// fault (so that a caller holding the text's positions, GraphProgram, can point at its line).
+class VerifyError : public std::invalid_argument {
+ public:
+  VerifyError(const std::string& what, std::optional<size_t> node)
+      : std::invalid_argument(what), node_(node) {}
+  std::optional<size_t> node() const { return node_; }
+
+ private:
+  std::optional<size_t> node_;
+};
+
+// Checks that `g` is well formed; throws VerifyError (a std::invalid_argument: one line of at most
+// 300 characters, names escaped) naming the offending node (its first result and op, "node %mm =
+// aten.mm.default") or graph output.
 // Needs: nothing (any Graph, however built). Runs every node's meta function on fake tensors, so
 // it costs a meta call per node but never touches data.
 // Guarantees, when it returns: every value is defined once before use; every node has one

@@ -93,6 +93,28 @@ TEST(ParserHostile, GraphProgramReportsFileLineColumn) {
   }
 }
 
+TEST(ParserHostile, VerifyErrorsPointAtTheNodesStatement) {
+  std::string text =
+      "graph g(%x: f32[2]) {\n  %a: f32[2] = aten.tanh.default(%x)\n\n  # comment\n"
+      "     %b: f32[3] = aten.tanh.default(%a)\n  return (%b)\n}\n";
+  std::vector<SourceLocation> where;
+  parse_graph(text, &where);
+  ASSERT_EQ(where.size(), 2u);
+  EXPECT_EQ(where[1].line, 5u);
+  EXPECT_EQ(where[1].column, 6u);
+  try {
+    GraphProgram::parse(text, "g.graph");
+    FAIL() << "verified";
+  } catch (const GraphParseError& e) {
+    EXPECT_EQ(e.line(), 5);
+    EXPECT_EQ(e.column(), 6);
+    EXPECT_EQ(
+        std::string(e.what()).rfind("g.graph:5:6: verify_graph: node %b = aten.tanh.default: ", 0),
+        0u)
+        << e.what();
+  }
+}
+
 TEST(ParserHostile, VerifierTurnsEveryMetaFailureIntoANamedError) {
   // Parses (arity and kinds are right) but the metadata is nonsense for the op: each must be a
   // std::invalid_argument naming the node, whatever the meta function throws.

@@ -111,6 +111,14 @@ TEST_F(CliErrors, HostileGraphTextGivesFileLineColumn) {
                         "found the byte 0x01");
 }
 
+TEST_F(CliErrors, ANodeThatDoesNotVerifyGivesItsLine) {
+  EXPECT_EQ(cli({"show", cli_data("bad_shape.graph")}), 1);
+  EXPECT_EQ(line(), cli_data("bad_shape.graph") +
+                        ":2:3: verify_graph: node %mm = aten.mm.default: result %mm is recorded as "
+                        "f32[4,5] but the op's meta function computes f32[4,2] from the recorded "
+                        "inputs");
+}
+
 TEST_F(CliErrors, BadInputsNameTheFile) {
   std::string x = f("x.npy"), w = f("w.npy"), b = f("b.npy"), idx = f("idx.npy");
   ag::write_npy(x, ag::ones({4, 3}));
