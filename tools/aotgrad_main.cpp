@@ -47,8 +47,9 @@ std::vector<ag::Tensor> read_inputs(const std::string& graph, const ag::GraphPro
 // bf16 has no NumPy dtype: such results are written as f32, which holds every bf16 value exactly.
 void write_result(const std::filesystem::path& path, const ag::Tensor& t) {
   if (t.dtype() == ag::DType::bf16) {
-    std::cerr << "aotgrad: note: " << path.string()
-              << " is bf16, written as f32 (NumPy has no bf16)\n";
+    std::cerr << cli::one_line("aotgrad: note: " + path.string() +
+                               " is bf16, written as f32 (NumPy has no bf16)")
+              << "\n";
     ag::write_npy(path.string(), t.to(ag::DType::f32));
     return;
   }
