@@ -25,6 +25,7 @@ Needs NumPy 1.24 (the system /usr/bin/python3 has it).
 import io
 import os
 import random
+import re
 import struct
 import sys
 import warnings
@@ -270,7 +271,8 @@ def verdict(path):
         try:
             return "ok", np.load(path)
         except Exception as e:  # every refusal counts, whatever NumPy raises
-            return "refused", "%s: %s" % (type(e).__name__, str(e).splitlines()[0][:100] if str(e) else "")
+            reason = re.sub(r" at 0x[0-9a-f]+", "", str(e).splitlines()[0][:100] if str(e) else "")
+            return "refused", "%s: %s" % (type(e).__name__, reason)
 
 
 def declared_shape(data):
