@@ -134,11 +134,16 @@ void visit_compute(DType dtype, F&& f) {
 
 int64_t pool_output_size(int64_t in, int64_t kernel, int64_t stride, int64_t pad, int64_t dil,
                          bool ceil_mode) {
-  const int64_t span = in + 2 * pad - dil * (kernel - 1) - 1 + (ceil_mode ? stride - 1 : 0);
+  // In 128 bits, where no term can wrap: a huge kernel, dilation or stride is a user's choice.
+  using Wide = __int128;
+  const Wide span = Wide{in} + Wide{2} * pad - Wide{dil} * (kernel - 1) - 1 +
+                    (ceil_mode ? Wide{stride} - 1 : Wide{0});
   // Floor division rounding towards -inf, as ATen's div_rtn.
-  int64_t out = (span >= 0 ? span / stride : -((-span + stride - 1) / stride)) + 1;
-  if (ceil_mode && (out - 1) * stride >= in + pad) --out;
-  return out;
+  Wide out = (span >= 0 ? span / stride : -((-span + stride - 1) / stride)) + 1;
+  if (ceil_mode && (out - 1) * stride >= Wide{in} + pad) --out;
+  // Past int64 only for absurd paddings; the caller's shape check then names the op.
+  return static_cast<int64_t>(std::clamp<Wide>(out, std::numeric_limits<int64_t>::min(),
+                                               std::numeric_limits<int64_t>::max()));
 }
 
 std::pair<Tensor, Tensor> max_pool2d_with_indices(const Tensor& input, const Pool2dParams& p) {

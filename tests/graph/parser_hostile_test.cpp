@@ -138,6 +138,24 @@ TEST(ParserHostile, VerifierTurnsEveryMetaFailureIntoANamedError) {
   }
 }
 
+TEST(ParserHostile, HugePoolingKernelIsAnErrorNotAnOverflow) {
+  // Found by graph_parser_fuzz: the pooling meta's output size wrapped (signed overflow, UB).
+  Graph g = parse_graph(
+      "graph g(%x: f64[1,2,4,6]) {\n"
+      "  %y: f32[12,3], %i: i64[12,3] = aten.max_pool2d_with_indices.default(%x, "
+      "9223372036854775807)\n"
+      "  return (%y)\n}\n");
+  try {
+    verify_graph(g);
+    FAIL() << "verified";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_EQ(std::string(e.what()).rfind(
+                  "verify_graph: node %y = aten.max_pool2d_with_indices.default: ", 0),
+              0u)
+        << e.what();
+  }
+}
+
 TEST(ParserHostile, VerifierRefusesGeometryItCannotFake) {
   // Built in memory, past the parser's checks: strides whose span overflows int64.
   Graph g("g");
