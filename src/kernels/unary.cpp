@@ -68,6 +68,10 @@ vec::UnaryFn vec_fn(Unary op) {
       return vec::UnaryFn::sigmoid;
     case Unary::relu:
       return vec::UnaryFn::relu;
+    case Unary::erf:
+      return vec::UnaryFn::erf;
+    case Unary::silu:
+      return vec::UnaryFn::silu;
   }
   throw std::logic_error("unary: unknown op");
 }

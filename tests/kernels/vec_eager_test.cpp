@@ -68,6 +68,10 @@ TEST(VecEager, TransposedInputsGiveTheKernelsBits) {
                    kernel_unary(vec::UnaryFn::tanh, xs), "tanh");
   expect_same_bits(floats(ag::kernels::pow(x, 1.7)), kernel_unary(vec::UnaryFn::pow, xs, 1.7f),
                    "pow");
+  expect_same_bits(floats(ag::kernels::unary(ag::kernels::Unary::erf, x)),
+                   kernel_unary(vec::UnaryFn::erf, xs), "erf");
+  expect_same_bits(floats(ag::kernels::unary(ag::kernels::Unary::silu, x)),
+                   kernel_unary(vec::UnaryFn::silu, xs), "silu");
 
   const Tensor g = spread({53, 37}, 0.5);
   const std::vector<float> gs = floats(g);
@@ -76,6 +80,8 @@ TEST(VecEager, TransposedInputsGiveTheKernelsBits) {
   expect_same_bits(floats(ag::kernels::threshold_backward(g, x, 0.25)),
                    kernel_binary(vec::BinaryFn::threshold_backward, gs, xs, 0.25f),
                    "threshold_backward");
+  expect_same_bits(floats(ag::kernels::silu_backward(g, x)),
+                   kernel_binary(vec::BinaryFn::silu_backward, gs, xs), "silu_backward");
   expect_same_bits(floats(ag::kernels::add(x, g, 2.5)),
                    kernel_binary(vec::BinaryFn::add, xs, gs, 2.5f), "add alpha");
 }
