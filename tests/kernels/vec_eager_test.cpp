@@ -124,3 +124,23 @@ TEST(VecEager, EveryTailLengthOnEveryTarget) {
     }
   }
 }
+
+// The activations keep their relative accuracy in the tails that 1 + erf(x) and 1 / (1 + e^-x)
+// rounded away (the scalar formulas gave 0 there, and gelu's backward gave 0 or -0).
+TEST(VecEager, ActivationTailsKeepRelativeAccuracy) {
+  const Tensor x = ag::from_vector(std::vector<double>{-10, -30, -100}, {3}).to(ag::DType::f32);
+  const std::vector<float> gelu = ag::gelu(x).to_vector<float>();
+  const std::vector<float> gelu_tanh = ag::gelu(x, "tanh").to_vector<float>();
+  const std::vector<float> sigmoid = ag::sigmoid(x).to_vector<float>();
+  // gelu(-10) = -10 Phi(-10) = -7.6198530241605e-23 (erfc, long double).
+  const long double phi10 = std::erfc(10.0L / std::sqrt(2.0L)) / 2;
+  EXPECT_NEAR(gelu[0], static_cast<float>(-10 * phi10), 8e-30);
+  EXPECT_LT(gelu[0], 0.0f);
+  // sigmoid(-30) = 9.357622e-14, sigmoid(-100) = 3.72e-44 (subnormal).
+  EXPECT_NEAR(sigmoid[1], static_cast<float>(std::exp(-30.0L) / (1 + std::exp(-30.0L))), 1e-20);
+  EXPECT_NEAR(sigmoid[2], static_cast<float>(std::exp(-100.0L)), 2e-45);
+  EXPECT_GT(sigmoid[2], 0.0f);
+  // gelu_tanh(-10) = -10 sigma(2 k (x + kappa x^3)) = -10 sigma(-22.3376...) ~ -1.99e-9.
+  const long double w = 2 * 0.797884560802865355879892119868763737L * (-10 + 0.044715L * -1000);
+  EXPECT_NEAR(gelu_tanh[0], static_cast<float>(-10 * std::exp(w) / (1 + std::exp(w))), 1e-15);
+}
