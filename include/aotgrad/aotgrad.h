@@ -9,6 +9,7 @@
 #include "aotgrad/math.h"
 #include "aotgrad/ops.h"
 #include "aotgrad/random.h"
+#include "aotgrad/safetensors.h"
 #include "aotgrad/scalar.h"
 #include "aotgrad/aot.h"
 #include "aotgrad/memory.h"
