@@ -104,6 +104,15 @@ const std::vector<Flag>& flags() {
          return "";
        }},
       int_flag("--threads", &Options::threads, 1, 1024),
+      {"--time-limit",
+       [](Options& o, std::string_view v) -> std::string {
+         auto x = parse_double(v);
+         if (!x || *x < 0 || *x > 1e7)
+           return "--time-limit expects seconds from 0 (no limit) to 10000000, got '" + shown(v) +
+                  "'";
+         o.time_limit = *x;
+         return "";
+       }},
   };
   return table;
 }
@@ -179,9 +188,12 @@ model
   --embd N             embedding width, a multiple of --heads (default 128)
   --block N            context length in characters (default 64)
 training
-  --steps N            total optimizer steps (default 600)
+  --steps N            total optimizer steps (default 1000)
+  --time-limit S       train for at most S seconds (default 90; 0: no limit); the learning-rate
+                       schedule ends at --steps or S, whichever comes first
   --stop-after N       stop after N steps of this run and checkpoint; the learning-rate
                        schedule still spans --steps, so --resume continues it exactly
+                       (with --time-limit 0)
   --batch N            sequences per step (default 16)
   --lr X               peak AdamW learning rate, warmup then cosine decay (default 0.003)
   --eval-every N       held-out loss and a checkpoint every N steps (default 100)

@@ -15,8 +15,10 @@ struct Options {
   std::optional<std::string> data;    // --data FILE; default: the license texts every Debian has
   std::optional<std::string> resume;  // --resume CHECKPOINT
   std::string out_dir = "aotgrad-gpt-out";
-  int64_t steps = 600;     // total optimizer steps (a resumed run continues up to this many)
+  int64_t steps = 1000;    // total optimizer steps (a resumed run continues up to this many)
   int64_t stop_after = 0;  // stop this run after that many steps (0: run to --steps)
+  double time_limit =
+      90;  // seconds of training; 0: none. The schedule ends at whichever comes first
   int64_t batch = 16;
   int64_t block = 64;  // context length
   int64_t layers = 2;

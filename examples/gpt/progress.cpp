@@ -22,7 +22,9 @@ std::string clock_time(double seconds) {
   return buf;
 }
 
-void Progress::start(int64_t first_step, int64_t total_steps, int64_t tokens_per_step) {
+void Progress::start(int64_t first_step, int64_t total_steps, int64_t tokens_per_step,
+                     double time_limit) {
+  time_limit_ = time_limit;
   first_ = last_step_ = first_step;
   total_ = total_steps;
   tokens_per_step_ = tokens_per_step;
@@ -43,8 +45,11 @@ std::string Progress::line(int64_t step, double loss) const {
         "  " + fixed(steps_per_s * static_cast<double>(tokens_per_step_) / 1e3, 1) + "k tokens/s";
   }
   text += "  elapsed " + clock_time(elapsed);
-  if (steps_per_s > 0 && step < total_)
-    text += "  ETA " + clock_time(static_cast<double>(total_ - step) / steps_per_s);
+  if (steps_per_s > 0 && step < total_) {
+    double eta = static_cast<double>(total_ - step) / steps_per_s;
+    if (time_limit_ > 0) eta = std::min(eta, std::max(0.0, time_limit_ - elapsed));
+    text += "  ETA " + clock_time(eta);
+  }
   return text;
 }
 

@@ -17,7 +17,8 @@ std::string clock_time(double seconds);  // "1:05", "1:02:03"
 class Progress {
  public:
   Progress(std::ostream& out, bool in_place) : out_(out), in_place_(in_place) {}
-  void start(int64_t first_step, int64_t total_steps, int64_t tokens_per_step);
+  // time_limit: seconds after which training stops whatever the step (0: none), for the ETA.
+  void start(int64_t first_step, int64_t total_steps, int64_t tokens_per_step, double time_limit);
   void step_done(int64_t step, double loss);
   void message(const std::string& line);
   void finish();
@@ -29,7 +30,7 @@ class Progress {
   std::ostream& out_;
   bool in_place_;
   int64_t first_ = 0, total_ = 0, tokens_per_step_ = 0, last_step_ = 0;
-  double last_loss_ = 0;
+  double last_loss_ = 0, time_limit_ = 0;
   Clock::time_point start_, last_draw_;
   std::deque<Clock::time_point> recent_;  // end times of the last steps, for tokens/s and ETA
   bool drawn_ = false;

@@ -117,13 +117,20 @@ class Trainer {
     out_.flush();
   }
 
-  // Linear warmup, then cosine decay to a tenth of the peak.
+  // How far through the schedule training is: by steps, or by time when --time-limit comes first.
+  double schedule_fraction(int64_t step) const {
+    double f = static_cast<double>(step) / static_cast<double>(o_.steps);
+    if (o_.time_limit > 0) f = std::max(f, seconds_since(train_start_) / o_.time_limit);
+    return std::min(f, 1.0);
+  }
+
+  // Linear warmup over the first steps, then cosine decay to a tenth of the peak.
   double lr_at(int64_t step) const {
     const int64_t warmup = std::max<int64_t>(1, std::min<int64_t>(100, o_.steps / 10));
     if (step < warmup) return o_.lr * static_cast<double>(step + 1) / static_cast<double>(warmup);
-    double t = static_cast<double>(step - warmup) /
-               static_cast<double>(std::max<int64_t>(1, o_.steps - warmup));
-    return o_.lr * (0.1 + 0.45 * (1 + std::cos(M_PI * std::min(t, 1.0))));
+    const double w = static_cast<double>(warmup) / static_cast<double>(o_.steps);
+    const double t = std::clamp((schedule_fraction(step) - w) / std::max(1.0 - w, 1e-9), 0.0, 1.0);
+    return o_.lr * (0.1 + 0.45 * (1 + std::cos(M_PI * t)));
   }
 
   double train_one(int64_t step) {
@@ -144,13 +151,20 @@ class Trainer {
 
   void train_steps() {
     const int64_t block = model_->config.block_size;
-    progress_.start(first_step_, end_step_, o_.batch * block);
+    progress_.start(first_step_, end_step_, o_.batch * block, o_.time_limit);
     if (first_step_ < end_step_) estimate_held_out(first_step_);
     train_start_ = Clock::now();
     for (int64_t step = first_step_; step < end_step_; ++step) {
       double loss = train_one(step);
       report_.train_loss.emplace_back(step + 1, loss);
       progress_.step_done(step + 1, loss);
+      if (o_.time_limit > 0 && step + 1 < end_step_ &&
+          seconds_since(train_start_) >= o_.time_limit) {
+        progress_.message("--time-limit " + fixed(o_.time_limit, 0) + " s reached at step " +
+                          std::to_string(step + 1) + " of " + std::to_string(end_step_) +
+                          " (the learning rate had decayed by then)");
+        end_step_ = step + 1;
+      }
       if ((step + 1) % o_.eval_every == 0 || step + 1 == end_step_) {
         estimate_held_out(step + 1);
         save(step + 1);
@@ -258,12 +272,13 @@ class Trainer {
 
   void write_plot() {
     std::vector<std::pair<double, double>> raw, smooth;
-    double ema = 0;
-    for (size_t i = 0; i < report_.train_loss.size(); ++i) {
-      auto [step, loss] = report_.train_loss[i];
-      ema = i == 0 ? loss : 0.95 * ema + 0.05 * loss;
+    // An exponential moving average with Adam's bias correction, so it starts on the curve.
+    double ema = 0, weight = 0;
+    for (auto [step, loss] : report_.train_loss) {
+      ema = 0.95 * ema + 0.05 * loss;
+      weight = 0.95 * weight + 0.05;
       raw.emplace_back(static_cast<double>(step), loss);
-      smooth.emplace_back(static_cast<double>(step), ema);
+      smooth.emplace_back(static_cast<double>(step), ema / weight);
     }
     std::vector<std::pair<double, double>> held;
     for (auto [step, loss] : report_.held_out) held.emplace_back(static_cast<double>(step), loss);
