@@ -346,10 +346,10 @@ void Trainer::print_summary() {
   out_ << "\nsamples (temperature " << o_.temperature << ", top-k " << o_.top_k << "):\n";
   std::string text = printable(r.samples);
   for (size_t start = 0; start < text.size();) {
-    size_t end = text.find('\n', start);
-    if (end == std::string::npos) end = text.size();
+    // A line, or its first 100 characters when the model has not learnt line breaks yet.
+    size_t end = std::min(text.find('\n', start), std::min(text.size(), start + 100));
     out_ << "  | " << text.substr(start, end - start) << "\n";
-    start = end + 1;
+    start = end + (end < text.size() && text[end] == '\n');
   }
   out_ << "\nsummary\n";
   if (!r.train_loss.empty() && train_s_ > 0)
@@ -368,7 +368,7 @@ void Trainer::print_summary() {
   ag::CacheStats stats = compiled_->stats();
   if (!r.train_loss.empty())
     out_ << "  compile      cold: the first call took " << fixed(first_call_s_, 2)
-         << " s (trace, joint graph, min_cut partition, compile, run); held-out graph "
+         << " s (trace, joint graph, min_cut partition, compile, run); held-out (inference) graph "
          << fixed(std::max(eval_first_call_s_, 0.0), 2) << " s; then " << stats.hits
          << " cache hits, " << stats.compilations << " compilations\n";
   double less = r.saved_bytes_default
