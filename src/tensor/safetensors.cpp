@@ -69,7 +69,10 @@ struct Json {
   enum class Kind { null, boolean, number, string, array, object } kind = Kind::null;
   std::string text;  // a string's value, a number's literal, "true" / "false"
   std::vector<Json> items;
-  std::vector<std::pair<std::string, Json>> members;
+  // An object's members, in file order: keys[i] names values[i]. (Two vectors, not pairs: a
+  // std::pair cannot hold the still incomplete Json.)
+  std::vector<std::string> keys;
+  std::vector<Json> values;
 };
 
 const char* kind_name(Json::Kind k) {
@@ -197,7 +200,8 @@ class JsonParser {
         skip_space();
         std::string key = string_literal();
         expect(':');
-        v.members.emplace_back(std::move(key), value(depth + 1));
+        v.keys.push_back(std::move(key));
+        v.values.push_back(value(depth + 1));
       } while (take(','));
       expect('}');
     } else if (c == '[') {
@@ -368,10 +372,10 @@ uint64_t unsigned_integer(const Json& v, const std::string& source, const std::s
 const Json& field(const Json& entry, const char* key, Json::Kind kind, const std::string& source,
                   const std::string& tensor) {
   const Json* found = nullptr;
-  for (const auto& [k, v] : entry.members)
-    if (k == key) {
+  for (size_t i = 0; i < entry.keys.size(); ++i)
+    if (entry.keys[i] == key) {
       if (found) fail(source, "tensor " + tensor + " lists \"" + key + "\" twice");
-      found = &v;
+      found = &entry.values[i];
     }
   if (!found) fail(source, "tensor " + tensor + " has no \"" + key + "\"");
   if (found->kind != kind)
@@ -420,14 +424,18 @@ Header parse_header(std::string_view text, const std::string& source) {
   Header h;
   bool seen_metadata = false;
   std::vector<std::string> names;
-  for (const auto& [key, v] : doc.members) {
+  for (size_t i = 0; i < doc.keys.size(); ++i) {
+    const std::string& key = doc.keys[i];
+    const Json& v = doc.values[i];
     if (key == "__metadata__") {
       if (seen_metadata) fail(source, "header lists \"__metadata__\" twice");
       seen_metadata = true;
       if (v.kind != Json::Kind::object)
         fail(source, std::string("\"__metadata__\" must be an object of strings, found ") +
                          kind_name(v.kind));
-      for (const auto& [mk, mv] : v.members) {
+      for (size_t m = 0; m < v.keys.size(); ++m) {
+        const std::string& mk = v.keys[m];
+        const Json& mv = v.values[m];
         if (mv.kind != Json::Kind::string)
           fail(source, "\"__metadata__\" entry " + quoted(mk) + " must be a string, found " +
                            kind_name(mv.kind));

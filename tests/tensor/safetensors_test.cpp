@@ -120,13 +120,15 @@ TEST(Safetensors, EveryDtypeRoundTripsBitForBit) {
   SafetensorsContents c = read_safetensors_bytes(write_safetensors_bytes(in, {{"k", "v"}}));
   ASSERT_EQ(c.tensors.size(), in.size());
   for (const auto& [name, want] : in) {
+    const std::string& key = name;  // clang before 16 cannot capture a structured binding
     auto it = std::find_if(c.tensors.begin(), c.tensors.end(),
-                           [&](const auto& e) { return e.first == name; });
+                           [&](const auto& e) { return e.first == key; });
     ASSERT_NE(it, c.tensors.end()) << name;
     const Tensor& got = it->second;
     EXPECT_EQ(got.dtype(), want.dtype()) << name;
     EXPECT_EQ(got.sizes(), want.sizes()) << name;
     size_t nbytes = static_cast<size_t>(want.numel()) * itemsize(want.dtype());
+    if (nbytes == 0) continue;  // an empty tensor has no data pointer to compare
     EXPECT_EQ(std::memcmp(got.impl()->data_bytes(), want.contiguous().impl()->data_bytes(), nbytes),
               0)
         << name;
