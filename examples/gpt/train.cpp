@@ -65,10 +65,6 @@ class Trainer {
   }
 
   void load() {
-    std::error_code ec;
-    std::filesystem::create_directories(o_.out_dir, ec);
-    if (ec)
-      throw FileError("aotgrad-gpt: cannot create --out '" + o_.out_dir + "': " + ec.message());
     GptConfig config{0, o_.block, o_.layers, o_.heads, o_.embd};
     std::string vocab;
     if (o_.resume) {
@@ -150,6 +146,11 @@ class Trainer {
   }
 
   void train_steps() {
+    // Created only now, so that a bad --data or --resume leaves no empty directory behind.
+    std::error_code ec;
+    std::filesystem::create_directories(o_.out_dir, ec);
+    if (ec)
+      throw FileError("aotgrad-gpt: cannot create --out '" + o_.out_dir + "': " + ec.message());
     const int64_t block = model_->config.block_size;
     progress_.start(first_step_, end_step_, o_.batch * block, o_.time_limit);
     if (first_step_ < end_step_) estimate_held_out(first_step_);

@@ -160,6 +160,7 @@ TEST_F(GptDemo, UnreadableFilesGiveOneLineNamingThem) {
   o.data = path("missing.txt");
   EXPECT_NE(error(o).find("--data '" + path("missing.txt") + "': cannot open it"),
             std::string::npos);
+  EXPECT_FALSE(fs::exists(path("x"))) << "a failed start leaves no --out directory behind";
   o.data = dir_.string();
   EXPECT_NE(error(o).find("not a regular file"), std::string::npos);
   std::ofstream(path("short.txt")) << "abc";
