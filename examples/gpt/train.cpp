@@ -93,17 +93,19 @@ class Trainer {
     int64_t n_params = 0;
     for (const Tensor& p : model_->parameters()) n_params += p.numel();
     const GptConfig& c = model_->config;
-    char line[512];
+    const std::string limit =
+        o_.time_limit > 0 ? " (or " + fixed(o_.time_limit, 0) + " s: --time-limit)" : "";
+    char line[768];
     std::snprintf(line, sizeof line,
                   "corpus   %s: %zu bytes, %zu distinct, %zu for training, %zu held out\n"
                   "model    %lld layers, %lld heads, width %lld, context %lld: %.2fM parameters\n"
-                  "training %lld steps of %lld x %lld characters, AdamW lr %g, %d thread%s, "
+                  "training %lld steps%s of %lld x %lld characters, AdamW lr %g, %d thread%s, "
                   "compiled with aot_module (min_cut)\n",
                   corpus_.description.c_str(), corpus_.bytes, corpus_.vocab.size(),
                   corpus_.train.size(), corpus_.held_out.size(), static_cast<long long>(c.n_layer),
                   static_cast<long long>(c.n_head), static_cast<long long>(c.n_embd),
                   static_cast<long long>(c.block_size), static_cast<double>(n_params) / 1e6,
-                  static_cast<long long>(o_.steps), static_cast<long long>(o_.batch),
+                  static_cast<long long>(o_.steps), limit.c_str(), static_cast<long long>(o_.batch),
                   static_cast<long long>(c.block_size), o_.lr, omp_get_max_threads(),
                   omp_get_max_threads() == 1 ? "" : "s");
     out_ << line;
