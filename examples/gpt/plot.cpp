@@ -141,10 +141,10 @@ std::string loss_svg(const std::vector<Series>& series, const std::string& title
       for (auto [x, y] : s.points)
         svg += "<circle cx=\"" + num(px(x)) + "\" cy=\"" + num(py(y)) + "\" r=\"3\" fill=\"" +
                s.color + "\"/>\n";
-    svg += "<line x1=\"" + num(kLeft + pw - 170) + "\" x2=\"" + num(kLeft + pw - 150) + "\" y1=\"" +
+    svg += "<line x1=\"" + num(kLeft + pw - 200) + "\" x2=\"" + num(kLeft + pw - 180) + "\" y1=\"" +
            num(legend_y - 4) + "\" y2=\"" + num(legend_y - 4) + "\" stroke=\"" + s.color +
            "\" stroke-width=\"2\" opacity=\"" + num(s.opacity) + "\"/>\n";
-    svg += "<text x=\"" + num(kLeft + pw - 144) + "\" y=\"" + num(legend_y) + "\">" +
+    svg += "<text x=\"" + num(kLeft + pw - 174) + "\" y=\"" + num(legend_y) + "\">" +
            escape_xml(s.label) + "</text>\n";
     legend_y += 18;
   }
