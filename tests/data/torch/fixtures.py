@@ -273,6 +273,26 @@ def models():
     ]
 
 
+def activations():
+    """The activations of mobile and efficient CNNs (issue 18), with exact branch points in the
+    inputs: PyTorch's boundary rules (x == -3, x == 3, x == min_val) must be followed exactly."""
+    d = torch.float64
+    j = dict(joint=True)
+    edges = torch.tensor([[-4.0, -3.0, -1.0, 0.0, 1.0], [3.0, 4.0, 0.5, -0.5, 2.0]])
+    return [
+        op("hardtanh_bounds", lambda x: F.hardtanh(x, -0.5, 0.7) + F.hardtanh(x), [3 * r(4, 5)]),
+        op("hardtanh_edges", lambda x: F.relu6(x) + F.hardtanh(x), [edges.clone()]),
+        op("hardswish_hardsigmoid", lambda x: F.hardswish(x) * F.hardsigmoid(x), [4 * r(3, 6, dtype=d)],
+           tol=F64),
+        op("hard_edges", lambda x: F.hardswish(x) + 2 * F.hardsigmoid(x), [edges.clone()]),
+        op("silu", lambda x: F.silu(x) * 2, [3 * r(4, 4)]),
+        op("bw_hardswish", lambda x: F.hardswish(x) * 2, [edges.clone()], **j),
+        op("bw_hardsigmoid", lambda x: F.hardsigmoid(x) * 3, [4 * r(3, 4)], **j),
+        op("bw_hardtanh", lambda x: F.hardtanh(x, -1.0, 2.0) * 3, [edges.clone()], **j),
+    ]
+
+
 def fixtures():
     torch.manual_seed(0)
-    return pointwise() + reductions() + linalg_and_views() + indexing() + nn_ops() + backward_graphs() + models()
+    return (pointwise() + reductions() + linalg_and_views() + indexing() + nn_ops() + backward_graphs() + models()
+            + activations())
