@@ -10,26 +10,23 @@
 namespace aotgrad::ops {
 
 std::span<const OpDef> pointwise_ops();  // pointwise.cpp: arithmetic, unary math, activations
-std::span<const OpDef> compare_ops();    // compare.cpp: eq/gt/lt, where
+std::span<const OpDef> compare_ops();    // compare.cpp: eq/ne/gt/ge/lt/le, where
 std::span<const OpDef> reduction_ops();  // reduction.cpp: sum, mean, amax
 std::span<const OpDef> linalg_ops();     // linalg.cpp: mm, bmm
 std::span<const OpDef> nn_ops();         // nn.cpp: softmax, log_softmax, losses
 std::span<const OpDef> view_ops();       // views.cpp: view, permute, expand, slice, ...
 std::span<const OpDef> inplace_ops();    // inplace.cpp: add_, mul_, copy_, zero_, fill_
-std::span<const OpDef>
-inplace_view_ops();  // inplace_view.cpp: t_, transpose_, unsqueeze_, squeeze_, as_strided_
-std::span<const OpDef> factory_ops();  // factory.cpp: full, arange, rand, clone, _to_copy, ...
-std::span<const OpDef>
-functional_ops();  // functional.cpp: scatters and updates functionalization emits
-std::span<const OpDef> joining_ops();  // joining.cpp: cat, stack, split, unbind, chunk
-std::span<const OpDef>
-indexing_ops();  // indexing.cpp: index_select, gather, embedding, masked_fill, tril
+std::span<const OpDef> inplace_view_ops();  // inplace_view.cpp: t_, transpose_, unsqueeze_, squeeze_, as_strided_
+std::span<const OpDef> factory_ops();    // factory.cpp: full, arange, rand, clone, _to_copy, ...
+std::span<const OpDef> functional_ops();  // functional.cpp: scatters and updates functionalization emits
+std::span<const OpDef> joining_ops();    // joining.cpp: cat, stack, split, unbind, chunk
+std::span<const OpDef> indexing_ops();   // indexing.cpp: index_select, gather, embedding, masked_fill, tril
 std::span<const OpDef> normalization_ops();  // normalization.cpp: native_layer_norm, native_dropout
 std::span<const OpDef> math_ops();  // math.cpp: clamp, abs, sign, max/min, var/std, cumsum, ...
-std::span<const OpDef> conv_ops();  // conv.cpp: convolution, batch norm (and backward rows)
-std::span<const OpDef> pooling_ops();
-std::span<const OpDef>
-activation_ops();  // activation.cpp: hardtanh, hardswish, silu, ..., relu_  // pooling.cpp:
-                   // max_pool2d_with_indices, _adaptive_avg_pool2d
+std::span<const OpDef> conv_ops();     // conv.cpp: convolution, batch norm (and backward rows)
+std::span<const OpDef> pooling_ops();  // pooling.cpp: max_pool2d_with_indices, _adaptive_avg_pool2d
+// activation.cpp: hardtanh, hardsigmoid, hardswish, silu, their backward ops, relu_, silu_, ...
+std::span<const OpDef> activation_ops();
+std::span<const OpDef> transform_ops();  // transform.cpp: constant_pad_nd, roll
 
 }  // namespace aotgrad::ops

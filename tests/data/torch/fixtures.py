@@ -292,7 +292,22 @@ def activations():
     ]
 
 
+def model_ops():
+    """Ops torchvision and nn models record beyond the core families (issue 18)."""
+    j = dict(joint=True)
+    return [
+        op("constant_pad", lambda x: F.pad(x, (1, -1, 2, 0), value=-0.5) * 2, [r(2, 3, 4)]),
+        op("roll_dims", lambda x: torch.roll(x, (1, -2), (0, 2)) + torch.roll(x, 5), [r(2, 3, 4)]),
+        op("ne_ge_le", lambda x, y: (x != y, x >= 0.1, x <= y, x != 0.0), [r(3, 4), r(4)], grad=False),
+        op("new_zeros_fill", lambda x, v: x.new_zeros(2, 4) + torch.ops.aten.fill.Tensor(x, v) * x,
+           [r(2, 4), r(())]),
+        op("unsafe_split", lambda x: sum(p * (i + 1) for i, p in enumerate(torch.ops.aten.unsafe_split(x, 2, 1))),
+           [r(3, 4)]),
+        op("bw_pad_roll", lambda x: torch.roll(F.pad(x, (1, 1)), 1, 1).tanh(), [r(2, 3)], **j),
+    ]
+
+
 def fixtures():
     torch.manual_seed(0)
     return (pointwise() + reductions() + linalg_and_views() + indexing() + nn_ops() + backward_graphs() + models()
-            + activations())
+            + activations() + model_ops())
