@@ -303,6 +303,11 @@ def model_ops():
            [r(2, 4), r(())]),
         op("unsafe_split", lambda x: sum(p * (i + 1) for i, p in enumerate(torch.ops.aten.unsafe_split(x, 2, 1))),
            [r(3, 4)]),
+        op("avg_pool", lambda x: F.avg_pool2d(x, 3, 2, 1) + F.avg_pool2d(x, 3, 2, 1, ceil_mode=True,
+                                                                         count_include_pad=False),
+           [r(2, 3, 7, 7)]),
+        op("bw_avg_pool", lambda x: F.avg_pool2d(x, 2, ceil_mode=True, divisor_override=3).sin(),
+           [r(1, 2, 5, 5)], **j),
         op("bw_pad_roll", lambda x: torch.roll(F.pad(x, (1, 1)), 1, 1).tanh(), [r(2, 3)], **j),
     ]
 
