@@ -190,8 +190,4 @@ Tensor gelu_backward(const Tensor& grad, const Tensor& self, bool tanh_approxima
       tanh_approximation ? vec::BinaryFn::gelu_tanh_backward : vec::BinaryFn::gelu_erf_backward);
 }
 
-Tensor silu_backward(const Tensor& grad, const Tensor& self) {
-  return float_binary(grad, self, "silu_backward", vec::BinaryFn::silu_backward);
-}
-
 }  // namespace aotgrad::kernels

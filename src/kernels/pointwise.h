@@ -23,7 +23,7 @@ Tensor div(const Tensor& a, const Tensor& b);
 Tensor div(const Tensor& a, const Scalar& b);
 
 // ---- unary: neg and relu keep the dtype; the others return float_op_dtype(a) ----
-// erf and silu (x * sigmoid(x)) have kernels but no op rows yet.
+// erf has a kernel but no op row yet; silu is aten.silu's kernel (kernels/activation.h).
 enum class Unary : uint8_t { neg, exp, log, sqrt, rsqrt, sin, cos, tanh, sigmoid, relu, erf, silu };
 Tensor unary(Unary op, const Tensor& a);
 Tensor gelu(const Tensor& a, bool tanh_approximation);
@@ -35,7 +35,6 @@ Tensor tanh_backward(const Tensor& grad, const Tensor& output);     // grad * (1
 Tensor sigmoid_backward(const Tensor& grad, const Tensor& output);  // grad * (1 - y) * y
 Tensor threshold_backward(const Tensor& grad, const Tensor& self, const Scalar& threshold);
 Tensor gelu_backward(const Tensor& grad, const Tensor& self, bool tanh_approximation);
-Tensor silu_backward(const Tensor& grad, const Tensor& self);  // grad * d/dx (x * sigmoid(x))
 
 // ---- comparison (b8 results, compared in result_type(a, b)) and selection ----
 enum class Compare : uint8_t { eq, ne, gt, ge, lt, le };

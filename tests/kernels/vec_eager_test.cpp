@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "aotgrad/aotgrad.h"
+#include "kernels/activation.h"
 #include "kernels/pointwise.h"
 #include "kernels/vec/vec.h"
 #include "testing/values.h"
