@@ -12,6 +12,7 @@
 
 #include "aotgrad/aotgrad.h"
 #include "kernels/activation.h"
+#include "kernels/math.h"
 #include "kernels/pointwise.h"
 #include "kernels/vec/vec.h"
 #include "testing/values.h"
@@ -144,4 +145,21 @@ TEST(VecEager, ActivationTailsKeepRelativeAccuracy) {
   // gelu_tanh(-10) = -10 sigma(2 k (x + kappa x^3)) = -10 sigma(-22.3376...) ~ -1.99e-9.
   const long double w = 2 * 0.797884560802865355879892119868763737L * (-10 + 0.044715L * -1000);
   EXPECT_NEAR(gelu_tanh[0], static_cast<float>(-10 * std::exp(w) / (1 + std::exp(w))), 1e-15);
+}
+
+// logsumexp's contiguous lanes take exp from the vector kernel in chunks of 256, summed in
+// double: a 1000-element lane (several chunks and a tail) and the lanes of infinities and NaN.
+TEST(VecEager, LogsumexpOverLongLanes) {
+  std::vector<float> v(3 * 1000);
+  for (size_t i = 0; i < 1000; ++i) v[i] = static_cast<float>(i % 97) * 0.25f - 12.0f;
+  for (size_t i = 1000; i < 2000; ++i) v[i] = -INFINITY;
+  for (size_t i = 2000; i < 3000; ++i) v[i] = i == 2500 ? NAN : 1.0f;
+  const Tensor x = ag::from_vector(v, {3, 1000});
+  const std::vector<float> r =
+      ag::kernels::logsumexp(x, {1}, false, ag::DType::f32).to_vector<float>();
+  long double sum = 0, m = 12.0L;
+  for (size_t i = 0; i < 1000; ++i) sum += std::exp(static_cast<long double>(v[i]) - m);
+  EXPECT_NEAR(r[0], static_cast<float>(std::log(sum) + m), 2e-6f);
+  EXPECT_EQ(r[1], -INFINITY);
+  EXPECT_TRUE(std::isnan(r[2]));
 }
