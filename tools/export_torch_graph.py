@@ -407,6 +407,10 @@ def record(exporter, spec, out_dir):
     # Reference values: PyTorch eager, with autograd.
     leaves = [t.clone().requires_grad_(i in grad_inputs) for i, t in enumerate(inputs)]
     outs = flat_outputs(fn(*leaves))
+    # Inputs the step wrote into (batch norm's running statistics, num_batches_tracked): their
+    # values after the step, which aotgrad returns as mutated inputs.
+    mutated = [i for i, (a, b) in enumerate(zip(leaves, inputs))
+               if a.shape == b.shape and not torch.equal(a.detach(), b)]
     manifest = {"name": name, "rtol": spec.get("rtol", 1e-5), "atol": spec.get("atol", 1e-6),
                 "inputs": [], "outputs": [], "tangents": [], "grads": [], "mode": "forward"}
     tangents, grads = [], []
@@ -458,6 +462,11 @@ def record(exporter, spec, out_dir):
     for k, o in enumerate(ref_outs):
         save(os.path.join(d, "output%d.npy" % k), o)
         manifest["outputs"].append("output%d.npy" % k)
+    if mutated and not spec.get("joint"):
+        manifest["mutated"] = []
+        for i in mutated:
+            save(os.path.join(d, "mutated%d.npy" % i), leaves[i])
+            manifest["mutated"].append({"input": i, "file": "mutated%d.npy" % i})
     if not spec.get("joint"):
         for k, t in enumerate(tangents):
             save(os.path.join(d, "tangent%d.npy" % k), t)
