@@ -438,19 +438,21 @@ def record(exporter, spec, out_dir):
             g = torch.autograd.grad(diff, [prim[i] for i in grad_inputs], list(args[len(inputs):]),
                                     allow_unused=True)
             return tuple(x.detach() for x in o) + tuple(g)
-        gm = make_fx(joint, decomposition_table=decomp)(*inputs, *tangents)
+        gm = make_fx(joint, decomposition_table=decomp)(*[t.clone() for t in inputs], *tangents)
         graph_inputs = inputs + tangents
         graph_names = input_names + ["tangent%d" % k for k in range(len(tangents))]
         manifest["mode"] = "backward_graph"
     else:
-        gm = make_fx(fn, decomposition_table=decomp)(*inputs)
+        # On copies: a step that updates buffers would otherwise leave its writes in the inputs
+        # saved below.
+        gm = make_fx(fn, decomposition_table=decomp)(*[t.clone() for t in inputs])
         graph_inputs, graph_names = inputs, input_names
     consts = lift_constants(gm)
     if consts:
         manifest["constants"] = [{"input": len(graph_inputs) + k, "name": n} for k, (n, _) in enumerate(consts)]
         graph_inputs = graph_inputs + [t for _, t in consts]
         graph_names = graph_names + [n for n, _ in consts]
-    values = run_recording(gm, graph_inputs)
+    values = run_recording(gm, [t.clone() for t in graph_inputs])
     text = exporter.graph_text(gm, values, name, graph_names)
     with open(os.path.join(d, "graph.txt"), "w") as f:
         f.write(text)
