@@ -25,9 +25,14 @@ struct Partition {
   std::vector<SavedValue> saved;
 
   size_t saved_bytes() const;
-  // One line per saved value and a total, for humans.
+  // One line per saved value and a total, for humans (saved_report).
   std::string report() const;
 };
+
+// The saved-value report: one line per value (name, type, bytes, producer, reason) and the
+// totals, split into activations and graph inputs.
+std::string saved_report(const std::vector<SavedValue>& saved);
+size_t saved_bytes(const std::vector<SavedValue>& saved);
 
 struct JointInfo {
   size_t num_primals = 0;
