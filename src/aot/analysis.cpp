@@ -3,6 +3,8 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "tensor/message_text.h"
+
 namespace aotgrad::aot {
 
 ViewReplayStep to_replay_step(const trace::ViewStep& step) {
@@ -22,7 +24,7 @@ namespace {
 const ops::OpDef& view_op(const std::string& name) {
   const ops::OpDef* op = ops::find(name);
   if (!op || op->view_of_arg() < 0)
-    throw std::invalid_argument("view replay step names '" + name.substr(0, 80) +
+    throw std::invalid_argument("view replay step names '" + escape_for_message(name, 80) +
                                 "', which is not a view op of this build's op table");
   return *op;
 }

@@ -96,8 +96,10 @@ std::string one_line(const std::string& reason, size_t limit = 120) {
 std::string flattened(const std::string& reason) {
   std::string s;
   for (size_t i = 0; i < reason.size(); ++i) {
-    if (reason[i] != '\n') s += reason[i];
-    else if (i + 1 < reason.size()) s += "; ";
+    if (reason[i] != '\n')
+      s += reason[i];
+    else if (i + 1 < reason.size())
+      s += "; ";
   }
   return s;
 }
@@ -142,17 +144,9 @@ std::string partition_line(const std::string& fn, size_t index, const AotConfig&
 // lower → Artifact → instantiate, dumping and logging each graph as it is made.
 void compile(const AotConfig& cfg, const FlatFunction& f, const std::vector<Tensor>& inputs,
              size_t index, Entry& entry) {
-  bool log_graphs = aot::log_enabled(aot::LogTopic::graphs);
-  auto on_graph = [&](std::string_view stage, const graph::Graph& g) {
-    std::string text = graph::print_graph(g);
-    aot::dump_text(cfg.name, index, stage, text);
-    if (log_graphs)
-      aot::log_line("graphs fn=" + cfg.name + " index=" + std::to_string(index) +
-                    " graph=" + std::string(stage) + " nodes=" + std::to_string(g.nodes().size()) +
-                    "\n" + text);
-  };
   aot::TracedFunction traced{f.fn, inputs, entry.key_extra, input_descriptors(f, inputs.size())};
-  auto artifact = std::make_shared<const aot::Artifact>(aot::lower(traced, cfg, on_graph));
+  auto artifact = std::make_shared<const aot::Artifact>(
+      aot::lower(traced, cfg, aot::dump_and_log_graphs(cfg.name, index)));
   entry.text = aot::compiled_graphs(*artifact);
   aot::dump_text(cfg.name, index, "meta", entry.text.meta);
   if (aot::log_enabled(aot::LogTopic::guards))
@@ -217,11 +211,9 @@ std::string CompiledFunction::Impl::limit_message(const std::string& reason) con
   return m;
 }
 
-std::vector<Tensor> CompiledFunction::Impl::resolve_miss(std::string key,
-                                                         const std::vector<Tensor>& inputs,
-                                                         const aot::InputPlan& plan, bool grad_mode,
-                                                         const std::string& key_extra,
-                                                         const std::function<FlatFunction()>& make_fn) {
+std::vector<Tensor> CompiledFunction::Impl::resolve_miss(
+    std::string key, const std::vector<Tensor>& inputs, const aot::InputPlan& plan, bool grad_mode,
+    const std::string& key_extra, const std::function<FlatFunction()>& make_fn) {
   bool log_cache_now = aot::log_enabled(aot::LogTopic::cache);
   log_cache.store(log_cache_now, std::memory_order_relaxed);
   std::vector<InputGuard> guards = aot::input_guards(inputs);

@@ -10,13 +10,9 @@ namespace aotgrad {
 namespace aot {
 
 ArtifactConfig artifact_config(const AotConfig& c) {
-  return {c.name,
-          c.partitioner,
-          c.activation_memory_budget,
-          c.keep_inference_input_mutations,
-          c.fw_compiler,
-          c.bw_compiler,
-          c.inference_compiler};
+  return {
+      c.name,        c.partitioner, c.activation_memory_budget, c.keep_inference_input_mutations,
+      c.fw_compiler, c.bw_compiler, c.inference_compiler};
 }
 
 std::string guard_key(const Guards& g) {
@@ -119,7 +115,8 @@ std::vector<Tensor> CompiledArtifact::operator()(const std::vector<Tensor>& inpu
   const aot::Artifact& a = artifact_.data();
   bool grad_mode = autograd::grad_mode_enabled();
   for (const Tensor& t : inputs)
-    if (!t.defined() || t.is_fake()) throw std::invalid_argument(guard_mismatch(a, inputs, grad_mode));
+    if (!t.defined() || t.is_fake())
+      throw std::invalid_argument(guard_mismatch(a, inputs, grad_mode));
   aot::InputPlan plan = aot::plan_inputs(inputs, a.config.name);
   if (aot::guard_key(inputs, plan, grad_mode, a.guards.key_extra) != key_)
     throw std::invalid_argument(guard_mismatch(a, inputs, grad_mode));

@@ -6,19 +6,18 @@
 
 #include "aot/artifact.h"
 #include "graph/node_args.h"
+#include "tensor/message_text.h"
 
 namespace aotgrad::aot {
 namespace {
 
 [[noreturn]] void fail(const std::string& what) {
-  std::string line = "artifact: inconsistent: " + what;
-  if (line.size() > 300) line = line.substr(0, 297) + "...";
-  throw ArtifactError(line);
+  throw ArtifactError(
+      escape_for_message("artifact: inconsistent: " + what, 300, /*keep_backslash=*/true));
 }
 
 void check_index(size_t i, size_t n, const std::string& what) {
-  if (i >= n)
-    fail(what + " is " + std::to_string(i) + ", but there are only " + std::to_string(n));
+  if (i >= n) fail(what + " is " + std::to_string(i) + ", but there are only " + std::to_string(n));
 }
 
 void check_plan(const InputPlan& p, size_t num_guards) {
@@ -165,7 +164,8 @@ void check_meta(const Artifact& a, size_t num_graph_outputs) {
   check_outputs(m, num_user, num_graph);
   for (const MetadataMutation& mm : m.metadata_mutations) {
     check_index(mm.input, num_user, "a metadata mutation's input");
-    if (mm.sizes.size() != mm.strides.size()) fail("a metadata mutation's sizes and strides differ in length");
+    if (mm.sizes.size() != mm.strides.size())
+      fail("a metadata mutation's sizes and strides differ in length");
   }
   for (const RequiresGradChange& c : m.input_requires_grad_changes)
     check_index(c.input, num_user, "a requires_grad change's input");

@@ -15,6 +15,7 @@
 #include "graph/parser.h"
 #include "graph/printer.h"
 #include "graph/verifier.h"
+#include "tensor/message_text.h"
 
 namespace aotgrad::aot {
 namespace {
@@ -33,11 +34,8 @@ uint64_t checksum(std::string_view body) {  // FNV-1a 64
 
 // One line, at most ~300 characters.
 [[noreturn]] void fail(const std::string& what) {
-  std::string line = "artifact: " + what;
-  for (char& c : line)
-    if (c == '\n' || c == '\r') c = ' ';
-  if (line.size() > 300) line = line.substr(0, 297) + "...";
-  throw ArtifactError(line);
+  // Pieces of the message may echo the input (names, graph text): escaped and bounded here.
+  throw ArtifactError(escape_for_message("artifact: " + what, 300, /*keep_backslash=*/true));
 }
 
 class Writer {
@@ -94,7 +92,8 @@ class Reader {
   int64_t i64(const char* what) { return static_cast<int64_t>(u64(what)); }
   size_t index(const char* what) {
     uint64_t v = u64(what);
-    if (v > std::numeric_limits<uint32_t>::max()) bad(what, "index " + std::to_string(v) + " out of range");
+    if (v > std::numeric_limits<uint32_t>::max())
+      bad(what, "index " + std::to_string(v) + " out of range");
     return static_cast<size_t>(v);
   }
   double f64(const char* what) {
@@ -282,8 +281,17 @@ graph::Graph read_graph(Reader& r, const char* name, bool present) {
 
 // ---- view chains ----
 
-enum class ArgTag : uint8_t { none, tensor, scalar, integer, floating, boolean, int_list, dtype,
-                              string };
+enum class ArgTag : uint8_t {
+  none,
+  tensor,
+  scalar,
+  integer,
+  floating,
+  boolean,
+  int_list,
+  dtype,
+  string
+};
 
 void write_args(Writer& w, const ops::OpArgs& args) {
   w.u64(args.size());
@@ -296,8 +304,10 @@ void write_args(Writer& w, const ops::OpArgs& args) {
     } else if (const auto* s = std::get_if<Scalar>(&a)) {
       w.u8(uint8_t(ArgTag::scalar));
       w.u8(static_cast<uint8_t>(s->kind()));
-      if (s->is_floating()) w.f64(s->to_double());
-      else w.i64(s->to_int());
+      if (s->is_floating())
+        w.f64(s->to_double());
+      else
+        w.i64(s->to_int());
     } else if (const auto* i = std::get_if<int64_t>(&a)) {
       w.u8(uint8_t(ArgTag::integer));
       w.i64(*i);
@@ -343,16 +353,35 @@ ops::OpArgs read_args(Reader& r) {
   for (ops::Arg& a : args) {
     uint8_t tag = r.u8("view step argument tag");
     switch (static_cast<ArgTag>(tag)) {
-      case ArgTag::none: a = std::monostate{}; break;
-      case ArgTag::tensor: a = Tensor(); break;
-      case ArgTag::scalar: a = read_scalar(r); break;
-      case ArgTag::integer: a = r.i64("view step int"); break;
-      case ArgTag::floating: a = r.f64("view step float"); break;
-      case ArgTag::boolean: a = r.boolean("view step bool"); break;
-      case ArgTag::int_list: a = r.ints("view step int list"); break;
-      case ArgTag::dtype: a = r.dtype("view step dtype"); break;
-      case ArgTag::string: a = r.str("view step string"); break;
-      default: r.bad("view step argument tag", "unknown tag " + std::to_string(tag));
+      case ArgTag::none:
+        a = std::monostate{};
+        break;
+      case ArgTag::tensor:
+        a = Tensor();
+        break;
+      case ArgTag::scalar:
+        a = read_scalar(r);
+        break;
+      case ArgTag::integer:
+        a = r.i64("view step int");
+        break;
+      case ArgTag::floating:
+        a = r.f64("view step float");
+        break;
+      case ArgTag::boolean:
+        a = r.boolean("view step bool");
+        break;
+      case ArgTag::int_list:
+        a = r.ints("view step int list");
+        break;
+      case ArgTag::dtype:
+        a = r.dtype("view step dtype");
+        break;
+      case ArgTag::string:
+        a = r.str("view step string");
+        break;
+      default:
+        r.bad("view step argument tag", "unknown tag " + std::to_string(tag));
     }
   }
   return args;
@@ -435,9 +464,9 @@ ViewAndMutationMeta read_meta(Reader& r) {
   ViewAndMutationMeta m;
   m.input_info.resize(r.count("meta input_info", 7));
   for (InputAliasInfo& i : m.input_info)
-    for (bool* b : {&i.is_leaf, &i.requires_grad, &i.mutates_data, &i.mutates_metadata,
-                    &i.mutations_hidden_from_autograd, &i.mutations_under_no_grad,
-                    &i.keep_in_graph})
+    for (bool* b :
+         {&i.is_leaf, &i.requires_grad, &i.mutates_data, &i.mutates_metadata,
+          &i.mutations_hidden_from_autograd, &i.mutations_under_no_grad, &i.keep_in_graph})
       *b = r.boolean("meta input_info flag");
   m.output_info.resize(r.count("meta output_info", 27));
   for (OutputAliasInfo& o : m.output_info) {
@@ -573,7 +602,8 @@ Artifact deserialize_artifact(std::string_view bytes) {
   uint64_t version = get_le(bytes, 8, 4);
   if (version != kArtifactFormatVersion)
     fail("format version " + std::to_string(version) + " is not the version this build reads (" +
-         std::to_string(kArtifactFormatVersion) + "); compile the function again to make a new one");
+         std::to_string(kArtifactFormatVersion) +
+         "); compile the function again to make a new one");
   uint64_t size = get_le(bytes, 12, 8);
   if (size != bytes.size() - kHeaderSize)
     fail((size > bytes.size() - kHeaderSize ? "truncated: " : "corrupt: ") +

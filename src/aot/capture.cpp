@@ -356,9 +356,9 @@ void add_forward_outputs(CapturedForward& c, const std::vector<graph::ValueId>& 
                  Descriptor::output(static_cast<int64_t>(out_plan.user_index[k])));
   for (size_t k = 0; k < out_plan.bases.size(); ++k)
     g.add_output(out_plan.bases[k],
-                 Descriptor::wrapping(DescriptorKind::intermediate_base,
-                                      Descriptor::output(
-                                          static_cast<int64_t>(out_plan.base_first_user[k]))));
+                 Descriptor::wrapping(
+                     DescriptorKind::intermediate_base,
+                     Descriptor::output(static_cast<int64_t>(out_plan.base_first_user[k]))));
   meta.num_user_graph_outputs = out_plan.user_values.size();
   meta.num_intermediate_bases = out_plan.bases.size();
 }
@@ -387,9 +387,8 @@ CapturedForward capture_forward(const FlatFn& fn, const std::vector<Tensor>& inp
   trace::Tracer tracer(c.graph);
   std::vector<Tensor> graph_inputs = graph_inputs_for(plan, inputs);
   std::vector<Tensor> user_fakes;
-  std::vector<Tensor> outs =
-      run_traced(tracer, fn, inputs, plan, graph_inputs, graph_input_descs(plan, input_descs),
-                 config, user_fakes);
+  std::vector<Tensor> outs = run_traced(tracer, fn, inputs, plan, graph_inputs,
+                                        graph_input_descs(plan, input_descs), config, user_fakes);
   c.node_budgets = tracer.node_budgets();
   ViewAndMutationMeta& meta = c.meta;
   meta.keep_input_mutations = config.keep_inference_input_mutations;

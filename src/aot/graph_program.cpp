@@ -13,13 +13,13 @@
 
 #include <climits>
 #include <cstdio>
-#include <fstream>
-#include <sstream>
-
 #include <cstring>
+#include <fstream>
 #include <map>
 #include <mutex>
+#include <sstream>
 
+#include "aot/log.h"
 #include "aot/lower.h"
 #include "aot/runtime.h"
 #include "aotgrad/autograd.h"
@@ -168,10 +168,14 @@ std::shared_ptr<const Compiled> GraphProgram::Impl::get(const GraphRunOptions& o
   config.fw_compiler = options.compiler;
   config.partitioner = options.partitioner;
   config.activation_memory_budget = options.activation_memory_budget;
+  size_t index = compiled.size();
+  if (aot::log_enabled(aot::LogTopic::cache))
+    aot::log_line("cache fn=" + source + " event=compile index=" + std::to_string(index) +
+                  " options=" + aot::key_digest(key));
   auto c = std::make_shared<Compiled>();
   c->input_rg = rg;
   c->artifact = std::make_shared<const aot::Artifact>(
-      aot::lower(aot::LoadedGraph{forward, rg}, config));
+      aot::lower(aot::LoadedGraph{forward, rg}, config, aot::dump_and_log_graphs(source, index)));
   c->runtime = aot::instantiate(*c->artifact, aot::named_compilers(config));
   compiled.emplace(key, c);
   return c;

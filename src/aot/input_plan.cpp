@@ -54,8 +54,10 @@ bool overlap(const Tensor& a, const Footprint& fa, const Tensor& b, const Footpr
   if (fa.offsets.empty() || fb.offsets.empty() || a.dtype() != b.dtype()) return true;
   for (size_t x = 0, y = 0; x < fa.offsets.size() && y < fb.offsets.size();) {
     if (fa.offsets[x] == fb.offsets[y]) return true;
-    if (fa.offsets[x] < fb.offsets[y]) ++x;
-    else ++y;
+    if (fa.offsets[x] < fb.offsets[y])
+      ++x;
+    else
+      ++y;
   }
   return false;
 }
@@ -65,8 +67,10 @@ Tensor common_base(const std::vector<Tensor>& members) {
   Tensor base;
   for (const Tensor& m : members) {
     Tensor b = m.is_view() ? m._base() : m;
-    if (!base.defined()) base = b;
-    else if (!base.is_same(b)) return Tensor();
+    if (!base.defined())
+      base = b;
+    else if (!base.is_same(b))
+      return Tensor();
   }
   return base;
 }
@@ -127,8 +131,8 @@ struct AliasSearch {
 };
 
 // Why the overlapping inputs `members` cannot be passed as one synthetic base, or "" when they can.
-std::string unmergeable_reason(const std::vector<Tensor>& inputs, const std::vector<size_t>& members,
-                               const std::string& fn_name) {
+std::string unmergeable_reason(const std::vector<Tensor>& inputs,
+                               const std::vector<size_t>& members, const std::string& fn_name) {
   std::vector<Tensor> tensors;
   bool any_grad = false;
   for (size_t m : members) {
@@ -136,10 +140,12 @@ std::string unmergeable_reason(const std::vector<Tensor>& inputs, const std::vec
     any_grad = any_grad || inputs[m].requires_grad();
     if (inputs[m].dtype() != inputs[members[0]].dtype())
       return fn_name + ": inputs " + std::to_string(members[0]) + " and " + std::to_string(m) +
-             " overlap in memory but have different dtypes, and one is mutated; pass copies instead.";
+             " overlap in memory but have different dtypes, and one is mutated; pass copies "
+             "instead.";
   }
   if (any_grad && !common_base(tensors).defined())
-    return fn_name + ": inputs " + std::to_string(members[0]) + " and " + std::to_string(members[1]) +
+    return fn_name + ": inputs " + std::to_string(members[0]) + " and " +
+           std::to_string(members[1]) +
            " overlap in memory, require grad, are not views of one common base, and one is "
            "mutated; pass clones or views of one tensor.";
   return "";

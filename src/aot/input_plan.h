@@ -26,7 +26,7 @@ struct InputPlan {
     size_t index = 0;  // plain: graph input; duplicate: the user input it repeats; member: base
     bool operator==(const Entry&) const = default;
   };
-  std::vector<Entry> inputs;        // one per user input
+  std::vector<Entry> inputs;  // one per user input
   std::vector<SyntheticBase> bases;
   // Graph inputs in order: each is a plain user input or a synthetic base (by index).
   struct GraphInput {

@@ -29,8 +29,8 @@ void add_input_wrappers(const InputPlan& plan, Wrappers& w) {
       continue;
     }
     const SyntheticBase& b = plan.bases[g.index];
-    sources.push_back({b.common_base ? Kind::common_base : Kind::storage_view,
-                       position[b.members.front()]});
+    sources.push_back(
+        {b.common_base ? Kind::common_base : Kind::storage_view, position[b.members.front()]});
   }
   w.push_back(std::make_unique<SyntheticBases>(std::move(sources)));
 }
@@ -126,7 +126,8 @@ backends::Compiler or_default(const backends::Compiler& c, const backends::Compi
 }  // namespace
 
 Compilers named_compilers(const ArtifactConfig& config) {
-  const std::string& fw = config.fw_compiler.empty() ? std::string("interpreter") : config.fw_compiler;
+  const std::string& fw =
+      config.fw_compiler.empty() ? std::string("interpreter") : config.fw_compiler;
   Compilers c;
   c.forward = backends::compiler(fw);
   c.backward = backends::compiler(config.bw_compiler.empty() ? fw : config.bw_compiler);

@@ -18,7 +18,10 @@ namespace {
 class JointBuilder {
  public:
   JointBuilder(const graph::Graph& forward, const std::vector<bool>& rg)
-      : fw_(forward), rg_(rg), tracer_(j_.graph), fake_(forward.values().size()),
+      : fw_(forward),
+        rg_(rg),
+        tracer_(j_.graph),
+        fake_(forward.values().size()),
         grads_(forward.values().size()) {}
 
   JointGraph build() {
@@ -79,10 +82,10 @@ class JointBuilder {
       graph::ValueId v = fw_.outputs()[i];
       if (!needs(v)) continue;
       const ops::TensorMeta& m = fw_.value(v).meta;
-      graph::ValueId t = j_.graph.add_input(
-          "tangents_" + std::to_string(j_.tangent_of_output.size() + 1),
-          ops::TensorMeta::contiguous(m.sizes, m.dtype),
-          Descriptor::wrapping(DescriptorKind::tangent, output_desc(i)));
+      graph::ValueId t =
+          j_.graph.add_input("tangents_" + std::to_string(j_.tangent_of_output.size() + 1),
+                             ops::TensorMeta::contiguous(m.sizes, m.dtype),
+                             Descriptor::wrapping(DescriptorKind::tangent, output_desc(i)));
       j_.tangent_of_output.push_back(i);
       tangents_.push_back(tracer_.bind(t, false));
     }
@@ -173,7 +176,8 @@ class JointBuilder {
     for (size_t i = 0; i < fw_.inputs().size(); ++i) {
       graph::ValueId v = fw_.inputs()[i];
       if (!needs(v) || !grads_[v.index].defined()) continue;
-      graph::ValueId gv = tracer_.value_of(grads_[v.index], "gradient of input " + std::to_string(i));
+      graph::ValueId gv =
+          tracer_.value_of(grads_[v.index], "gradient of input " + std::to_string(i));
       j_.graph.add_output(gv, Descriptor::wrapping(DescriptorKind::grad, primal_desc(i)));
       j_.grad_of_primal.push_back(i);
     }

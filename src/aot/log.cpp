@@ -7,6 +7,8 @@
 #include <fstream>
 #include <system_error>
 
+#include "graph/printer.h"
+
 namespace aotgrad::aot {
 namespace {
 
@@ -96,6 +98,20 @@ void dump_text(const std::string& fn_name, size_t index, std::string_view stage,
   out << text;
   if (!out)
     log_line("AOTGRAD_DUMP: cannot write '" + shown(path.string()) + "'; graphs are not dumped");
+}
+
+std::function<void(std::string_view, const graph::Graph&)> dump_and_log_graphs(
+    const std::string& fn_name, size_t index) {
+  const char* dump = std::getenv("AOTGRAD_DUMP");
+  bool log_graphs = log_enabled(LogTopic::graphs);
+  if (!log_graphs && !(dump && *dump)) return {};
+  return [fn_name, index, log_graphs](std::string_view stage, const graph::Graph& g) {
+    std::string text = graph::print_graph(g);
+    dump_text(fn_name, index, stage, text);
+    if (log_graphs)
+      log_line("graphs fn=" + fn_name + " index=" + std::to_string(index) + " graph=" +
+               std::string(stage) + " nodes=" + std::to_string(g.nodes().size()) + "\n" + text);
+  };
 }
 
 }  // namespace aotgrad::aot

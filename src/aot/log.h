@@ -7,8 +7,11 @@
 // why. Both are read from the environment when asked (at a compile, never per call).
 #pragma once
 
+#include <functional>
 #include <string>
 #include <string_view>
+
+#include "graph/graph.h"
 
 namespace aotgrad::aot {
 
@@ -24,5 +27,11 @@ std::string key_digest(std::string_view key);
 // directory); prints one error line when the directory or the file cannot be written.
 void dump_text(const std::string& fn_name, size_t index, std::string_view stage,
                const std::string& text);
+
+// The graph hook lower() takes (aot/lower.h) that dumps each graph of compile `index` of `fn_name`
+// and, with AOTGRAD_LOG=graphs, logs it: a line "graphs fn=NAME index=I graph=STAGE nodes=N"
+// followed by the graph's text. Reads the environment once, when made.
+std::function<void(std::string_view, const graph::Graph&)> dump_and_log_graphs(
+    const std::string& fn_name, size_t index);
 
 }  // namespace aotgrad::aot

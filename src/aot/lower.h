@@ -28,8 +28,8 @@ namespace aotgrad::aot {
 // calling thread's grad mode, which becomes a guard.
 struct TracedFunction {
   FlatFn fn;
-  std::vector<Tensor> inputs;          // the call's flat inputs (real tensors)
-  std::string key_extra;               // the records of its non-tensor arguments (aot.h)
+  std::vector<Tensor> inputs;           // the call's flat inputs (real tensors)
+  std::string key_extra;                // the records of its non-tensor arguments (aot.h)
   std::vector<Descriptor> input_descs;  // one per flat input; empty means input(k) for all
 };
 

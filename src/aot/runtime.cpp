@@ -2,11 +2,12 @@
 // wrapper's before/after, the two bodies, and Runtime::run composing them. Everything here reads
 // lists instantiate (aot/instantiate.cpp) computed; nothing is decided per call that was known
 // when the artifact was made.
+#include "aot/runtime.h"
+
 #include <algorithm>
 #include <optional>
 #include <stdexcept>
 
-#include "aot/runtime.h"
 #include "aot/runtime_wrappers.h"
 #include "aotgrad/autograd.h"
 #include "aotgrad/inplace_view.h"
@@ -51,16 +52,21 @@ class CompiledBackward final : public autograd::Node {
         const partition::SavedValue& s = spec_->saved[i];
         throw std::runtime_error(
             "one of the variables needed for gradient computation has been modified by an "
-            "inplace operation: %" + s.name + " (from " + s.producer + ") saved by compiled "
-            "function '" + spec_->fn_name + "' is at version " + std::to_string(saved_[i].version()) +
+            "inplace operation: %" +
+            s.name + " (from " + s.producer +
+            ") saved by compiled "
+            "function '" +
+            spec_->fn_name + "' is at version " + std::to_string(saved_[i].version()) +
             "; expected version " + std::to_string(versions_[i]) + " instead.");
       }
       args.push_back(saved_[i]);
     }
     for (size_t k = 0; k < grads.size(); ++k) {
       const ops::TensorMeta& m = spec_->tangent_metas[k];
-      if (!grads[k].defined()) grads[k] = zeros(m.sizes, m.dtype);
-      else if (grads[k].dtype() != m.dtype) grads[k] = to(grads[k], m.dtype);
+      if (!grads[k].defined())
+        grads[k] = zeros(m.sizes, m.dtype);
+      else if (grads[k].dtype() != m.dtype)
+        grads[k] = to(grads[k], m.dtype);
       args.push_back(std::move(grads[k]));
     }
     return spec_->backward(std::move(args));
@@ -102,8 +108,10 @@ void MetadataMutations::after(CallFrame& f) const {
     } else {
       std::optional<NoGradGuard> no_grad;
       std::optional<EnableGradGuard> grad;
-      if (m.under_grad) grad.emplace();
-      else no_grad.emplace();
+      if (m.under_grad)
+        grad.emplace();
+      else
+        no_grad.emplace();
       as_strided_(target, m.sizes, m.strides, m.storage_offset);
     }
     if (f.node) f.node->forgive_version_bump(target.storage().get(), before, target.version());
@@ -142,8 +150,10 @@ void MutationEpilogue::after(CallFrame& f) const {
     bool recorded = w.visible && value.requires_grad();
     std::optional<NoGradGuard> no_grad;
     std::optional<EnableGradGuard> grad;
-    if (recorded) grad.emplace();
-    else no_grad.emplace();
+    if (recorded)
+      grad.emplace();
+    else
+      no_grad.emplace();
     Tensor target = f.graph_inputs[w.graph_input];
     copy_(target, value);
   }
@@ -197,8 +207,8 @@ void AliasedOutputs::after(CallFrame& f) const {
 
 void InferenceBody::call(CallFrame& f) const {
   NoGradGuard no_grad;  // the compiled graphs are not recorded by eager autograd
-  f.outs = graph_(keep_graph_inputs_ ? std::vector<Tensor>(f.graph_inputs)
-                                     : std::move(f.graph_inputs));
+  f.outs =
+      graph_(keep_graph_inputs_ ? std::vector<Tensor>(f.graph_inputs) : std::move(f.graph_inputs));
 }
 
 // A written input, and any input sharing its storage, is passed as a clone (recorded by

@@ -19,9 +19,9 @@ class CompiledBackward;
 // Everything one call carries through the wrappers; it lives on the calling thread's stack.
 struct CallFrame {
   explicit CallFrame(const std::vector<Tensor>& in) : inputs(in) {}
-  const std::vector<Tensor>& inputs;  // the caller's flat inputs
-  std::vector<Tensor> graph_inputs;   // after Dedupe and SyntheticBases: the caller's tensors
-  std::vector<Tensor> outs;           // graph outputs, saved values stripped
+  const std::vector<Tensor>& inputs;       // the caller's flat inputs
+  std::vector<Tensor> graph_inputs;        // after Dedupe and SyntheticBases: the caller's tensors
+  std::vector<Tensor> outs;                // graph outputs, saved values stripped
   std::shared_ptr<CompiledBackward> node;  // training: the autograd node of this call
   std::vector<Tensor> result;              // the user outputs
 };
@@ -96,8 +96,8 @@ class MutationEpilogue final : public RuntimeWrapper {
  public:
   struct Write {
     size_t graph_input = 0;
-    size_t output = 0;        // graph output holding the new value
-    bool visible = true;      // made with grad on and not through detach(): autograd may record it
+    size_t output = 0;    // graph output holding the new value
+    bool visible = true;  // made with grad on and not through detach(): autograd may record it
   };
   explicit MutationEpilogue(std::vector<Write> writes) : writes_(std::move(writes)) {}
   std::string_view name() const override { return "MutationEpilogue"; }
@@ -111,8 +111,13 @@ class MutationEpilogue final : public RuntimeWrapper {
 class AliasedOutputs final : public RuntimeWrapper {
  public:
   struct Output {
-    enum class Kind : uint8_t { graph_output, user_input, alias_of_graph_input,
-                                alias_of_graph_output, alias_of_user_output };
+    enum class Kind : uint8_t {
+      graph_output,
+      user_input,
+      alias_of_graph_input,
+      alias_of_graph_output,
+      alias_of_user_output
+    };
     Kind kind = Kind::graph_output;
     size_t index = 0;
     std::vector<trace::ViewStep> chain;  // the alias kinds: replayed on the base
@@ -155,10 +160,10 @@ class AutogradBody final : public CompiledBody {
  public:
   struct Spec {
     backends::CompiledGraph forward;
-    size_t num_outputs = 0;                  // forward outputs before the saved values
-    std::vector<size_t> tangent_of_output;   // forward output of each tangent
-    std::vector<size_t> grad_of_primal;      // graph input of each gradient
-    std::vector<size_t> written_inputs;      // graph inputs the epilogue writes
+    size_t num_outputs = 0;                 // forward outputs before the saved values
+    std::vector<size_t> tangent_of_output;  // forward output of each tangent
+    std::vector<size_t> grad_of_primal;     // graph input of each gradient
+    std::vector<size_t> written_inputs;     // graph inputs the epilogue writes
     bool keep_graph_inputs = false;
     std::shared_ptr<const BackwardSpec> backward;
   };

@@ -96,7 +96,8 @@ class Graph {
 // The values a node argument refers to (none, one, or a list).
 std::vector<ValueId> arg_values(const NodeArg& a);
 
-// The default value name for an op's result: "aten.native_layer_norm.default" -> "native_layer_norm".
+// The default value name for an op's result: "aten.native_layer_norm.default" ->
+// "native_layer_norm".
 std::string default_value_name(const ops::OpDef& op);
 
 }  // namespace aotgrad::graph

@@ -51,8 +51,9 @@ Partition default_partition(const graph::Graph& joint, const JointInfo& info) {
   // A value is forward-available when it is a primal or made by a forward node.
   auto in_forward = [&](graph::ValueId v) {
     int32_t p = joint.value(v).producer;
-    if (p < 0) return v.index < joint.values().size() &&
-                      std::find(primals.begin(), primals.end(), v) != primals.end();
+    if (p < 0)
+      return v.index < joint.values().size() &&
+             std::find(primals.begin(), primals.end(), v) != primals.end();
     return static_cast<bool>(fw_node[p]);
   };
   // Saved: forward-available values read by backward nodes or returned as gradients.

@@ -9,12 +9,12 @@
 namespace aotgrad::partition {
 
 struct SavedValue {
-  std::string name;        // value name in the joint graph
-  std::string producer;    // op that made it, or "input" for a primal
+  std::string name;      // value name in the joint graph
+  std::string producer;  // op that made it, or "input" for a primal
   ops::TensorMeta meta;
   size_t bytes = 0;
-  std::string reason;      // why it is kept
-  int primal_index = -1;   // >= 0 when the saved value is a forward input
+  std::string reason;     // why it is kept
+  int primal_index = -1;  // >= 0 when the saved value is a forward input
 };
 
 struct Partition {

@@ -5,6 +5,7 @@
 #include "partition/default_partition.h"
 #include "partition/memory_budget.h"
 #include "partition/min_cut.h"
+#include "tensor/message_text.h"
 
 namespace aotgrad::partition {
 
@@ -16,7 +17,8 @@ PartitionFn partitioner(const std::string& name) {
   if (name == "min_cut") return min_cut_partition;
   std::string known;
   for (const std::string& n : partitioner_names()) known += (known.empty() ? "" : ", ") + n;
-  throw std::invalid_argument("unknown partitioner '" + name + "' (known: " + known + ")");
+  throw std::invalid_argument("unknown partitioner '" + escape_for_message(name) +
+                              "' (known: " + known + ")");
 }
 
 Partition run_partitioner(const std::string& name, const graph::Graph& joint, const JointInfo& info,

@@ -93,8 +93,8 @@ class AotModule {
       nn_detail::lifted_names(*model_, f.parameter_names, f.buffer_names);
       auto names = std::make_shared<std::vector<std::string>>(f.parameter_names);
       names->insert(names->end(), f.buffer_names.begin(), f.buffer_names.end());
-      f.fn = [model, slots, originals, num_params, names](
-                 const std::vector<Tensor>& inputs) -> std::vector<Tensor> {
+      f.fn = [model, slots, originals, num_params,
+              names](const std::vector<Tensor>& inputs) -> std::vector<Tensor> {
         return nn_detail::run_with_slots(*slots, num_params, *names, inputs, [&] {
           size_t pos = slots->size();
           auto rebuilt = std::apply(
