@@ -26,8 +26,12 @@ std::vector<Tensor> random_inputs(std::mt19937& rng) {
   for (int k = 0, n = 1 + pick(12); k < n; ++k) {
     const Tensor& base = bases[pick(static_cast<int>(bases.size()))];
     switch (pick(8)) {
-      case 0: inputs.push_back(base); break;
-      case 1: inputs.push_back(ag::zeros({3})); break;  // a storage of its own
+      case 0:
+        inputs.push_back(base);
+        break;
+      case 1:
+        inputs.push_back(ag::zeros({3}));
+        break;  // a storage of its own
       case 2:
         if (!inputs.empty()) {
           inputs.push_back(inputs[pick(static_cast<int>(inputs.size()))]);  // the same tensor
@@ -39,11 +43,18 @@ std::vector<Tensor> random_inputs(std::mt19937& rng) {
         inputs.push_back(base.slice(0, start, start + 1 + pick(static_cast<int>(6 - start))));
         break;
       }
-      case 4: inputs.push_back(base.select(1, pick(4))); break;  // columns never overlap
-      case 5: inputs.push_back(base.select(0, pick(6))); break;
-      case 6: inputs.push_back(ag::as_strided(base, {2, 2}, {pick(3) + 1, pick(5) + 1}, pick(8)));
+      case 4:
+        inputs.push_back(base.select(1, pick(4)));
+        break;  // columns never overlap
+      case 5:
+        inputs.push_back(base.select(0, pick(6)));
         break;
-      default: inputs.push_back(base.detach().slice(1, pick(2), 4)); break;  // no common _base
+      case 6:
+        inputs.push_back(ag::as_strided(base, {2, 2}, {pick(3) + 1, pick(5) + 1}, pick(8)));
+        break;
+      default:
+        inputs.push_back(base.detach().slice(1, pick(2), 4));
+        break;  // no common _base
     }
   }
   return inputs;
@@ -114,9 +125,11 @@ TEST(CallOverhead, BucketedPlanEqualsPairwisePlan) {
     }
     ASSERT_EQ(fast_error, slow_error) << "trial " << trial;
     ASSERT_TRUE(fast == slow) << "trial " << trial << "\nbucketed:\n"
-                              << fast.to_string() << "pairwise:\n" << slow.to_string();
+                              << fast.to_string() << "pairwise:\n"
+                              << slow.to_string();
     nontrivial += !fast.trivial();
-    for (const InputPlan::Entry& e : fast.inputs) duplicates += e.kind == InputPlan::Kind::duplicate;
+    for (const InputPlan::Entry& e : fast.inputs)
+      duplicates += e.kind == InputPlan::Kind::duplicate;
   }
   // The generator must reach the interesting structures, or the test proves nothing.
   EXPECT_GT(nontrivial, 200u);

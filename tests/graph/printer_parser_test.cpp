@@ -197,9 +197,8 @@ TEST(GraphTextPrint, DescriptorsOneEntryPerLine) {
       "}\n";
   EXPECT_EQ(print_graph(g), expected);
   Graph back = parse_graph(expected);
-  EXPECT_EQ(back.input_descs(), (std::vector<Descriptor>{Descriptor::input(0),
-                                                              Descriptor::param("fc.weight"),
-                                                              {}}));
+  EXPECT_EQ(back.input_descs(),
+            (std::vector<Descriptor>{Descriptor::input(0), Descriptor::param("fc.weight"), {}}));
   EXPECT_EQ(back.output_descs(),
             (std::vector<Descriptor>{Descriptor::output(0), Descriptor::saved(0), {}}));
   EXPECT_EQ(print_graph(back), expected);
@@ -431,7 +430,8 @@ class RandomGraph {
       }
       for (ValueId v : g.add_node(row, std::move(args), metas, names)) values_.push_back(v);
     }
-    for (int i = 0, n = pick(4); i < n; ++i) g.add_output(value(), pick(2) ? descriptor() : Descriptor{});
+    for (int i = 0, n = pick(4); i < n; ++i)
+      g.add_output(value(), pick(2) ? descriptor() : Descriptor{});
     return g;
   }
 
@@ -444,8 +444,12 @@ class RandomGraph {
     return pool[pick(std::size(pool))];
   }
   Descriptor descriptor() {
-    const char* pool[] = {"param(fc1.weight)", "input(0)", "tangent(output(3))",
-                          "param(\"a # b\")", "saved(2)", "grad(buffer(bn.running_mean))",
+    const char* pool[] = {"param(fc1.weight)",
+                          "input(0)",
+                          "tangent(output(3))",
+                          "param(\"a # b\")",
+                          "saved(2)",
+                          "grad(buffer(bn.running_mean))",
                           "synthetic_base(input(0), input(1))"};
     return parse_descriptor(pool[pick(std::size(pool))]);
   }
