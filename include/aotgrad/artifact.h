@@ -3,9 +3,9 @@
 //   auto step = aotgrad::aot_function(fn);
 //   step(x, w);                                       // compiles
 //   aotgrad::Artifact a = step.artifact();            // graphs, metadata, guards, descriptors
-//   std::string blob = aotgrad::serialize_artifact(a);   // versioned bytes (docs/artifact.md)
-//   aotgrad::Artifact b = aotgrad::deserialize_artifact(blob);   // in this or another process
-//   aotgrad::CompiledArtifact run = aotgrad::instantiate(b);     // aot.h
+//   std::string blob = aotgrad::serialize_artifact(a);   // versioned bytes (docs/ir.md,
+//   "Artifacts") aotgrad::Artifact b = aotgrad::deserialize_artifact(blob);   // in this or another
+//   process aotgrad::CompiledArtifact run = aotgrad::instantiate(b);     // aot.h
 //   std::vector<Tensor> out = run({x, w});            // the same results, bit for bit
 //
 // An Artifact holds the forward, backward, joint and inference graphs (with the typed descriptor
@@ -63,7 +63,8 @@ class Artifact {
   std::shared_ptr<const aot::Artifact> data_;
 };
 
-// The versioned byte form (docs/artifact.md); serialize_artifact(deserialize_artifact(s)) == s.
+// The versioned byte form (docs/ir.md, "Artifacts"); serialize_artifact(deserialize_artifact(s)) ==
+// s.
 std::string serialize_artifact(const Artifact& artifact);
 // Throws ArtifactError for anything serialize_artifact of this build did not write.
 Artifact deserialize_artifact(std::string_view bytes);

@@ -1,9 +1,9 @@
 // The Artifact: everything lowering (aot/lower.h) decided about one specialization, as plain,
 // copyable data — the graphs, ViewAndMutationMeta, the guards, the descriptors (carried by the
 // graphs), the config that shaped it and the saved-value report. instantiate (aot/runtime.h)
-// turns it into a runtime; serialize_artifact writes it in a versioned format (docs/artifact.md)
-// that the persistent cache stores. Nothing here points into the op table or a trace: ops are
-// named, so an Artifact outlives the process that made it.
+// turns it into a runtime; serialize_artifact writes it in a versioned format (docs/ir.md,
+// "Artifacts") that the persistent cache stores. Nothing here points into the op table or a trace:
+// ops are named, so an Artifact outlives the process that made it.
 #pragma once
 
 #include <string>
@@ -59,9 +59,9 @@ struct Artifact {
 // aot_function's graphs() returns).
 CompiledGraphs compiled_graphs(const Artifact& a);
 
-// Versioned serialization (docs/artifact.md). deserialize_artifact checks the magic, version,
-// length and checksum, then every field (graphs parse, verify and print back to the same text;
-// indices are in range), so any artifact it returns can be instantiated; anything else throws
+// Versioned serialization (docs/ir.md, "Artifacts"). deserialize_artifact checks the magic,
+// version, length and checksum, then every field (graphs parse, verify and print back to the same
+// text; indices are in range), so any artifact it returns can be instantiated; anything else throws
 // ArtifactError with one line naming the problem. serialize(deserialize(s)) == s.
 constexpr uint32_t kArtifactFormatVersion = 1;
 std::string serialize_artifact(const Artifact& a);

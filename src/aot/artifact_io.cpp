@@ -1,4 +1,5 @@
-// serialize_artifact / deserialize_artifact (aot/artifact.h; the format is docs/artifact.md).
+// serialize_artifact / deserialize_artifact (aot/artifact.h; the format is docs/ir.md,
+// "Artifacts").
 //
 // Reading guide: Writer and Reader are the two halves of one encoding — fixed-width little-endian
 // integers, doubles as their IEEE bits, strings and lists with a u64 length first — and the
