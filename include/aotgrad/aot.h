@@ -42,7 +42,8 @@
 // (aotgrad/artifact.h: plain data, serializable) and instantiated into a runtime; artifact()
 // returns the most recent one, and instantiate() builds a runtime from any artifact.
 //
-// Logging. AOTGRAD_LOG (read when the function is created) is a comma-separated list of topics:
+// Logging. AOTGRAD_LOG (read at each cache miss, never on the hot path; hits are logged as the
+// latest miss read it) is a list of topics separated by commas or spaces, or "all":
 // recompiles (why a call compiled again), cache (each hit, miss, compile and eager fallback),
 // guards (what a new specialization assumed), graphs (each graph as lowering makes it) and
 // partition (what the partitioner saved); each event is one line "[aotgrad] TOPIC fn=NAME ...".
