@@ -1,17 +1,19 @@
 // Graph files as programs: what the `aotgrad` command-line program runs (docs/cli.md).
 //
 // A GraphProgram is a forward graph in the text format (docs/ir.md), parsed and verified once. It
-// runs with the interpreter backend, either forward only or — like aot_function's training path —
-// as joint graph -> partition -> forward + backward, with the gradients of its inputs.
+// runs through aot_function's pipeline (lower → Artifact → instantiate, docs/architecture.md),
+// either forward only or as joint graph -> partition -> forward + backward, with the gradients of
+// its inputs; each distinct GraphRunOptions is compiled once and kept.
 //
 // Which inputs require grad in a backward run: every floating input (f32, f64, f16, bf16) whose
 // position is not in GraphRunOptions::no_grad. A graph value then requires grad when any tensor
 // argument of its node does, the node's op has a VJP rule, and the value is floating — the rule
 // eager autograd follows.
 //
-// Thread-safety: a GraphProgram is immutable once parsed; run(), show(), inputs() and
-// check_input() may be called from any number of threads at once, on one program or on copies
-// (which share it). Every input must be a defined, real tensor (not a tracer's fake).
+// Thread-safety: a GraphProgram is immutable once parsed (its cache of compiled runtimes is
+// guarded); run(), show(), inputs() and check_input() may be called from any number of threads at
+// once, on one program or on copies (which share it). Every input must be a defined, real tensor
+// (not a tracer's fake).
 #pragma once
 
 #include <memory>
@@ -51,6 +53,8 @@ struct GraphRunOptions {
   double activation_memory_budget = 1.0;
   // Input positions that never require grad, even when floating.
   std::vector<size_t> no_grad;
+  // The compiler every graph is handed to (backends registry: "interpreter").
+  std::string compiler = "interpreter";
 };
 
 struct GraphRunResult {
