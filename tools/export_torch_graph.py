@@ -342,20 +342,20 @@ def lift_constants(gm):
     """Turns each get_attr node (a tensor constant created inside forward) into a graph input
     named `const.<attr>`, appended after the other inputs; returns [(name, tensor)] in order.
     Our graphs hold no tensor data, so constants travel as named inputs (.npy beside the graph)."""
-    consts = []
+    consts, lifted = [], {}
     last_input = [n for n in gm.graph.nodes if n.op == "placeholder"][-1]
     for node in list(gm.graph.nodes):
         if node.op != "get_attr":
             continue
-        value = getattr(gm, node.target)
-        if not isinstance(value, torch.Tensor):
-            raise ExportError("get_attr %s is a %s, not a tensor" % (node.target, type(value).__name__))
-        with gm.graph.inserting_after(last_input):
-            p = gm.graph.placeholder("const_" + node.target)
-        last_input = p
-        node.replace_all_uses_with(p)
+        if node.target not in lifted:  # one input per attribute, however often it is read
+            value = getattr(gm, node.target)
+            if not isinstance(value, torch.Tensor):
+                raise ExportError("get_attr %s is a %s, not a tensor" % (node.target, type(value).__name__))
+            with gm.graph.inserting_after(last_input):
+                lifted[node.target] = last_input = gm.graph.placeholder("const_" + node.target)
+            consts.append(("const." + node.target, value.detach().clone()))
+        node.replace_all_uses_with(lifted[node.target])
         gm.graph.erase_node(node)
-        consts.append(("const." + node.target, value.detach().clone()))
     gm.recompile()
     return consts
 
@@ -385,7 +385,8 @@ def save(path, t):
 
 
 def flat_outputs(out):
-    return list(out) if isinstance(out, (tuple, list)) else [out]
+    """Every tensor of a (possibly nested) result, in order: LSTM returns (out, (h, c))."""
+    return [t for t in torch.utils._pytree.tree_flatten(out)[0] if isinstance(t, torch.Tensor)]
 
 
 def record(exporter, spec, out_dir):
@@ -406,6 +407,10 @@ def record(exporter, spec, out_dir):
     # Reference values: PyTorch eager, with autograd.
     leaves = [t.clone().requires_grad_(i in grad_inputs) for i, t in enumerate(inputs)]
     outs = flat_outputs(fn(*leaves))
+    # Inputs the step wrote into (batch norm's running statistics, num_batches_tracked): their
+    # values after the step, which aotgrad returns as mutated inputs.
+    mutated = [i for i, (a, b) in enumerate(zip(leaves, inputs))
+               if a.shape == b.shape and not torch.equal(a.detach(), b)]
     manifest = {"name": name, "rtol": spec.get("rtol", 1e-5), "atol": spec.get("atol", 1e-6),
                 "inputs": [], "outputs": [], "tangents": [], "grads": [], "mode": "forward"}
     tangents, grads = [], []
@@ -433,19 +438,21 @@ def record(exporter, spec, out_dir):
             g = torch.autograd.grad(diff, [prim[i] for i in grad_inputs], list(args[len(inputs):]),
                                     allow_unused=True)
             return tuple(x.detach() for x in o) + tuple(g)
-        gm = make_fx(joint, decomposition_table=decomp)(*inputs, *tangents)
+        gm = make_fx(joint, decomposition_table=decomp)(*[t.clone() for t in inputs], *tangents)
         graph_inputs = inputs + tangents
         graph_names = input_names + ["tangent%d" % k for k in range(len(tangents))]
         manifest["mode"] = "backward_graph"
     else:
-        gm = make_fx(fn, decomposition_table=decomp)(*inputs)
+        # On copies: a step that updates buffers would otherwise leave its writes in the inputs
+        # saved below.
+        gm = make_fx(fn, decomposition_table=decomp)(*[t.clone() for t in inputs])
         graph_inputs, graph_names = inputs, input_names
     consts = lift_constants(gm)
     if consts:
         manifest["constants"] = [{"input": len(graph_inputs) + k, "name": n} for k, (n, _) in enumerate(consts)]
         graph_inputs = graph_inputs + [t for _, t in consts]
         graph_names = graph_names + [n for n, _ in consts]
-    values = run_recording(gm, graph_inputs)
+    values = run_recording(gm, [t.clone() for t in graph_inputs])
     text = exporter.graph_text(gm, values, name, graph_names)
     with open(os.path.join(d, "graph.txt"), "w") as f:
         f.write(text)
@@ -457,6 +464,11 @@ def record(exporter, spec, out_dir):
     for k, o in enumerate(ref_outs):
         save(os.path.join(d, "output%d.npy" % k), o)
         manifest["outputs"].append("output%d.npy" % k)
+    if mutated and not spec.get("joint"):
+        manifest["mutated"] = []
+        for i in mutated:
+            save(os.path.join(d, "mutated%d.npy" % i), leaves[i])
+            manifest["mutated"].append({"input": i, "file": "mutated%d.npy" % i})
     if not spec.get("joint"):
         for k, t in enumerate(tangents):
             save(os.path.join(d, "tangent%d.npy" % k), t)
@@ -519,9 +531,27 @@ def module_spec(args):
     inputs = [torch.randn(*shape) for shape in shapes]
     n_state = len(state)
 
+    rnns = [m for m in model.modules() if isinstance(m, torch.nn.RNNBase)]
+
     def step(*flat):
         tensors = dict(zip(names, flat[:n_state]))
-        return functional_call(model, tensors, tuple(flat[n_state:]))
+        if not rnns:
+            return functional_call(model, tensors, tuple(flat[n_state:]))
+        # RNNs read a cached list of their weights (_flat_weights) that functional_call leaves
+        # pointing at the real parameters (which would be traced as constants): refresh it while
+        # the graph's inputs stand in, and again after.
+        from torch.nn.utils.stateless import _reparametrize_module
+
+        def refresh(m):
+            m._flat_weights = [getattr(m, n) if hasattr(m, n) else None for n in m._flat_weights_names]
+        try:
+            with _reparametrize_module(model, tensors):
+                for m in rnns:
+                    refresh(m)
+                return model(*flat[n_state:])
+        finally:
+            for m in rnns:
+                refresh(m)
 
     grad_params = [i for i, n in enumerate(names) if n in params]
     no_grad = [i for i in range(n_state) if i not in grad_params]
