@@ -19,6 +19,7 @@
 #include <mutex>
 #include <sstream>
 
+#include "aot/graph_function.h"
 #include "aot/log.h"
 #include "aot/lower.h"
 #include "aot/runtime.h"
@@ -55,10 +56,16 @@ struct GraphProgram::Impl {
   std::string source;
   graph::Graph forward{"forward"};
   std::vector<GraphInputInfo> inputs;
+  // A graph with in-place nodes is traced as a function (aot/graph_function.h) rather than
+  // lowered as it stands; `written` marks the inputs it writes into.
+  bool mutating = false;
+  std::vector<bool> written;
   mutable std::mutex mutex;
   mutable std::map<std::string, std::shared_ptr<const Compiled>> compiled;  // by options_key
 
   std::shared_ptr<const Compiled> get(const GraphRunOptions& options) const;
+  aot::Artifact lower_graph(const std::vector<bool>& rg, bool backward, const AotConfig& config,
+                            size_t index) const;
 };
 
 namespace {
@@ -76,26 +83,14 @@ std::string type_text(DType dtype, const IntList& sizes) {
   throw std::invalid_argument(source + ": " + what);
 }
 
-// The interpreter runs functional graphs only; in-place nodes would need functionalization,
-// which happens when tracing, not when loading text.
-void reject_inplace(const graph::Graph& g, const std::string& source) {
-  for (const graph::Node& n : g.nodes()) {
-    if (!n.op->is_inplace()) continue;
-    std::string name =
-        n.outputs.empty() ? std::string("(no result)") : "%" + g.value(n.outputs[0]).name;
-    std::string fix =
-        n.op->functional_variant.empty()
-            ? "rewrite it with functional ops"
-            : "use the functional op " + std::string(n.op->functional_variant) + " instead";
-    throw std::invalid_argument(source + ": node " + name + " = " + std::string(n.op->name) +
-                                " mutates its input; graph programs must be functional: " + fix);
-  }
-}
-
+// An input the graph writes into is state (batch norm's running statistics, a buffer): it never
+// requires grad, as a buffer does not in PyTorch (eagerly, writing into a leaf that requires grad
+// is an error).
 std::vector<bool> inputs_requiring_grad(const std::vector<GraphInputInfo>& inputs,
+                                        const std::vector<bool>& written,
                                         const GraphRunOptions& options) {
   std::vector<bool> rg(inputs.size());
-  for (size_t i = 0; i < inputs.size(); ++i) rg[i] = is_floating(inputs[i].dtype);
+  for (size_t i = 0; i < inputs.size(); ++i) rg[i] = is_floating(inputs[i].dtype) && !written[i];
   for (size_t i : options.no_grad) {
     if (i >= inputs.size())
       throw std::invalid_argument("no_grad names input " + std::to_string(i) +
@@ -153,10 +148,40 @@ std::vector<Tensor> tangents_for(const graph::Graph& forward, const aot::Artifac
 
 }  // namespace
 
+// Example inputs for tracing a mutating graph: zeros of each input's declared type (the trace
+// reads only their geometry), requiring grad as `rg` says.
+std::vector<Tensor> example_inputs(const graph::Graph& g, const std::vector<bool>& rg) {
+  std::vector<Tensor> out;
+  for (size_t i = 0; i < g.inputs().size(); ++i) {
+    const ops::TensorMeta& m = g.value(g.inputs()[i]).meta;
+    Tensor t = zeros(m.sizes, m.dtype);
+    if (rg[i]) t.requires_grad_();
+    out.push_back(t);
+  }
+  return out;
+}
+
+aot::Artifact GraphProgram::Impl::lower_graph(const std::vector<bool>& rg, bool backward,
+                                              const AotConfig& config, size_t index) const {
+  aot::GraphHook hook = aot::dump_and_log_graphs(source, index);
+  if (!mutating) return aot::lower(aot::LoadedGraph{forward, rg}, config, hook);
+  // Functionalize on load: trace the graph as a function, under the grad mode of the run.
+  aot::TracedFunction traced{aot::graph_as_function(std::make_shared<const graph::Graph>(forward)),
+                             example_inputs(forward, rg),
+                             "",
+                             {}};
+  if (backward) {
+    EnableGradGuard grad;
+    return aot::lower(traced, config, hook);
+  }
+  NoGradGuard no_grad;
+  return aot::lower(traced, config, hook);
+}
+
 std::shared_ptr<const Compiled> GraphProgram::Impl::get(const GraphRunOptions& options) const {
   std::vector<bool> rg(inputs.size(), false);
   if (options.backward) {
-    rg = inputs_requiring_grad(inputs, options);
+    rg = inputs_requiring_grad(inputs, written, options);
     partition::partitioner(options.partitioner);  // an unknown name fails even with no gradient
     partition::check_memory_budget(options.activation_memory_budget, "activation_memory_budget");
   }
@@ -174,8 +199,8 @@ std::shared_ptr<const Compiled> GraphProgram::Impl::get(const GraphRunOptions& o
                   " options=" + aot::key_digest(key));
   auto c = std::make_shared<Compiled>();
   c->input_rg = rg;
-  c->artifact = std::make_shared<const aot::Artifact>(
-      aot::lower(aot::LoadedGraph{forward, rg}, config, aot::dump_and_log_graphs(source, index)));
+  c->artifact =
+      std::make_shared<const aot::Artifact>(lower_graph(rg, options.backward, config, index));
   c->runtime = aot::instantiate(*c->artifact, aot::named_compilers(config));
   compiled.emplace(key, c);
   return c;
@@ -199,7 +224,8 @@ GraphProgram GraphProgram::parse(std::string_view text, const std::string& sourc
                             e.what());
     throw std::invalid_argument(source + ": " + e.what());
   }
-  reject_inplace(impl->forward, source);
+  impl->mutating = aot::has_mutation(impl->forward);
+  impl->written = aot::written_inputs(impl->forward);
   for (graph::ValueId v : impl->forward.inputs()) {
     const graph::Value& val = impl->forward.value(v);
     impl->inputs.push_back({val.name, val.meta.dtype, val.meta.sizes});
@@ -255,15 +281,22 @@ GraphRunResult GraphProgram::run(const std::vector<Tensor>& inputs, const GraphR
     throw std::invalid_argument("tangents are only read by a backward run");
   std::shared_ptr<const Compiled> c = s.get(options);
   GraphRunResult r;
+  // The graph writes into copies of the inputs it mutates; the caller's tensors stay as they
+  // were, and the new values come back in r.mutated.
+  std::vector<Tensor> args = inputs;
+  r.mutated.resize(inputs.size());
+  for (size_t i = 0; i < inputs.size(); ++i)
+    if (s.written[i]) r.mutated[i] = args[i] = inputs[i].detach().clone();
   if (!options.backward) {
-    r.outputs = c->runtime->run(inputs);
+    NoGradGuard no_grad;  // the artifact was traced without grad; run it as it was traced
+    r.outputs = c->runtime->run(args);
     return r;
   }
   std::vector<Tensor> tan = tangents_for(s.forward, *c->artifact, tangents);
   // Leaves of our own, so that the caller's tensors keep their flags and gain no history.
   std::vector<Tensor> leaves, with_grad;
   for (size_t i = 0; i < inputs.size(); ++i) {
-    leaves.push_back(inputs[i].detach());
+    leaves.push_back(args[i].detach());
     if (c->input_rg[i]) with_grad.push_back(leaves.back().requires_grad_());
   }
   EnableGradGuard grad_mode;
