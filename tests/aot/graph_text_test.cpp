@@ -138,12 +138,12 @@ TEST(GraphGolden, LinearReluRowSumAndItsInferenceGraph) {
     %relu: f32[4,2],  # saved(1)
     %tangents_1: f32[4,1]  # tangent(output(0))
 ) {
-  %expand: f32[4,2]{1,0} = aten.expand.default(%tangents_1, size=[4, 2])
-  %threshold_backward: f32[4,2] = aten.threshold_backward.default(%expand, %relu, threshold=0)
-  %t_1: f32[2,4]{1,2} = aten.t.default(%threshold_backward)
-  %mm_1: f32[2,3] = aten.mm.default(%t_1, %primals_1)
-  %t_2: f32[3,2]{1,3} = aten.t.default(%mm_1)
-  %t_3: f32[2,3] = aten.t.default(%t_2)
+  %expand: f32[4,2]{1,0} = aten.expand.default(%tangents_1, size=[4, 2])  # from %sum
+  %threshold_backward: f32[4,2] = aten.threshold_backward.default(%expand, %relu, threshold=0)  # from %relu
+  %t_1: f32[2,4]{1,2} = aten.t.default(%threshold_backward)  # from %mm
+  %mm_1: f32[2,3] = aten.mm.default(%t_1, %primals_1)  # from %mm
+  %t_2: f32[3,2]{1,3} = aten.t.default(%mm_1)  # from %mm
+  %t_3: f32[2,3] = aten.t.default(%t_2)  # from %t
   return (
     %t_3  # grad(input(1))
   )
