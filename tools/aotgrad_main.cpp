@@ -12,6 +12,7 @@
 
 #include "aotgrad/graph_program.h"
 #include "aotgrad/npy.h"
+#include "aotgrad/version.h"
 #include "cli_args.h"
 
 namespace {
@@ -120,12 +121,18 @@ int main(int argc, char** argv) {
   try {
     switch (args.command) {
       case cli::CliArgs::Command::help:
-        std::cout << cli::kUsage;
+        std::cout << (args.help_topic == cli::CliArgs::Command::run    ? cli::kRunUsage
+                      : args.help_topic == cli::CliArgs::Command::show ? cli::kShowUsage
+                                                                       : cli::kUsage);
+        return 0;
+      case cli::CliArgs::Command::version:
+        std::cout << "aotgrad " << AOTGRAD_VERSION << "\n";
         return 0;
       case cli::CliArgs::Command::run:
         return run(args);
       case cli::CliArgs::Command::show:
-        std::cout << load_graph(args.graph).show(args.options);
+        std::cout << (args.dot ? load_graph(args.graph).show_dot(args.options)
+                               : load_graph(args.graph).show(args.options));
         return 0;
     }
   } catch (const ag::GraphParseError& e) {

@@ -14,8 +14,9 @@ const char* const kUsage = R"(usage:
   aotgrad run GRAPH --inputs A.npy [B.npy ...] --out DIR
               [--backward [--tangents T.npy ...] [--no-grad I,J,...]
                [--partition NAME] [--memory-budget F]]
-  aotgrad show GRAPH [--backward [--no-grad I,J,...] [--partition NAME] [--memory-budget F]]
-  aotgrad --help
+  aotgrad show GRAPH [--dot] [--backward [--no-grad I,J,...] [--partition NAME] [--memory-budget F]]
+  aotgrad --help | run --help | show --help
+  aotgrad --version
 
 run   runs GRAPH (the text format of docs/ir.md) on the inputs, in order, with the interpreter and
       writes out0.npy, out1.npy, ... into DIR. With --backward it builds the joint graph,
@@ -23,8 +24,35 @@ run   runs GRAPH (the text format of docs/ir.md) on the inputs, in order, with t
       backward with the tangents (default: ones) and also writes gradI.npy for each input I that
       gets a gradient. Every floating input requires grad unless --no-grad lists its position.
 show  prints GRAPH; with --backward also the joint, forward and backward graphs and the values the
-      forward saves for the backward, with their totals.
+      forward saves for the backward, with their totals. --dot prints Graphviz instead.
 exit status: 0 ok, 1 bad graph, input or run, 2 bad usage (docs/cli.md).
+)";
+
+const char* const kRunUsage = R"(usage: aotgrad run GRAPH --inputs A.npy [B.npy ...] --out DIR
+                   [--backward [--tangents T.npy ...] [--no-grad I,J,...]
+                    [--partition NAME] [--memory-budget F]]
+
+Runs GRAPH (the text format of docs/ir.md) on the .npy inputs, in the order of its signature, and
+writes out0.npy, out1.npy, ... into DIR (created if missing).
+  --inputs A.npy ...    one file per graph input; dtype and shape must match the signature
+  --out DIR             where results go
+  --backward            also differentiate: build the joint graph, partition it, run forward then
+                        backward, and write gradI.npy for each input I that gets a gradient
+  --tangents T.npy ...  gradients of the outputs that require grad (default: ones)
+  --no-grad I,J,...     input positions that never require grad (every other floating input does)
+  --partition NAME      default | min_cut (default: default)
+  --memory-budget F     min_cut's activation memory budget in [0, 1] (1: fastest; 0: save least)
+A graph that writes into its inputs (make_fx training steps) is functionalized first; each input
+it wrote is saved as mutatedI.npy and named on stdout. Exit status: 0 ok, 1 failure, 2 usage.
+)";
+
+const char* const kShowUsage = R"(usage: aotgrad show GRAPH [--dot]
+                    [--backward [--no-grad I,J,...] [--partition NAME] [--memory-budget F]]
+
+Prints GRAPH as parsed. With --backward also the joint graph, the partitioned forward and backward
+graphs and the saved-value report (every value the forward keeps for the backward, with its size
+and the totals). --dot prints the same graphs as Graphviz digraphs (render with: dot -Tsvg).
+Flags as for `aotgrad run --help`. Exit status: 0 ok, 1 failure, 2 usage.
 )";
 
 namespace {
@@ -102,6 +130,9 @@ class FlagReader {
     } else if (f == "--no-grad") {
       once(f, no_grad_seen_);
       a_.options.no_grad = parse_positions(value());
+    } else if (!is_run && f == "--dot") {
+      once(f, dot_seen_);
+      a_.dot = true;
     } else if (is_run && f == "--inputs") {
       once(f, inputs_seen_);
       list(a_.inputs);
@@ -148,7 +179,7 @@ class FlagReader {
   CliArgs& a_;
   size_t i_ = 2;
   bool backward_seen_ = false, partition_seen_ = false, budget_seen_ = false, no_grad_seen_ = false,
-       inputs_seen_ = false, tangents_seen_ = false, out_seen_ = false;
+       inputs_seen_ = false, tangents_seen_ = false, out_seen_ = false, dot_seen_ = false;
 };
 
 }  // namespace
@@ -160,7 +191,16 @@ std::string one_line(std::string_view what) {
 CliArgs parse_cli_args(const std::vector<std::string>& args) {
   CliArgs a;
   for (size_t i = 0; i < args.size(); ++i)
-    if (args[i] == "--help" || args[i] == "-h" || (i == 0 && args[i] == "help")) return a;
+    if (args[i] == "--help" || args[i] == "-h" || (i == 0 && args[i] == "help")) {
+      if (i > 0 && args[0] == "run") a.help_topic = CliArgs::Command::run;
+      if (i > 0 && args[0] == "show") a.help_topic = CliArgs::Command::show;
+      return a;
+    }
+  if (!args.empty() && (args[0] == "--version" || args[0] == "version")) {
+    if (args.size() > 1) usage("--version takes no arguments");
+    a.command = CliArgs::Command::version;
+    return a;
+  }
   if (args.empty()) usage("missing command (run or show)");
   if (args[0] == "run")
     a.command = CliArgs::Command::run;

@@ -12,8 +12,10 @@
 
 namespace aotgrad::cli {
 
-// The usage text `aotgrad --help` prints.
+// The usage text `aotgrad --help` prints, and `aotgrad run --help` / `aotgrad show --help`.
 extern const char* const kUsage;
+extern const char* const kRunUsage;
+extern const char* const kShowUsage;
 
 // A mistake in the command line itself (exit status 2). what() is one line of at most ~300
 // characters naming the flag or argument and what it takes; argument bytes are escaped.
@@ -23,8 +25,11 @@ class UsageError : public std::invalid_argument {
 };
 
 struct CliArgs {
-  enum class Command { help, run, show };
+  enum class Command { help, version, run, show };
   Command command = Command::help;
+  // For Command::help: the command whose help was asked for (run, show), or help for all.
+  Command help_topic = Command::help;
+  bool dot = false;   // show --dot: Graphviz instead of text
   std::string graph;  // GRAPH, a path
   std::string out;    // --out DIR (run only)
   std::vector<std::string> inputs, tangents;
@@ -37,7 +42,8 @@ constexpr size_t kMaxNoGradPositions = 4096;  // --no-grad
 constexpr size_t kMaxInputPosition = 1'000'000;
 
 // Reads the arguments after the program name. `--help`, `-h` anywhere (or `help` first) gives
-// Command::help. Throws UsageError, and nothing else but std::bad_alloc, for any other mistake:
+// Command::help (with help_topic run or show when it follows that command); `--version` first (or
+// `version`) gives Command::version. Throws UsageError, and nothing else but std::bad_alloc, for any other mistake:
 // unknown command or flag, a flag given twice or without its value, a number that does not parse
 // or is out of range, backward-only flags without --backward, run without --out.
 CliArgs parse_cli_args(const std::vector<std::string>& args);

@@ -18,3 +18,4 @@
 #include "aotgrad/nn.h"
 #include "aotgrad/npy.h"
 #include "aotgrad/tensor.h"
+#include "aotgrad/version.h"

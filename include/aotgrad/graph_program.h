@@ -105,6 +105,9 @@ class GraphProgram {
   // The text `aotgrad show` prints: the forward graph; with options.backward also the joint,
   // partitioned forward and backward graphs and the saved-value report with its totals.
   std::string show(const GraphRunOptions& options = {}) const;
+  // The same graphs in Graphviz's DOT language (`aotgrad show --dot`): the graph as loaded, and
+  // with options.backward the partitioned forward and backward graphs, one digraph each.
+  std::string show_dot(const GraphRunOptions& options = {}) const;
 
  private:
   struct Impl;

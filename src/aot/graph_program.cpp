@@ -25,6 +25,7 @@
 #include "aot/runtime.h"
 #include "aotgrad/autograd.h"
 #include "aotgrad/ops.h"
+#include "graph/dot.h"
 #include "graph/parser.h"
 #include "graph/printer.h"
 #include "graph/verifier.h"
@@ -344,6 +345,15 @@ std::string GraphProgram::show(const GraphRunOptions& options) const {
   os << "\n# backward graph\n" << graph::print_graph(a.backward);
   os << "\n# saved values\n" << partition::saved_report(a.saved);
   return os.str();
+}
+
+std::string GraphProgram::show_dot(const GraphRunOptions& options) const {
+  const Impl& s = *impl_;
+  std::string out = graph::print_dot(s.forward, s.source);
+  if (!options.backward) return out;
+  const aot::Artifact& a = *s.get(options)->artifact;
+  if (a.is_inference) return out + graph::print_dot(a.inference, "inference");
+  return out + graph::print_dot(a.forward, "forward") + graph::print_dot(a.backward, "backward");
 }
 
 }  // namespace aotgrad

@@ -11,6 +11,7 @@
 
 #include "aotgrad/aotgrad.h"
 #include "aotgrad/graph_program.h"
+#include "cli_args.h"
 #include "testing/gradcheck.h"
 
 namespace ag = aotgrad;
@@ -330,4 +331,30 @@ TEST_F(CliBinary, MatchesPyTorchOnARecordedGraph) {
   EXPECT_TRUE(allclose(ag::read_npy(f("o/out0.npy")), ag::read_npy(d + "output0.npy"), 1e-6, 1e-5));
   for (const char* g : {"grad0.npy", "grad1.npy", "grad2.npy"})
     EXPECT_TRUE(allclose(ag::read_npy(f("o/") + g), ag::read_npy(d + g), 1e-6, 1e-5)) << g;
+}
+
+// Issue 15.3: --version, per-command help, show --dot.
+TEST_F(CliBinary, VersionHelpPerCommandAndDot) {
+  ASSERT_EQ(cli("--version"), 0);
+  EXPECT_EQ(out(), std::string("aotgrad ") + AOTGRAD_VERSION + "\n");
+  ASSERT_EQ(cli("run --help"), 0);
+  EXPECT_EQ(out(), ag::cli::kRunUsage);
+  ASSERT_EQ(cli("show -h"), 0);
+  EXPECT_EQ(out(), ag::cli::kShowUsage);
+  ASSERT_EQ(cli("--help"), 0);
+  EXPECT_EQ(out(), ag::cli::kUsage);
+  EXPECT_EQ(cli("--version extra"), 2);
+  EXPECT_NE(err().find("--version takes no arguments"), std::string::npos) << err();
+  EXPECT_EQ(cli("run " + cli_data("mlp.graph") + " --dot --out x"), 2);  // show only
+
+  ASSERT_EQ(cli("show " + cli_data("mlp.graph") + " --dot --backward"), 0) << err();
+  const std::string dot = out();
+  // Three digraphs: the graph as loaded, the partitioned forward and the backward.
+  size_t digraphs = 0;
+  for (size_t p = dot.find("digraph "); p != std::string::npos; p = dot.find("digraph ", p + 1))
+    ++digraphs;
+  EXPECT_EQ(digraphs, 3u) << dot;
+  EXPECT_NE(dot.find("[shape=box, label=\"aten.mm.default"), std::string::npos) << dot;
+  EXPECT_NE(dot.find(" -> n0;"), std::string::npos) << dot;
+  EXPECT_NE(dot.find("digraph \"backward\""), std::string::npos) << dot;
 }
