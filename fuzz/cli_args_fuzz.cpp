@@ -45,6 +45,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   using Command = cli::CliArgs::Command;
   if (a.command == Command::help) return 0;
+  if (a.command == Command::version) {
+    if (args.size() != 1) broken("--version accepted with other arguments", "");
+    return 0;
+  }
+  if (a.dot && a.command != Command::show) broken("--dot accepted outside show", "");
   if (a.graph.empty()) broken("accepted without GRAPH", "");
   if (a.command == Command::run && a.out.empty()) broken("run accepted without --out", "");
   double b = a.options.activation_memory_budget;
