@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <type_traits>
 #include <vector>
 
 #include "aotgrad/random.h"
@@ -153,9 +154,17 @@ void layer_norm_backward_rows(const T* g, const T* x, const T* mean, const T* rs
     T* pw = kParams ? partial.data() + static_cast<size_t>(tid * 2 * n) : nullptr;
     T* pb = kParams ? pw + n : nullptr;
     const int64_t begin = part_begin(m, tid, nt), end = part_begin(m, tid + 1, nt);
-    for (int64_t r = begin; r < end; ++r)
-      layer_norm_backward_row<T, kWeight, kDx, kParams>(g + r * n, x + r * n, mean[r], rstd[r], w,
-                                                        kDx ? dx + r * n : nullptr, pw, pb, n);
+    if constexpr (std::is_same_v<T, float>) {
+      // f32: the vector kernel (vec/rows.h), same formula.
+      const auto row = vec::row_kernels().layer_norm_backward;
+      for (int64_t r = begin; r < end; ++r)
+        row(g + r * n, x + r * n, mean[r], rstd[r], kWeight ? w : nullptr,
+            kDx ? dx + r * n : nullptr, pw, pb, n);
+    } else {
+      for (int64_t r = begin; r < end; ++r)
+        layer_norm_backward_row<T, kWeight, kDx, kParams>(g + r * n, x + r * n, mean[r], rstd[r], w,
+                                                          kDx ? dx + r * n : nullptr, pw, pb, n);
+    }
   }
   if constexpr (kParams) {
     const int64_t threads = n > 0 ? static_cast<int64_t>(partial.size()) / (2 * n) : 0;

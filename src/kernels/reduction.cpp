@@ -219,7 +219,7 @@ constexpr int64_t kColumnBlock = 4096;  // long sequential reads; 32 KB of doubl
 template <typename Finish>
 void sum_columns_f32(const float* in, const Plan& p, Finish&& finish) {
   const int64_t n = p.n_out;
-  const auto add_to = vec::row_kernels().add_to;
+  const auto add_rows = vec::row_kernels().add_rows;
 #pragma omp parallel if (n * p.n_red > kParallelWork)
   {
     int nt = omp_get_num_threads_safe(), tid = omp_get_thread_num_safe();
@@ -230,7 +230,7 @@ void sum_columns_f32(const float* in, const Plan& p, Finish&& finish) {
       acc.assign(static_cast<size_t>(len), 0.0);
       const float* base = in + b0;
       for_each_run(p, 0, p.n_red, [&](int64_t off, int64_t s, int64_t rlen) {
-        for (int64_t r = 0; r < rlen; ++r) add_to(acc.data(), base + off + r * s, len);
+        add_rows(acc.data(), base + off, s, rlen, len);
       });
       for (int64_t o = 0; o < len; ++o) {
         SumAcc<double> total;

@@ -129,9 +129,16 @@ TEST(RowKernels, SumsMomentsAndLossesMatchDouble) {
       k->moments(a.data(), n, &got_mean, &got_m2);
       EXPECT_NEAR(got_mean, mean, 1e-12 * std::abs(mean)) << what;
       EXPECT_NEAR(got_m2, m2, 1e-9 * m2 + 1e-12) << what;
+      // Six rows of a [6, n + 3] matrix: a block of four and two single rows.
+      const int64_t stride = n + 3;
+      const std::vector<float> m = inputs(6 * stride, 10);
       std::vector<double> acc(a.size(), 0.5);
-      k->add_to(acc.data(), a.data(), n);
-      for (size_t i = 0; i < a.size(); ++i) EXPECT_EQ(acc[i], 0.5 + a[i]) << what;
+      k->add_rows(acc.data(), m.data(), stride, 6, n);
+      for (size_t i = 0; i < a.size(); ++i) {
+        double want = 0.5;
+        for (int64_t r = 0; r < 6; ++r) want += m[static_cast<size_t>(r * stride) + i];
+        EXPECT_EQ(acc[i], want) << what;
+      }
       std::vector<float> out(a.size());
       std::vector<double> want;
       for (size_t i = 0; i < a.size(); ++i) want.push_back(0.25 * (a[i] - b[i]) * g[i]);
@@ -156,6 +163,37 @@ TEST(RowKernels, SumsMomentsAndLossesMatchDouble) {
   }
 }
 
+TEST(RowKernels, LayerNormBackwardMatchesDouble) {
+  for (const RowKernels* k : row_kernel_targets()) {
+    for (int64_t n : kLengths) {
+      const std::string what = std::string(k->name) + " n=" + std::to_string(n);
+      const std::vector<float> g = inputs(n, 11), x = inputs(n, 12), w = inputs(n, 13);
+      const float mean = 0.1f, rstd = 1.7f;
+      double c1 = 0, c2 = 0;
+      std::vector<double> xhat;
+      for (size_t i = 0; i < x.size(); ++i) {
+        xhat.push_back((static_cast<double>(x[i]) - mean) * rstd);
+        c1 += static_cast<double>(g[i]) * w[i];
+        c2 += static_cast<double>(g[i]) * w[i] * xhat.back();
+      }
+      c1 /= static_cast<double>(n);
+      c2 /= static_cast<double>(n);
+      std::vector<double> want_dx, want_pw, want_pb;
+      for (size_t i = 0; i < x.size(); ++i) {
+        want_dx.push_back(rstd * (static_cast<double>(g[i]) * w[i] - c1 - xhat[i] * c2));
+        want_pw.push_back(1.0 + g[i] * xhat[i]);
+        want_pb.push_back(2.0 + g[i]);
+      }
+      std::vector<float> dx(x.size()), pw(x.size(), 1.0f), pb(x.size(), 2.0f);
+      k->layer_norm_backward(g.data(), x.data(), mean, rstd, w.data(), dx.data(), pw.data(),
+                             pb.data(), n);
+      expect_near(dx, want_dx, 1e-5, what + " dx");
+      expect_near(pw, want_pw, 1e-6, what + " pw");
+      expect_near(pb, want_pb, 1e-6, what + " pb");
+    }
+  }
+}
+
 // The ops route f32 through the kernels: same values as in f64, to f32 accuracy.
 TEST(RowKernels, OpsAgreeWithTheirF64Results) {
   const Tensor x = testing::test_input({6, 3, 37}, -3, 3, 1, false);
@@ -169,6 +207,10 @@ TEST(RowKernels, OpsAgreeWithTheirF64Results) {
   EXPECT_TRUE(testing::allclose(mse_loss(xf, tf).to(DType::f64), mse_loss(x, t), 1e-5, 1e-5));
   EXPECT_TRUE(
       testing::allclose(layer_norm(xf, {37}).to(DType::f64), layer_norm(x, {37}), 1e-5, 1e-4));
+  // Sum over the batch dim of a [64, 300] matrix: the column path, rows blocked by four.
+  const Tensor c = testing::test_input({64, 300}, -3, 3, 3, false);
+  EXPECT_TRUE(
+      testing::allclose(sum(c.to(DType::f32), {0}).to(DType::f64), sum(c, {0}), 1e-4, 1e-5));
 }
 
 }  // namespace

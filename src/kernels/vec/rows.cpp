@@ -194,15 +194,38 @@ double Sum(const float* x, int64_t n) {
   return s;
 }
 
-void AddTo(double* acc, const float* x, int64_t n) {
+void AddRows(double* acc, const float* x, int64_t stride, int64_t rows, int64_t n) {
   const DD dd;
   const DFHalf dh;
   const int64_t L = static_cast<int64_t>(hn::Lanes(dd));
-  int64_t i = 0;
-  for (; i + L <= n; i += L)
-    hn::StoreU(hn::Add(hn::LoadU(dd, acc + i), hn::PromoteTo(dd, hn::LoadU(dh, x + i))), dd,
-               acc + i);
-  for (; i < n; ++i) acc[i] += static_cast<double>(x[i]);
+  // Four rows per pass over acc: a quarter of the accumulator loads and stores. Each element
+  // still adds rows in order, so the result does not depend on the blocking.
+  int64_t r = 0;
+  for (; r + 4 <= rows; r += 4) {
+    const float* x0 = x + r * stride;
+    const float *x1 = x0 + stride, *x2 = x1 + stride, *x3 = x2 + stride;
+    int64_t i = 0;
+    for (; i + L <= n; i += L) {
+      auto a = hn::LoadU(dd, acc + i);
+      a = hn::Add(a, hn::PromoteTo(dd, hn::LoadU(dh, x0 + i)));
+      a = hn::Add(a, hn::PromoteTo(dd, hn::LoadU(dh, x1 + i)));
+      a = hn::Add(a, hn::PromoteTo(dd, hn::LoadU(dh, x2 + i)));
+      a = hn::Add(a, hn::PromoteTo(dd, hn::LoadU(dh, x3 + i)));
+      hn::StoreU(a, dd, acc + i);
+    }
+    for (; i < n; ++i)
+      acc[i] = (((acc[i] + static_cast<double>(x0[i])) + static_cast<double>(x1[i])) +
+                static_cast<double>(x2[i])) +
+               static_cast<double>(x3[i]);
+  }
+  for (; r < rows; ++r) {
+    const float* xr = x + r * stride;
+    int64_t i = 0;
+    for (; i + L <= n; i += L)
+      hn::StoreU(hn::Add(hn::LoadU(dd, acc + i), hn::PromoteTo(dd, hn::LoadU(dh, xr + i))), dd,
+                 acc + i);
+    for (; i < n; ++i) acc[i] += static_cast<double>(xr[i]);
+  }
 }
 
 double SquaredDistance(const float* a, const float* b, int64_t n) {
@@ -306,10 +329,67 @@ void Normalize(const float* x, float mean, float rstd, const float* w, const flo
   }
 }
 
+void LayerNormBackward(const float* g, const float* x, float mean, float rstd, const float* w,
+                       float* dx, float* pw, float* pb, int64_t n) {
+  const DF d;
+  const DD dd;
+  const DFHalf dh;
+  const VF mu = hn::Set(d, mean), rs = hn::Set(d, rstd);
+  float c1 = 0, c2 = 0;
+  if (dx) {
+    // The two means, over double lanes (half a float vector at a time).
+    const int64_t L = static_cast<int64_t>(hn::Lanes(dd));
+    const auto muh = hn::Set(dh, mean), rsh = hn::Set(dh, rstd);
+    auto s1 = hn::Zero(dd), s2 = hn::Zero(dd);
+    int64_t i = 0;
+    for (; i + L <= n; i += L) {
+      auto gw = hn::LoadU(dh, g + i);
+      if (w) gw = hn::Mul(gw, hn::LoadU(dh, w + i));
+      const auto xhat = hn::Mul(hn::Sub(hn::LoadU(dh, x + i), muh), rsh);
+      s1 = hn::Add(s1, hn::PromoteTo(dd, gw));
+      s2 = hn::Add(s2, hn::PromoteTo(dd, hn::Mul(gw, xhat)));
+    }
+    double sum_gw = LaneSum(dd, s1), sum_gw_xhat = LaneSum(dd, s2);
+    for (; i < n; ++i) {
+      const float gw = w ? g[i] * w[i] : g[i];
+      sum_gw += static_cast<double>(gw);
+      sum_gw_xhat += static_cast<double>(gw * ((x[i] - mean) * rstd));
+    }
+    c1 = static_cast<float>(sum_gw / static_cast<double>(n));
+    c2 = static_cast<float>(sum_gw_xhat / static_cast<double>(n));
+  }
+  const int64_t L = static_cast<int64_t>(hn::Lanes(d));
+  const VF k1 = hn::Set(d, c1), k2 = hn::Set(d, c2);
+  int64_t i = 0;
+  for (; i + L <= n; i += L) {
+    const VF gv = hn::LoadU(d, g + i);
+    const VF xhat = hn::Mul(hn::Sub(hn::LoadU(d, x + i), mu), rs);
+    if (dx) {
+      const VF gw = w ? hn::Mul(gv, hn::LoadU(d, w + i)) : gv;
+      hn::StoreU(hn::Mul(rs, hn::Sub(hn::Sub(gw, k1), hn::Mul(xhat, k2))), d, dx + i);
+    }
+    if (pw) hn::StoreU(hn::Add(hn::LoadU(d, pw + i), hn::Mul(gv, xhat)), d, pw + i);
+    if (pb) hn::StoreU(hn::Add(hn::LoadU(d, pb + i), gv), d, pb + i);
+  }
+  for (; i < n; ++i) {
+    const float xhat = (x[i] - mean) * rstd;
+    if (dx) dx[i] = rstd * (((w ? g[i] * w[i] : g[i]) - c1) - xhat * c2);
+    if (pw) pw[i] += g[i] * xhat;
+    if (pb) pb[i] += g[i];
+  }
+}
+
 const RowKernels* GetRowKernels() {
-  static const RowKernels kernels{
-      hwy::TargetName(HWY_TARGET), &Softmax, &SoftmaxBackward, &Sum, &AddTo, &SquaredDistance,
-      &ScaledDifference,           &Moments, &Normalize};
+  static const RowKernels kernels{hwy::TargetName(HWY_TARGET),
+                                  &Softmax,
+                                  &SoftmaxBackward,
+                                  &Sum,
+                                  &AddRows,
+                                  &SquaredDistance,
+                                  &ScaledDifference,
+                                  &Moments,
+                                  &Normalize,
+                                  &LayerNormBackward};
   return &kernels;
 }
 

@@ -24,8 +24,8 @@ struct RowKernels {
   void (*softmax_backward)(const float* g, const float* y, float* r, int64_t n, bool log);
   // sum(x) in double.
   double (*sum)(const float* x, int64_t n);
-  // acc[i] += x[i] (a column sum's row step, accumulators in double).
-  void (*add_to)(double* acc, const float* x, int64_t n);
+  // acc[i] += x[r * stride + i] for r < rows (a column sum's rows, accumulators in double).
+  void (*add_rows)(double* acc, const float* x, int64_t stride, int64_t rows, int64_t n);
   // sum((a - b)^2) in double: mse_loss's reduction.
   double (*squared_distance)(const float* a, const float* b, int64_t n);
   // out = scale * (a - b) * g, g a single value (g_stride 0) or n contiguous ones: mse_loss's
@@ -38,6 +38,11 @@ struct RowKernels {
   // y = (x - mean) * rstd * w + b; w and b may be null (treated as 1 and 0).
   void (*normalize)(const float* x, float mean, float rstd, const float* w, const float* b,
                     float* y, int64_t n);
+  // One row of layer norm's backward, xhat = (x - mean) * rstd, gw = g * w (w null: 1):
+  // dx = rstd * (gw - mean(gw) - xhat * mean(gw * xhat)) (dx null: skipped; the two means
+  // accumulate in double), and pw += g * xhat, pb += g (pw / pb null: skipped).
+  void (*layer_norm_backward)(const float* g, const float* x, float mean, float rstd,
+                              const float* w, float* dx, float* pw, float* pb, int64_t n);
 };
 
 const RowKernels& row_kernels();
