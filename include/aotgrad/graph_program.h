@@ -24,8 +24,9 @@
 
 namespace aotgrad {
 
-// A syntax or name error in a graph text, at a 1-based line and column. what() reads
-// "SOURCE:LINE:COLUMN: MESSAGE", the form compilers use, so editors can jump to it.
+// An error in a graph text at a 1-based line and column: syntax or names, or a node that does not
+// verify (then the location is its statement's). what() reads "SOURCE:LINE:COLUMN: MESSAGE", the
+// form compilers use, so editors can jump to it.
 class GraphParseError : public std::invalid_argument {
  public:
   GraphParseError(std::string source, int line, int column, std::string message);
@@ -69,8 +70,9 @@ struct GraphInputInfo {
 class GraphProgram {
  public:
   // Parses and verifies `text`. `source` names the text in errors (a file path, or "<graph>").
-  // Throws GraphParseError for syntax errors and std::invalid_argument for a graph that parses but
-  // does not verify (shapes that disagree with the ops) or uses in-place ops.
+  // Throws GraphParseError for syntax errors and for a node that does not verify (shapes that
+  // disagree with its op), std::invalid_argument for a graph that uses in-place ops or fails
+  // verification elsewhere (an output). Any text gives a program or one of these, one line.
   static GraphProgram parse(std::string_view text, const std::string& source = "<graph>");
   // Reads the file at `path` and parses it; throws std::invalid_argument if it cannot be read.
   static GraphProgram load(const std::string& path);

@@ -10,6 +10,7 @@
 // program.
 #include "aotgrad/graph_program.h"
 
+#include <climits>
 #include <cstdio>
 #include <fstream>
 #include <sstream>
@@ -150,14 +151,19 @@ std::vector<Tensor> tangents_for(const graph::Graph& forward, const aot::JointGr
 GraphProgram GraphProgram::parse(std::string_view text, const std::string& source) {
   auto impl = std::make_shared<Impl>();
   impl->source = source;
+  std::vector<graph::SourceLocation> where;  // of each node's statement
   try {
-    impl->forward = graph::parse_graph(text);
+    impl->forward = graph::parse_graph(text, &where);
   } catch (const std::invalid_argument& e) {
     rethrow_parse_error(source, e);
   }
   try {
     graph::verify_graph(impl->forward);
-  } catch (const std::invalid_argument& e) {
+  } catch (const graph::VerifyError& e) {
+    if (std::optional<size_t> k = e.node(); k && *k < where.size())
+      throw GraphParseError(source, static_cast<int>(std::min<size_t>(where[*k].line, INT_MAX)),
+                            static_cast<int>(std::min<size_t>(where[*k].column, INT_MAX)),
+                            e.what());
     throw std::invalid_argument(source + ": " + e.what());
   }
   reject_inplace(impl->forward, source);

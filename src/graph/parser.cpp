@@ -3,8 +3,15 @@
 // to NodeArgs only once the schema slot they fill is known (convert), because a positional
 // argument's slot depends on which arguments the call names. Every error goes through fail(),
 // which turns a byte offset into "line L, column C".
+//
+// Hostile text: the parser is iterative except for nested list literals, whose depth is bounded
+// (kMaxNesting); numbers are read with std::from_chars (out of range is an error, never UB); a
+// type annotation's shape is checked to be addressable before anything sizes from it; every
+// piece of the text echoed in a message goes through token() (escaped, truncated), and messages
+// are cut to kMaxMessage characters.
 #include "graph/parser.h"
 
+#include <algorithm>
 #include <cctype>
 #include <charconv>
 #include <cmath>
@@ -15,9 +22,20 @@
 #include <unordered_set>
 
 #include "graph/node_args.h"
+#include "graph/verifier.h"
+#include "tensor/message_text.h"
 
 namespace aotgrad::graph {
 namespace {
+
+constexpr int kMaxNesting = 64;
+constexpr size_t kMaxDims = 64;
+constexpr size_t kMaxMessage = 300;
+
+// A piece of the user's text as a message quotes it: escaped and at most 48 characters.
+std::string token(std::string_view text) {
+  return escape_for_message(text, 48);
+}
 
 struct Literal {
   enum class Kind { none, value, integer, floating, boolean, dtype, string, list };
@@ -37,7 +55,7 @@ std::string literal_desc(const Literal& l) {
     case Literal::Kind::none:
       return "none";
     case Literal::Kind::value:
-      return "a tensor value (%" + l.s + ")";
+      return "a tensor value (%" + token(l.s) + ")";
     case Literal::Kind::integer:
       return "an integer";
     case Literal::Kind::floating:
@@ -72,7 +90,8 @@ struct CallArg {
 
 class Parser {
  public:
-  explicit Parser(std::string_view text) : text_(text) {}
+  Parser(std::string_view text, std::vector<SourceLocation>* node_locations)
+      : text_(text), node_locations_(node_locations) {}
 
   Graph parse() {
     skip_space();
@@ -89,7 +108,7 @@ class Parser {
     while (!statement()) {
     }
     skip_space();
-    if (at_end()) fail(pos_, "missing '}' at the end of graph '" + g_.name() + "'");
+    if (at_end()) fail(pos_, "missing '}' at the end of graph '" + token(g_.name()) + "'");
     expect('}', "after the return statement");
     skip_space();
     if (!at_end()) fail(pos_, "unexpected text after the closing '}' (one graph per text)");
@@ -126,8 +145,13 @@ class Parser {
 
   std::string found_text() const {
     if (at_end()) return "the end of the text";
-    if (text_[pos_] == '\n') return "the end of the line";
-    return std::string("'") + text_[pos_] + "'";
+    auto c = static_cast<unsigned char>(text_[pos_]);
+    if (c == '\n') return "the end of the line";
+    if (c < 0x20 || c >= 0x7f) {
+      static constexpr char kHex[] = "0123456789abcdef";
+      return std::string("the byte 0x") + kHex[c >> 4] + kHex[c & 0xf];
+    }
+    return std::string("'") + static_cast<char>(c) + "'";
   }
 
   std::string word() {
@@ -217,7 +241,9 @@ class Parser {
     while (std::isdigit(static_cast<unsigned char>(peek()))) ++pos_;
     int64_t v = 0;
     auto r = std::from_chars(text_.data() + start, text_.data() + pos_, v);
-    if (r.ec == std::errc::result_out_of_range) fail(start, "integer out of range");
+    if (r.ec == std::errc::result_out_of_range)
+      fail(start, "integer " + token(text_.substr(start, pos_ - start)) +
+                      " out of range (integers are 64-bit signed)");
     if (r.ec != std::errc() || r.ptr != text_.data() + pos_) {
       pos_ = start;
       fail(start, "expected an integer, found " + found_text());
@@ -236,7 +262,8 @@ class Parser {
     return "line " + std::to_string(line) + ", column " + std::to_string(pos - line_start + 1);
   }
 
-  [[noreturn]] void fail(size_t pos, const std::string& what) const {
+  [[noreturn]] void fail(size_t pos, std::string what) const {
+    if (what.size() > kMaxMessage) what = what.substr(0, kMaxMessage - 3) + "...";
     throw std::invalid_argument(location(pos) + ": " + what);
   }
 
@@ -268,7 +295,7 @@ class Parser {
     b.name = name();
     if (b.name.empty()) fail(b.pos, "empty value name");
     skip_space();
-    expect(':', "and a type annotation after %" + b.name);
+    expect(':', "and a type annotation after %" + token(b.name));
     skip_space();
     b.meta = type_annotation();
     return b;
@@ -278,9 +305,10 @@ class Parser {
   // statement, not yet in the graph).
   void check_new(const Binding& b, const std::unordered_set<std::string>& pending = {}) const {
     if (auto it = def_pos_.find(b.name); it != def_pos_.end())
-      fail(b.pos,
-           "redefinition of %" + b.name + " (first defined at " + location(it->second) + ")");
-    if (pending.count(b.name)) fail(b.pos, "redefinition of %" + b.name + " in the same statement");
+      fail(b.pos, "redefinition of %" + token(b.name) + " (first defined at " +
+                      location(it->second) + ")");
+    if (pending.count(b.name))
+      fail(b.pos, "redefinition of %" + token(b.name) + " in the same statement");
   }
 
   void define(const Binding& b, ValueId id) {
@@ -297,32 +325,42 @@ class Parser {
     std::string dt = word();
     try {
       m.dtype = parse_dtype(dt);
-    } catch (const std::invalid_argument& e) {
-      fail(p, std::string("bad type annotation: ") + e.what());
+    } catch (const std::invalid_argument&) {
+      fail(p, "bad type annotation: unknown dtype '" + token(dt) +
+                  "' (expected f32, f64, i64, b8, f16 or bf16)");
     }
-    if (peek() != '[') fail(pos_, "bad type annotation: expected '[' and the sizes after " + dt);
+    if (peek() != '[')
+      fail(pos_, "bad type annotation: expected '[' and the sizes after " + token(dt));
     m.sizes = int_list(']', "sizes");
     for (int64_t s : m.sizes)
       if (s < 0) fail(p, "bad type annotation: negative size " + std::to_string(s));
-    m.strides = contiguous_strides(m.sizes);
-    if (peek() == '{') {
-      size_t sp = pos_;
+    bool strided = peek() == '{';
+    size_t sp = pos_;
+    if (strided) {
       m.strides = int_list('}', "strides");
       if (m.strides.size() != m.sizes.size())
         fail(sp, "bad type annotation: " + std::to_string(m.sizes.size()) + " sizes but " +
                      std::to_string(m.strides.size()) + " strides");
+      for (int64_t s : m.strides)
+        if (s < 0) fail(sp, "bad type annotation: negative stride " + std::to_string(s));
     }
     if (peek() == '@') {
       ++pos_;
       m.storage_offset = integer();
       if (m.storage_offset < 0) fail(p, "bad type annotation: negative storage offset");
     }
+    // Only an addressable geometry has contiguous strides, a numel and a fake storage size that
+    // do not overflow.
+    if (!is_addressable(m))
+      fail(p, "bad type annotation: " + std::string(dtype_name(m.dtype)) + " shape with " +
+                  std::to_string(m.sizes.size()) + " dims is too large to address in 64 bits");
+    if (!strided) m.strides = contiguous_strides(m.sizes);
     return m;
   }
 
-  // '[' or '{' int, int, ... close; spaces allowed inside.
+  // '[' or '{' int, int, ... close; spaces allowed inside; at most kMaxDims entries.
   IntList int_list(char close, const char* what) {
-    ++pos_;
+    size_t open = pos_++;
     IntList v;
     skip_space();
     if (peek() == close) {
@@ -334,6 +372,8 @@ class Parser {
       if (!(std::isdigit(static_cast<unsigned char>(peek())) || peek() == '-'))
         fail(pos_, std::string("bad type annotation: expected an integer in the ") + what +
                        ", found " + found_text());
+      if (v.size() == kMaxDims)
+        fail(open, "bad type annotation: more than " + std::to_string(kMaxDims) + " " + what);
       v.push_back(integer());
       skip_space();
       if (peek() == close) {
@@ -350,8 +390,9 @@ class Parser {
   // One statement; returns true after the return statement.
   bool statement() {
     skip_space();
-    if (at_end()) fail(pos_, "missing '}' at the end of graph '" + g_.name() + "'");
-    if (peek() == '}') fail(pos_, "graph '" + g_.name() + "' has no return statement");
+    size_t start = pos_;
+    if (at_end()) fail(pos_, "missing '}' at the end of graph '" + token(g_.name()) + "'");
+    if (peek() == '}') fail(pos_, "graph '" + token(g_.name()) + "' has no return statement");
     std::vector<Binding> outs;
     if (peek() == '%') {
       std::unordered_set<std::string> pending;
@@ -377,7 +418,19 @@ class Parser {
       return true;
     }
     call(head, p, outs);
+    if (node_locations_) node_locations_->push_back(statement_location(start));
     return false;
+  }
+
+  // location() for statements, which come in text order: the line count carries over from the
+  // previous statement, so recording every node's location stays linear in the text.
+  SourceLocation statement_location(size_t pos) {
+    for (; counted_ < pos; ++counted_)
+      if (text_[counted_] == '\n') {
+        ++counted_line_;
+        counted_line_start_ = counted_ + 1;
+      }
+    return {counted_line_, pos - counted_line_start_ + 1};
   }
 
   void return_statement() {
@@ -404,7 +457,8 @@ class Parser {
 
   ValueId use(const std::string& n, size_t p) const {
     auto it = defined_.find(n);
-    if (it == defined_.end()) fail(p, "unknown value %" + n + " (not defined before this use)");
+    if (it == defined_.end())
+      fail(p, "unknown value %" + token(n) + " (not defined before this use)");
     return it->second;
   }
 
@@ -414,7 +468,7 @@ class Parser {
     for (const std::string& guess :
          {opname + ".default", "aten." + opname, "aten." + opname + ".default"})
       if (ops::find(guess)) hint = " (did you mean " + guess + "?)";
-    fail(p, "unknown op '" + opname + "'" + hint);
+    fail(p, "unknown op '" + token(opname) + "'" + hint);
   }
 
   void call(const std::string& opname, size_t op_pos, const std::vector<Binding>& outs) {
@@ -487,9 +541,9 @@ class Parser {
       if (a.keyword.empty()) continue;
       int idx = schema.find_arg(a.keyword);
       if (idx < 0)
-        fail(a.pos, "unknown keyword argument '" + a.keyword + "' for " + std::string(op.name) +
-                        " (its arguments: " + arg_names(schema) + ")");
-      if (named[idx]) fail(a.pos, "argument '" + a.keyword + "' given twice");
+        fail(a.pos, "unknown keyword argument '" + token(a.keyword) + "' for " +
+                        std::string(op.name) + " (its arguments: " + arg_names(schema) + ")");
+      if (named[idx]) fail(a.pos, "argument '" + token(a.keyword) + "' given twice");
       named[idx] = true;
       slots[idx] = convert(a.value, schema.args[idx], op);
     }
@@ -537,7 +591,8 @@ class Parser {
     return out;
   }
 
-  Literal literal() {
+  // One argument constant; `depth` counts the list brackets around it.
+  Literal literal(int depth = 0) {
     Literal l;
     l.pos = pos_;
     char c = peek();
@@ -547,6 +602,8 @@ class Parser {
       l.s = name();
       l.value = use(l.s, l.pos);
     } else if (c == '[') {
+      if (depth == kMaxNesting)
+        fail(pos_, "lists nested deeper than " + std::to_string(kMaxNesting) + " levels");
       ++pos_;
       l.kind = Literal::Kind::list;
       skip_space();
@@ -556,7 +613,7 @@ class Parser {
       }
       while (true) {
         skip_space();
-        l.items.push_back(literal());
+        l.items.push_back(literal(depth + 1));
         skip_space();
         if (peek() == ']') {
           ++pos_;
@@ -603,13 +660,20 @@ class Parser {
       if (peek() == '+' || peek() == '-') ++pos_;
       digits();
     }
-    if (is_word_char(peek())) fail(start, "malformed number");
+    if (is_word_char(peek())) {
+      while (is_word_char(peek())) ++pos_;
+      fail(start, "malformed number " + token(text_.substr(start, pos_ - start)));
+    }
     const char* b = text_.data() + start;
     const char* e = text_.data() + pos_;
     if (is_float) {
       l.kind = Literal::Kind::floating;
       auto r = std::from_chars(b, e, l.d);
-      if (r.ec != std::errc() || r.ptr != e) fail(start, "malformed number");
+      if (r.ec == std::errc::result_out_of_range)
+        fail(start, "float " + token(text_.substr(start, pos_ - start)) +
+                        " out of range (floats are 64-bit doubles)");
+      if (r.ec != std::errc() || r.ptr != e)
+        fail(start, "malformed number " + token(text_.substr(start, pos_ - start)));
     } else {
       pos_ = start;
       l.kind = Literal::Kind::integer;
@@ -633,7 +697,7 @@ class Parser {
         l.dtype = parse_dtype(w);
         l.kind = Literal::Kind::dtype;
       } catch (const std::invalid_argument&) {
-        fail(l.pos, "unknown constant '" + w +
+        fail(l.pos, "unknown constant '" + token(w) +
                         "' (constants are numbers, true, false, none, inf, nan, dtypes, strings "
                         "and lists; values start with %)");
       }
@@ -651,10 +715,11 @@ class Parser {
       else if (item.kind == Literal::Kind::boolean && s.bool_elements)
         v.push_back(item.b ? 1 : 0);
       else
-        fail(item.pos, "argument '" + s.name + "' of " + std::string(op.name) + " expects a list of " +
-                           (s.bool_elements ? "bools (true / false)" : "integers") + ", got " +
-                           (item.kind == Literal::Kind::integer ? "the integer " + std::to_string(item.i)
-                                                                 : literal_desc(item)));
+        fail(item.pos,
+             "argument '" + s.name + "' of " + std::string(op.name) + " expects a list of " +
+                 (s.bool_elements ? "bools (true / false)" : "integers") + ", got " +
+                 (item.kind == Literal::Kind::integer ? "the integer " + std::to_string(item.i)
+                                                      : literal_desc(item)));
     }
     return v;
   }
@@ -722,6 +787,8 @@ class Parser {
   }
 
   std::string_view text_;
+  std::vector<SourceLocation>* node_locations_;
+  size_t counted_ = 0, counted_line_ = 1, counted_line_start_ = 0;  // statement_location's cursor
   size_t pos_ = 0;
   Graph g_;
   std::unordered_map<std::string, ValueId> defined_;
@@ -730,8 +797,9 @@ class Parser {
 
 }  // namespace
 
-Graph parse_graph(std::string_view text) {
-  return Parser(text).parse();
+Graph parse_graph(std::string_view text, std::vector<SourceLocation>* node_locations) {
+  if (node_locations) node_locations->clear();
+  return Parser(text, node_locations).parse();
 }
 
 }  // namespace aotgrad::graph

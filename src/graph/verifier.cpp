@@ -3,11 +3,15 @@
 // meta function run on fake tensors rebuilt from the recorded input metadata).
 #include "graph/verifier.h"
 
+#include <algorithm>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <unordered_map>
 
 #include "graph/node_args.h"
+#include "tensor/checked_math.h"
+#include "tensor/message_text.h"
 
 namespace aotgrad::graph {
 namespace {
@@ -15,7 +19,7 @@ namespace {
 std::string value_label(const Graph& g, ValueId v) {
   if (v.index >= g.values().size())
     return "value id " + std::to_string(v.index) + " (no such value)";
-  return "%" + g.value(v).name;
+  return "%" + escape_for_message(g.value(v).name, 48);
 }
 
 // "node %mm = aten.mm.default": the first result names the node, as the printed graph shows it.
@@ -26,13 +30,22 @@ std::string node_label(const Graph& g, const Node& n, size_t k) {
   return "verify_graph: node " + value_label(g, n.outputs[0]) + " = " + op;
 }
 
+// Messages stay one line of bounded length; every piece of user text in them is escaped.
 [[noreturn]] void fail(const std::string& who, const std::string& what) {
-  throw std::invalid_argument(who + ": " + what);
+  constexpr size_t kMaxMessage = 300;
+  std::string m = who + ": " + what;
+  if (m.size() > kMaxMessage) m = m.substr(0, kMaxMessage - 3) + "...";
+  throw VerifyError(m, std::nullopt);
 }
 
 // A fake tensor with exactly the recorded geometry. Its storage covers the geometry so that view
-// metas that check bounds against the storage accept it.
-Tensor fake_tensor(const ops::TensorMeta& m) {
+// metas that check bounds against the storage accept it. Throws std::invalid_argument naming the
+// value when the geometry is negative or not addressable (is_addressable).
+Tensor fake_tensor(const Graph& g, ValueId v) {
+  const ops::TensorMeta& m = g.value(v).meta;
+  if (!is_addressable(m))
+    throw std::invalid_argument(value_label(g, v) + " has the type " + type_annotation(m) +
+                                ", whose elements are not addressable with 64-bit offsets");
   const IntList strides =
       m.strides.size() == m.sizes.size() ? m.strides : contiguous_strides(m.sizes);
   return make_fake_strided(m.sizes, strides, m.storage_offset, m.dtype);
@@ -99,16 +112,13 @@ void check_results(const Graph& g, const Node& n, size_t k, std::vector<bool>& d
   }
 }
 
-void check_meta(const Graph& g, const Node& n, const std::string& who) {
+// The node's arguments with fake tensors for its values.
+ops::OpArgs fake_args(const Graph& g, const Node& n) {
   std::unordered_map<uint32_t, Tensor> fakes;
   auto fake = [&](ValueId v) -> const Tensor& {
     auto it = fakes.find(v.index);
-    if (it != fakes.end()) return it->second;
-    try {
-      return fakes.emplace(v.index, fake_tensor(g.value(v).meta)).first->second;
-    } catch (const std::invalid_argument& e) {  // a shape whose size overflows int64
-      fail(who, "input " + value_label(g, v) + ": " + e.what());
-    }
+    if (it == fakes.end()) it = fakes.emplace(v.index, fake_tensor(g, v)).first;
+    return it->second;
   };
   ops::OpArgs args;
   for (const NodeArg& a : n.args) {
@@ -129,12 +139,27 @@ void check_meta(const Graph& g, const Node& n, const std::string& who) {
           a);
     }
   }
+  return args;
+}
+
+void check_meta(const Graph& g, const Node& n, const std::string& who) {
+  ops::OpArgs args;
+  try {
+    args = fake_args(g, n);
+  } catch (const std::invalid_argument& e) {
+    fail(who, e.what());
+  }
   std::vector<ops::TensorMeta> metas;
   try {
     ops::normalize(*n.op, args);
     metas = n.op->meta(args);
+  } catch (const std::bad_alloc&) {
+    throw;
   } catch (const std::exception& e) {
-    fail(who, std::string("the op's meta function rejects the recorded inputs: ") + e.what());
+    // Any exception: hostile metadata may trip a meta function's own checks of every kind
+    // (std::out_of_range, std::overflow_error...), and verify_graph promises invalid_argument.
+    fail(who, "the op's meta function rejects the recorded inputs: " +
+                  escape_for_message(e.what(), 200));
   }
   if (metas.size() != n.outputs.size())
     fail(who, "the op's meta function computes " + std::to_string(metas.size()) +
@@ -149,6 +174,25 @@ void check_meta(const Graph& g, const Node& n, const std::string& who) {
 }
 
 }  // namespace
+
+bool is_addressable(const ops::TensorMeta& m) {
+  if (!m.strides.empty() && m.strides.size() != m.sizes.size()) return false;
+  if (m.storage_offset < 0) return false;
+  IntList at_least_one = m.sizes;
+  for (int64_t& s : at_least_one) {
+    if (s < 0) return false;
+    s = std::max<int64_t>(s, 1);
+  }
+  // Only when the count with zero sizes read as 1 fits are contiguous strides safe to compute.
+  if (!checked_numel(at_least_one)) return false;
+  IntList strides = m.strides.empty() ? contiguous_strides(m.sizes) : m.strides;
+  for (int64_t st : strides)
+    if (st < 0) return false;
+  std::optional<ReachableOffsets> reach = checked_reachable_offsets(m.sizes, strides, m.storage_offset);
+  if (!reach) return false;
+  int64_t elements = reach->empty ? m.storage_offset : reach->hi;
+  return checked_add(elements, 1) && checked_mul(elements + 1, static_cast<int64_t>(itemsize(m.dtype)));
+}
 
 void verify_graph(const Graph& g) {
   std::vector<bool> defined(g.values().size(), false);
@@ -167,10 +211,14 @@ void verify_graph(const Graph& g) {
   for (size_t k = 0; k < g.nodes().size(); ++k) {
     const Node& n = g.nodes()[k];
     std::string who = node_label(g, n, k);
-    if (!n.op) fail(who, "the node has no op");
-    check_args(g, n, k, defined, who);
-    check_results(g, n, k, defined, who);
-    check_meta(g, n, who);
+    try {
+      if (!n.op) fail(who, "the node has no op");
+      check_args(g, n, k, defined, who);
+      check_results(g, n, k, defined, who);
+      check_meta(g, n, who);
+    } catch (const VerifyError& e) {
+      throw VerifyError(e.what(), k);
+    }
   }
   for (size_t i = 0; i < g.outputs().size(); ++i) {
     ValueId v = g.outputs()[i];
@@ -184,9 +232,9 @@ void verify_graph(const Graph& g) {
     if (!defined[i]) continue;
     auto [it, inserted] = names.emplace(g.values()[i].name, ValueId{static_cast<uint32_t>(i)});
     if (!inserted)
-      fail("verify_graph", "two values are named %" + g.values()[i].name + " (value ids " +
-                               std::to_string(it->second.index) + " and " + std::to_string(i) +
-                               "); rename one (Graph::fresh_name)");
+      fail("verify_graph", "two values are named %" + escape_for_message(g.values()[i].name, 48) +
+                               " (value ids " + std::to_string(it->second.index) + " and " +
+                               std::to_string(i) + "); rename one (Graph::fresh_name)");
   }
 }
 

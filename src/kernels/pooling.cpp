@@ -49,10 +49,12 @@ IntList with_last_two(const IntList& sizes, int64_t h, int64_t w) {
 template <typename T>
 void max_pool_planes(const Planes& pl, const Pool2dParams& p, int64_t oH, int64_t oW, const T* in,
                      T* out, int64_t* ind) {
-  const auto [kH, kW] = p.kernel;
-  const auto [sH, sW] = p.stride;
-  const auto [pH, pW] = p.padding;
-  const auto [dH, dW] = p.dilation;
+  // Plain locals, not structured bindings: clang before 16 cannot use those inside an OpenMP
+  // region, and the fuzz preset builds with clang.
+  const int64_t kH = p.kernel[0], kW = p.kernel[1];
+  const int64_t sH = p.stride[0], sW = p.stride[1];
+  const int64_t pH = p.padding[0], pW = p.padding[1];
+  const int64_t dH = p.dilation[0], dW = p.dilation[1];
 #pragma omp parallel for if (pl.count * oH * oW * kH * kW > kParallelWork)
   for (int64_t c = 0; c < pl.count; ++c) {
     const T* ip = in + c * pl.H * pl.W;

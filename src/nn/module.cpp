@@ -214,8 +214,10 @@ void Module::load_state_dict(const NamedTensors& state, bool strict) {
   NamedTensors own = state_dict();
   std::vector<bool> used(state.size(), false);
   for (auto& [name, target] : own) {
+    // `key`, not `name` in the lambda: clang before 16 cannot capture a structured binding.
+    const std::string& key = name;
     auto it =
-        std::find_if(state.begin(), state.end(), [&](const auto& e) { return e.first == name; });
+        std::find_if(state.begin(), state.end(), [&](const auto& e) { return e.first == key; });
     if (it == state.end()) {
       if (strict)
         throw std::invalid_argument(type_name() + ".load_state_dict: missing key '" + name +

@@ -1,21 +1,25 @@
 // NumPy .npy reader and writer (format spec: numpy/lib/format.py, versions 1.0, 2.0 and 3.0).
 //
 // Reading guide: a file is magic "\x93NUMPY", two version bytes, a little-endian header length (2
-// bytes in 1.0, 4 in 2.0/3.0), a Python dict literal padded with spaces to a 64-byte boundary, then
-// the raw elements. parse_header() reads the dict with a tiny recursive-descent parser (it accepts
-// exactly the literals NumPy writes: quoted strings, True/False, tuples of ints); the rest is byte
-// copies. Elements are copied, never converted, so f16 round-trips bit-exactly.
+// bytes in 1.0, 4 in 2.0/3.0), a Python dict literal (npy_header.h reads it as NumPy does), then
+// the raw elements. read_from() is the one reader behind read_npy (a file) and read_npy_bytes
+// (memory): it asks its source for the prefix, then the header, checks that the source holds all
+// the data the header promises, and only then allocates and asks for the data, so a lying header
+// costs nothing. Elements are copied bit for bit (byte-swapped when big-endian), so f16 and NaN
+// payloads round-trip.
 #include "aotgrad/npy.h"
 
+#include <sys/stat.h>
+
+#include <algorithm>
 #include <bit>
-#include <cctype>
 #include <cstring>
 #include <fstream>
-#include <iterator>
-#include <optional>
 #include <stdexcept>
 #include <string_view>
-#include <vector>
+
+#include "tensor/message_text.h"
+#include "tensor/npy_header.h"
 
 namespace aotgrad {
 namespace {
@@ -26,17 +30,11 @@ static_assert(std::endian::native == std::endian::little,
 constexpr char kMagic[] = "\x93NUMPY";
 constexpr size_t kMagicLen = 6;
 
-[[noreturn]] void fail(const std::string& path, const std::string& problem) {
-  throw std::invalid_argument("npy file '" + path + "': " + problem);
+[[noreturn]] void fail(const std::string& source, const std::string& problem) {
+  throw std::invalid_argument("npy file '" + escape_for_message(source, 160) + "': " + problem);
 }
 
-struct Header {
-  DType dtype = DType::f32;
-  bool fortran_order = false;
-  IntList shape;
-};
-
-// One dtype per row; `descr` is how NumPy spells it on a little-endian machine.
+// One dtype per row; `descr` is how NumPy's np.save spells it on a little-endian machine.
 struct DescrRow {
   const char* descr;
   DType dtype;
@@ -47,124 +45,11 @@ constexpr DescrRow kDescrs[] = {{"<f4", DType::f32},
                                 {"|b1", DType::b8},
                                 {"<f2", DType::f16}};
 
-DType dtype_from_descr(const std::string& path, std::string descr) {
-  // '=' (native order) equals '<' here; single-byte types may be written with either prefix.
-  if (!descr.empty() && descr[0] == '=') descr[0] = '<';
-  if (descr == "<b1") descr = "|b1";
-  for (const DescrRow& row : kDescrs)
-    if (descr == row.descr) return row.dtype;
-  if (!descr.empty() && descr[0] == '>')
-    fail(path,
-         "big-endian dtype '" + descr +
-             "' is not supported; convert it in NumPy with a.astype(a.dtype.newbyteorder('<'))");
-  fail(path, "unsupported dtype '" + descr +
-                 "' (supported: '<f4', '<f8', '<i8', '|b1', '<f2'); convert it in NumPy with "
-                 "a.astype(np.float32) or a.astype(np.int64)");
-}
-
 const char* descr_of(DType t) {
   for (const DescrRow& row : kDescrs)
     if (row.dtype == t) return row.descr;
   return nullptr;
 }
-
-// Recursive-descent reader of the header dict, e.g.
-//   {'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }
-class HeaderParser {
- public:
-  HeaderParser(const std::string& path, const std::string& text) : path_(path), s_(text) {}
-
-  Header parse() {
-    std::optional<std::string> descr;
-    std::optional<bool> fortran;
-    std::optional<IntList> shape;
-    expect('{');
-    while (!peek_is('}')) {
-      std::string key = string_literal();
-      expect(':');
-      if (key == "descr") {
-        descr = string_literal();
-      } else if (key == "fortran_order") {
-        fortran = bool_literal();
-      } else if (key == "shape") {
-        shape = int_tuple();
-      } else {
-        bad("unexpected key '" + key + "'");
-      }
-      if (!peek_is(',')) break;
-      expect(',');
-    }
-    expect('}');
-    if (!descr || !fortran || !shape)
-      bad("the header must have 'descr', 'fortran_order' and 'shape'");
-    return Header{dtype_from_descr(path_, *descr), *fortran, *shape};
-  }
-
- private:
-  [[noreturn]] void bad(const std::string& what) {
-    fail(path_,
-         "bad header dict (" + what + ") at offset " + std::to_string(pos_) + " of \"" + s_ + "\"");
-  }
-  void skip_space() {
-    while (pos_ < s_.size() && std::isspace(static_cast<unsigned char>(s_[pos_]))) ++pos_;
-  }
-  bool peek_is(char c) {
-    skip_space();
-    return pos_ < s_.size() && s_[pos_] == c;
-  }
-  void expect(char c) {
-    if (!peek_is(c)) bad(std::string("expected '") + c + "'");
-    ++pos_;
-  }
-  std::string string_literal() {
-    skip_space();
-    if (pos_ >= s_.size() || (s_[pos_] != '\'' && s_[pos_] != '"')) bad("expected a quoted string");
-    char quote = s_[pos_++];
-    size_t end = s_.find(quote, pos_);
-    if (end == std::string::npos) bad("unterminated string");
-    std::string out = s_.substr(pos_, end - pos_);
-    pos_ = end + 1;
-    return out;
-  }
-  bool bool_literal() {
-    skip_space();
-    for (bool v : {true, false}) {
-      std::string_view word = v ? "True" : "False";
-      if (s_.compare(pos_, word.size(), word) == 0) {
-        pos_ += word.size();
-        return v;
-      }
-    }
-    bad("expected True or False");
-  }
-  int64_t int_literal() {
-    skip_space();
-    size_t start = pos_;
-    if (pos_ < s_.size() && s_[pos_] == '-') ++pos_;
-    while (pos_ < s_.size() && std::isdigit(static_cast<unsigned char>(s_[pos_]))) ++pos_;
-    if (pos_ == start || (pos_ == start + 1 && s_[start] == '-')) bad("expected an integer");
-    // NumPy writes Python ints; an 'L' suffix comes from Python 2 era files.
-    if (pos_ < s_.size() && s_[pos_] == 'L') ++pos_;
-    int64_t v = std::stoll(s_.substr(start, pos_ - start));
-    if (v < 0) fail(path_, "shape has a negative dimension " + std::to_string(v));
-    return v;
-  }
-  IntList int_tuple() {
-    IntList out;
-    expect('(');
-    while (!peek_is(')')) {
-      out.push_back(int_literal());
-      if (!peek_is(',')) break;
-      expect(',');
-    }
-    expect(')');
-    return out;
-  }
-
-  const std::string& path_;
-  const std::string& s_;
-  size_t pos_ = 0;
-};
 
 // Copies the elements of a strided array (strides in elements) into `dst` in row-major order.
 void gather_row_major(const char* src, const IntList& sizes, const IntList& strides, size_t item,
@@ -183,13 +68,7 @@ void gather_row_major(const char* src, const IntList& sizes, const IntList& stri
   }
 }
 
-std::string read_whole_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) fail(path, "cannot open the file (does it exist?)");
-  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-}
-
-uint32_t read_le(const std::string& bytes, size_t at, size_t width) {
+uint32_t read_le(std::string_view bytes, size_t at, size_t width) {
   uint32_t v = 0;
   for (size_t i = 0; i < width; ++i)
     v |= static_cast<uint32_t>(static_cast<unsigned char>(bytes[at + i])) << (8 * i);
@@ -206,84 +85,139 @@ std::string shape_literal(const IntList& sizes) {
   return out + ")";
 }
 
-}  // namespace
-
-Tensor read_npy(const std::string& path) {
-  std::string bytes = read_whole_file(path);
-  if (bytes.size() < kMagicLen + 2 || bytes.compare(0, kMagicLen, kMagic, kMagicLen) != 0)
-    fail(path, "not a .npy file (bad magic; expected \\x93NUMPY)");
-  int major = static_cast<unsigned char>(bytes[kMagicLen]);
-  if (major < 1 || major > 3)
-    fail(path,
-         "unsupported format version " + std::to_string(major) + " (supported: 1.0, 2.0, 3.0)");
-  size_t len_width = major == 1 ? 2 : 4;
-  size_t header_start = kMagicLen + 2 + len_width;
-  if (bytes.size() < header_start) fail(path, "truncated header");
-  size_t header_len = read_le(bytes, kMagicLen + 2, len_width);
-  if (bytes.size() < header_start + header_len) fail(path, "truncated header");
-  Header h = HeaderParser(path, bytes.substr(header_start, header_len)).parse();
-
-  size_t item = itemsize(h.dtype);
-  size_t data_start = header_start + header_len;
-  // A corrupt shape must fail here, before numel_of overflows or make_tensor allocates it.
-  size_t want = item;
-  for (int64_t d : h.shape)
-    if (__builtin_mul_overflow(want, static_cast<size_t>(d), &want))
-      fail(path, "shape " + shape_to_string(h.shape) + " has too many elements to address");
-  if (bytes.size() - data_start < want)
-    fail(path, "truncated data: shape " + shape_to_string(h.shape) + " needs " +
-                   std::to_string(want) + " bytes, the file has " +
-                   std::to_string(bytes.size() - data_start));
-
+// The tensor of header `h` from its raw data (at least h.nbytes bytes).
+Tensor decode(const npy::NpyHeader& h, std::string_view data) {
   Tensor t = make_tensor(h.shape, h.dtype);
+  if (h.nbytes == 0) return t;
   char* dst = t.impl()->data_bytes();
-  const char* src = bytes.data() + data_start;
-  if (want == 0) return t;
+  size_t item = itemsize(h.dtype), n = static_cast<size_t>(h.nbytes);
   if (!h.fortran_order || h.shape.size() < 2) {
-    std::memcpy(dst, src, want);
+    std::memcpy(dst, data.data(), n);
   } else {
-    // Fortran order is column-major: the strides of the file's layout are the reversed C strides.
+    // Fortran order is column-major: the strides of the file's layout are the reversed C strides
+    // (products of sizes: no overflow, parse_npy_header bounded their byte size).
     IntList strides(h.shape.size());
     int64_t s = 1;
     for (size_t d = 0; d < h.shape.size(); ++d) {
       strides[d] = s;
       s *= h.shape[d];
     }
-    gather_row_major(src, h.shape, strides, item, dst);
+    gather_row_major(data.data(), h.shape, strides, item, dst);
   }
+  if (h.big_endian)
+    for (size_t i = 0; i < n; i += item) std::reverse(dst + i, dst + i + item);
   if (h.dtype == DType::b8)  // any nonzero byte is True in NumPy; our kernels expect 0 or 1
-    for (size_t i = 0; i < want; ++i) dst[i] = dst[i] != 0;
+    for (size_t i = 0; i < n; ++i) dst[i] = dst[i] != 0;
   return t;
 }
 
-void write_npy(const std::string& path, const Tensor& t) {
-  if (!t.defined()) fail(path, "cannot write an undefined tensor");
-  if (t.is_fake()) fail(path, "cannot write a fake (traced) tensor: it has no data");
+// The reader behind read_npy and read_npy_bytes. `total` is the size of the source;
+// `read(offset, n)` returns its bytes [offset, offset + n), which the caller has checked exist.
+template <class Read>
+Tensor read_from(const std::string& source, size_t total, Read read) {
+  constexpr size_t kPrefix = kMagicLen + 2;
+  std::string prefix = read(0, std::min(total, kPrefix + 4));
+  if (prefix.size() < kMagicLen || prefix.compare(0, kMagicLen, kMagic, kMagicLen) != 0)
+    fail(source, "not a .npy file (bad magic; expected \\x93NUMPY)");
+  if (prefix.size() < kPrefix) fail(source, "truncated header (the file ends in the magic)");
+  int major = static_cast<unsigned char>(prefix[kMagicLen]);
+  int minor = static_cast<unsigned char>(prefix[kMagicLen + 1]);
+  if (major < 1 || major > 3 || minor != 0)
+    fail(source, "unsupported format version " + std::to_string(major) + "." +
+                     std::to_string(minor) + " (NumPy reads 1.0, 2.0 and 3.0)");
+  size_t len_width = major == 1 ? 2 : 4;
+  size_t header_start = kPrefix + len_width;
+  if (total < header_start) fail(source, "truncated header (no header length)");
+  size_t header_len = read_le(prefix, kPrefix, len_width);
+  if (header_len > total - header_start)
+    fail(source, "truncated header: it says " + std::to_string(header_len) +
+                     " bytes, the file has " + std::to_string(total - header_start) + " after it");
+  // A header past NumPy's limit is refused before it is read (kMaxHeaderChars counts characters;
+  // UTF-8 takes at most 4 bytes for one).
+  if (header_len > 4 * npy::kMaxHeaderChars)
+    fail(source, "header of " + std::to_string(header_len) + " bytes; NumPy reads at most " +
+                     std::to_string(npy::kMaxHeaderChars) + " characters");
+  npy::NpyHeader h;
+  try {
+    h = npy::parse_npy_header(read(header_start, header_len), major);
+  } catch (const std::invalid_argument& e) {
+    fail(source, e.what());
+  }
+  size_t data_start = header_start + header_len;
+  auto nbytes = static_cast<size_t>(h.nbytes);
+  if (total - data_start < nbytes)
+    fail(source, "truncated data: shape " + escape_for_message(shape_to_string(h.shape), 80) +
+                     " of " + std::string(dtype_name(h.dtype)) + " needs " +
+                     std::to_string(nbytes) + " bytes, the file has " +
+                     std::to_string(total - data_start));
+  return decode(h, read(data_start, nbytes));
+}
+
+}  // namespace
+
+Tensor read_npy(const std::string& path) {
+  // stat first: a directory, FIFO or device (/dev/zero) is refused before it is opened or read.
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) fail(path, "cannot open the file (does it exist?)");
+  if (!S_ISREG(st.st_mode))
+    fail(path, "not a regular file (a directory, device or pipe); expected a .npy file");
+  std::ifstream in(path, std::ios::binary);
+  if (!in) fail(path, "cannot open the file (is it readable?)");
+  auto total = static_cast<size_t>(st.st_size);
+  return read_from(path, total, [&](size_t offset, size_t n) {
+    std::string out(n, '\0');
+    in.seekg(static_cast<std::streamoff>(offset));
+    in.read(out.data(), static_cast<std::streamsize>(n));
+    if (static_cast<size_t>(in.gcount()) != n)
+      fail(path, "the file shrank while it was read (" + std::to_string(total) + " bytes before)");
+    return out;
+  });
+}
+
+Tensor read_npy_bytes(std::string_view bytes, const std::string& source) {
+  return read_from(source, bytes.size(),
+                   [&](size_t offset, size_t n) { return std::string(bytes.substr(offset, n)); });
+}
+
+std::string write_npy_bytes(const Tensor& t, const std::string& destination) {
+  if (!t.defined()) fail(destination, "cannot write an undefined tensor");
+  if (t.is_fake()) fail(destination, "cannot write a fake (traced) tensor: it has no data");
   const char* descr = descr_of(t.dtype());
   if (!descr)
-    fail(path,
+    fail(destination,
          "bf16 has no NumPy dtype; convert first with t.to(DType::f32) (exact) and write that");
+  if (t.sizes().size() > npy::kMaxDims)
+    fail(destination, "a tensor of " + std::to_string(t.sizes().size()) +
+                          " dims; NumPy reads at most " + std::to_string(npy::kMaxDims));
+  // NumPy refuses a shape whose non-zero dims span more bytes than an int64 holds, even when
+  // another dim is 0; so does the writer, rather than write what NumPy cannot read.
+  size_t item = itemsize(t.dtype());
+  int64_t extent = static_cast<int64_t>(item);
+  bool empty = false;
+  for (int64_t s : t.sizes()) {
+    empty = empty || s == 0;
+    if (s < 0 || __builtin_mul_overflow(extent, std::max<int64_t>(s, 1), &extent))
+      fail(destination, "shape " + escape_for_message(shape_to_string(t.sizes()), 100) + " of " +
+                            std::string(dtype_name(t.dtype())) +
+                            " has a byte size beyond 64 bits; nothing was written");
+  }
+  size_t nbytes = empty ? 0 : static_cast<size_t>(extent);
 
   std::string dict = std::string("{'descr': '") + descr +
                      "', 'fortran_order': False, 'shape': " + shape_literal(t.sizes()) + ", }";
-  // The header (magic, version, length, dict, '\n') is padded with spaces to a multiple of 64
-  // bytes.
-  bool v2 = dict.size() + 1 + kMagicLen + 4 > 65535;
-  size_t prefix = kMagicLen + 2 + (v2 ? 4 : 2);
+  // Version 1.0: the header (magic, version, 2-byte length, dict, '\n') is padded with spaces to
+  // a multiple of 64 bytes. With at most 32 dims it stays far below the 64 KiB a 1.0 length holds.
+  size_t prefix = kMagicLen + 4;
   size_t total = prefix + dict.size() + 1;
-  size_t padded = (total + 63) / 64 * 64;
-  dict.append(padded - total, ' ');
+  dict.append((total + 63) / 64 * 64 - total, ' ');
   dict += '\n';
-
   std::string out(kMagic, kMagicLen);
-  out += static_cast<char>(v2 ? 2 : 1);
+  out += '\x01';
   out += '\0';
-  uint32_t len = static_cast<uint32_t>(dict.size());
-  for (size_t i = 0; i < (v2 ? 4u : 2u); ++i) out += static_cast<char>((len >> (8 * i)) & 0xff);
+  out += static_cast<char>(dict.size() & 0xff);
+  out += static_cast<char>(dict.size() >> 8);
   out += dict;
 
-  size_t item = itemsize(t.dtype());
-  size_t nbytes = static_cast<size_t>(t.numel()) * item;
   size_t data_at = out.size();
   out.resize(data_at + nbytes);
   if (nbytes > 0) {
@@ -293,11 +227,16 @@ void write_npy(const std::string& path, const Tensor& t) {
     else
       gather_row_major(src, t.sizes(), t.strides(), item, out.data() + data_at);
   }
+  return out;
+}
 
+void write_npy(const std::string& path, const Tensor& t) {
+  std::string out = write_npy_bytes(t, path);
   std::ofstream f(path, std::ios::binary | std::ios::trunc);
-  if (!f) throw std::runtime_error("npy file '" + path + "': cannot open it for writing");
+  std::string name = escape_for_message(path, 160);
+  if (!f) throw std::runtime_error("npy file '" + name + "': cannot open it for writing");
   f.write(out.data(), static_cast<std::streamsize>(out.size()));
-  if (!f) throw std::runtime_error("npy file '" + path + "': write failed");
+  if (!f) throw std::runtime_error("npy file '" + name + "': write failed");
 }
 
 }  // namespace aotgrad

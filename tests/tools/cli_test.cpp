@@ -295,8 +295,9 @@ TEST_F(CliBinary, ExitCodesAndMessages) {
   EXPECT_NE(out().find("aotgrad run GRAPH"), std::string::npos);
 
   EXPECT_EQ(cli("run " + cli_data("mlp.graph") + " --frobnicate"), 2);
-  EXPECT_NE(err().find("unknown argument '--frobnicate'"), std::string::npos) << err();
-  EXPECT_NE(err().find("usage:"), std::string::npos) << err();
+  EXPECT_EQ(err(),
+            "aotgrad: unknown flag '--frobnicate' for 'run' (aotgrad --help shows the "
+            "usage)\n");
   EXPECT_EQ(cli("launch " + cli_data("mlp.graph")), 2);
   EXPECT_EQ(cli("show " + cli_data("mlp.graph") + " --backward --memory-budget 1.5"), 2);
   EXPECT_EQ(cli("run " + cli_data("mlp.graph") + " " + mlp_inputs_arg()), 2);  // no --out
@@ -315,7 +316,7 @@ TEST_F(CliBinary, ExitCodesAndMessages) {
   // Wrong count.
   EXPECT_EQ(cli("run " + cli_data("mlp.graph") + " --inputs " + f("x.npy") + " --out " + f("o")),
             1);
-  EXPECT_NE(err().find("the graph takes 4 inputs"), std::string::npos) << err();
+  EXPECT_NE(err().find("mlp.graph takes 4 inputs"), std::string::npos) << err();
   // Malformed input file.
   EXPECT_EQ(cli("run " + cli_data("mlp.graph") + " --inputs " + cli_data("mlp.graph") + " " +
                 f("w.npy") + " " + f("b.npy") + " " + f("idx.npy") + " --out " + f("o")),
