@@ -150,15 +150,20 @@ TEST(StridedCopy, BroadcastsAndCopiesBools) {
   EXPECT_EQ(bt.to(DType::f64).to_vector<double>(), (std::vector<double>{0, 0, 1, 0, 1, 1}));
 }
 
+// The kernel itself (not only the op layer above it) reads an overlapping source whole first.
 TEST(StridedCopy, OverlappingSourceIsReadBeforeItIsWritten) {
   // x[1:] = x[:-1] shifts right: every element gets its left neighbour's old value.
   Tensor x = from_vector(std::vector<float>{0, 1, 2, 3, 4}, {5});
-  slice(x, 0, 1, 5).copy_(slice(x, 0, 0, 4));
+  kernels::copy_into(slice(x, 0, 1, 5), slice(x, 0, 0, 4));
   EXPECT_EQ(testing::values(x), (std::vector<float>{0, 0, 1, 2, 3}));
   // A square matrix transposed into itself.
   Tensor m = testing::iota({3, 3});
-  m.copy_(m.t());
+  kernels::copy_into(m, m.t());
   EXPECT_EQ(testing::values(m), (std::vector<float>{0, 3, 6, 1, 4, 7, 2, 5, 8}));
+  // Accumulating a matrix's transpose into itself.
+  Tensor a = testing::iota({2, 2});
+  kernels::add_into(a, a.t());
+  EXPECT_EQ(testing::values(a), (std::vector<float>{0, 3, 3, 6}));
 }
 
 TEST(StridedCopy, AccumulatesTransposedBroadcastAndConvertedSources) {
