@@ -121,6 +121,12 @@ TEST(RowKernels, SumsMomentsAndLossesMatchDouble) {
         sq += d * d;
       }
       EXPECT_NEAR(k->sum(a.data(), n), sum, 1e-9 * std::abs(sum)) << what;
+      float mx = -INFINITY;
+      for (float v : b) mx = std::max(mx, v);
+      EXPECT_EQ(k->max(b.data(), n), mx) << what;
+      std::vector<float> with_nan = b;
+      with_nan[static_cast<size_t>(n) / 2] = std::numeric_limits<float>::quiet_NaN();
+      EXPECT_TRUE(std::isnan(k->max(with_nan.data(), n))) << what;
       EXPECT_NEAR(k->squared_distance(a.data(), b.data(), n), sq, 1e-9 * sq) << what;
       const double mean = sum / static_cast<double>(n);
       double m2 = 0;
@@ -161,6 +167,10 @@ TEST(RowKernels, SumsMomentsAndLossesMatchDouble) {
       expect_near(out, want, 1e-6, what + " normalize, no affine");
     }
   }
+}
+
+TEST(RowKernels, MaxOfNothingIsMinusInfinity) {
+  for (const RowKernels* k : row_kernel_targets()) EXPECT_EQ(k->max(nullptr, 0), -INFINITY);
 }
 
 TEST(RowKernels, LayerNormBackwardMatchesDouble) {
@@ -204,6 +214,7 @@ TEST(RowKernels, OpsAgreeWithTheirF64Results) {
       testing::allclose(log_softmax(xf, -1).to(DType::f64), log_softmax(x, -1), 1e-5, 1e-5));
   EXPECT_TRUE(testing::allclose(sum(xf, {0}).to(DType::f64), sum(x, {0}), 1e-5, 1e-5));
   EXPECT_TRUE(testing::allclose(sum(xf, {2}).to(DType::f64), sum(x, {2}), 1e-5, 1e-5));
+  EXPECT_TRUE(testing::allclose(amax(xf, {2}).to(DType::f64), amax(x, {2}), 1e-6, 1e-6));
   EXPECT_TRUE(testing::allclose(mse_loss(xf, tf).to(DType::f64), mse_loss(x, t), 1e-5, 1e-5));
   EXPECT_TRUE(
       testing::allclose(layer_norm(xf, {37}).to(DType::f64), layer_norm(x, {37}), 1e-5, 1e-4));

@@ -80,6 +80,7 @@ float MaxOf(const float* x, int64_t n) {
   const int64_t L = static_cast<int64_t>(hn::Lanes(d));
   const float ninf = -std::numeric_limits<float>::infinity();
   VF m0 = hn::Set(d, ninf), m1 = m0;
+  if (n == 0) return ninf;
   // A NaN anywhere must win: track it apart, since Max may drop it.
   auto nan = hn::FirstN(d, 0);
   int64_t i = 0;
@@ -183,13 +184,17 @@ double Sum(const float* x, int64_t n) {
   const DD dd;
   const DFHalf dh;
   const int64_t L = static_cast<int64_t>(hn::Lanes(dd));
-  auto s0 = hn::Zero(dd), s1 = hn::Zero(dd);
+  // Four accumulators: an add's latency is four times its issue interval.
+  auto s0 = hn::Zero(dd), s1 = hn::Zero(dd), s2 = hn::Zero(dd), s3 = hn::Zero(dd);
   int64_t i = 0;
-  for (; i + 2 * L <= n; i += 2 * L) {
+  for (; i + 4 * L <= n; i += 4 * L) {
     s0 = hn::Add(s0, hn::PromoteTo(dd, hn::LoadU(dh, x + i)));
     s1 = hn::Add(s1, hn::PromoteTo(dd, hn::LoadU(dh, x + i + L)));
+    s2 = hn::Add(s2, hn::PromoteTo(dd, hn::LoadU(dh, x + i + 2 * L)));
+    s3 = hn::Add(s3, hn::PromoteTo(dd, hn::LoadU(dh, x + i + 3 * L)));
   }
-  double s = LaneSum(dd, hn::Add(s0, s1));
+  for (; i + L <= n; i += L) s0 = hn::Add(s0, hn::PromoteTo(dd, hn::LoadU(dh, x + i)));
+  double s = LaneSum(dd, hn::Add(hn::Add(s0, s1), hn::Add(s2, s3)));
   for (; i < n; ++i) s += static_cast<double>(x[i]);
   return s;
 }
@@ -384,6 +389,7 @@ const RowKernels* GetRowKernels() {
                                   &Softmax,
                                   &SoftmaxBackward,
                                   &Sum,
+                                  &MaxOf,
                                   &AddRows,
                                   &SquaredDistance,
                                   &ScaledDifference,

@@ -24,6 +24,8 @@ struct RowKernels {
   void (*softmax_backward)(const float* g, const float* y, float* r, int64_t n, bool log);
   // sum(x) in double.
   double (*sum)(const float* x, int64_t n);
+  // max(x) over n >= 0 elements: -inf when empty, NaN when any element is NaN.
+  float (*max)(const float* x, int64_t n);
   // acc[i] += x[r * stride + i] for r < rows (a column sum's rows, accumulators in double).
   void (*add_rows)(double* acc, const float* x, int64_t stride, int64_t rows, int64_t n);
   // sum((a - b)^2) in double: mse_loss's reduction.
