@@ -281,19 +281,28 @@ void Moments(const float* x, int64_t n, double* mean_out, double* m2_out) {
   const DD dd;
   const DFHalf dh;
   const int64_t L = static_cast<int64_t>(hn::Lanes(dd));
-  // Welford in each lane: lane j sees x[j], x[j + L], ...; all lanes have the same count.
-  auto mean = hn::Zero(dd), m2 = hn::Zero(dd);
+  // Welford in each lane of two interleaved accumulator sets (two dependency chains instead of
+  // one): set s, lane j sees x[2 L k + s L + j] for k = 0, 1, ...; all 2 L lanes have the same
+  // count.
+  auto mean0 = hn::Zero(dd), m20 = hn::Zero(dd), mean1 = hn::Zero(dd), m21 = hn::Zero(dd);
   int64_t count = 0, i = 0;
-  for (; i + L <= n; i += L) {
+  for (; i + 2 * L <= n; i += 2 * L) {
     ++count;
-    const auto v = hn::PromoteTo(dd, hn::LoadU(dh, x + i));
-    const auto delta = hn::Sub(v, mean);
-    mean = hn::MulAdd(delta, hn::Set(dd, 1.0 / static_cast<double>(count)), mean);
-    m2 = hn::MulAdd(delta, hn::Sub(v, mean), m2);
+    const auto inv = hn::Set(dd, 1.0 / static_cast<double>(count));
+    const auto v0 = hn::PromoteTo(dd, hn::LoadU(dh, x + i));
+    const auto v1 = hn::PromoteTo(dd, hn::LoadU(dh, x + i + L));
+    const auto d0 = hn::Sub(v0, mean0), d1 = hn::Sub(v1, mean1);
+    mean0 = hn::MulAdd(d0, inv, mean0);
+    mean1 = hn::MulAdd(d1, inv, mean1);
+    m20 = hn::MulAdd(d0, hn::Sub(v0, mean0), m20);
+    m21 = hn::MulAdd(d1, hn::Sub(v1, mean1), m21);
   }
-  HWY_ALIGN double lane_mean[hn::MaxLanes(DD())], lane_m2[hn::MaxLanes(DD())];
-  hn::Store(mean, dd, lane_mean);
-  hn::Store(m2, dd, lane_m2);
+  constexpr size_t kMax = hn::MaxLanes(DD());
+  HWY_ALIGN double lane_mean[2 * kMax], lane_m2[2 * kMax];
+  hn::Store(mean0, dd, lane_mean);
+  hn::Store(mean1, dd, lane_mean + L);
+  hn::Store(m20, dd, lane_m2);
+  hn::Store(m21, dd, lane_m2 + L);
   // Merge the lanes (Chan et al.), then the tail elements one by one (Welford).
   double mu = 0, q = 0, total = 0;
   auto merge = [&](double n_b, double mean_b, double m2_b) {
@@ -303,7 +312,7 @@ void Moments(const float* x, int64_t n, double* mean_out, double* m2_out) {
     q += m2_b + delta * delta * total * n_b / t;
     total = t;
   };
-  for (int64_t l = 0; l < L; ++l) merge(static_cast<double>(count), lane_mean[l], lane_m2[l]);
+  for (int64_t l = 0; l < 2 * L; ++l) merge(static_cast<double>(count), lane_mean[l], lane_m2[l]);
   for (; i < n; ++i) merge(1, static_cast<double>(x[i]), 0);
   *mean_out = mu;
   *m2_out = q;
