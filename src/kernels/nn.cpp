@@ -3,8 +3,10 @@
 // Reading guide: softmax and its backward work slice by slice along `dim`. make_slices() lists,
 // per operand, the strides of every other dim (walked by NdCounter) and the step along `dim`;
 // for_each_slice() hands each thread a range of slices. Contiguous operands with `dim` not last
-// take the column-block path instead (ColumnBlocks), which reads memory sequentially. The
-// losses walk the broadcast shape with NdCounter and accumulate in double.
+// take the column-block path instead (ColumnBlocks), which reads memory sequentially. f32 slices
+// with unit steps run the vector kernels of vec/rows.h. The losses walk the broadcast shape with
+// NdCounter and accumulate in double; mse_loss on same-shape contiguous f32 operands runs the
+// vector kernels instead, split over threads.
 #include "kernels/nn.h"
 
 #include <algorithm>

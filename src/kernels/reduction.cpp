@@ -9,7 +9,9 @@
 //           (sum over the batch dim of [B, N]): the inner loop walks outputs, so reads stay
 //           sequential instead of striding down columns;
 //   row     otherwise: one output element at a time, the inner loop walks reduced runs.
-// An accumulator policy (SumAcc, MaxAcc) supplies the arithmetic.
+// An accumulator policy (SumAcc, MaxAcc) supplies the arithmetic. f32 inputs take the vector row
+// kernels of vec/rows.h where the loops are contiguous: a unit-stride run of a sum (into double) or
+// of a max, and the column path of a sum (four rows per pass into double accumulators).
 #include "kernels/reduction.h"
 
 #include <algorithm>
