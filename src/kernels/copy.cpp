@@ -92,6 +92,15 @@ CopyPlan plan_copy(const IntList& sizes, const IntList& dst_strides, const IntLi
   }
   p.outer = std::move(merged);
   for (const Dim& d : p.outer) p.outer_count *= d.size;
+  // One long run (a contiguous copy or a fill): cut it into rows, so that threads can share it.
+  if (p.outer.empty() && p.row.size == 1 && p.col.size > kParallelElements) {
+    for (int64_t chunk = 4096; chunk >= 256; chunk /= 2) {
+      if (p.col.size % chunk != 0) continue;
+      p.row = {p.col.size / chunk, chunk * p.col.dst, chunk * p.col.src};
+      p.col.size = chunk;
+      break;
+    }
+  }
   return p;
 }
 

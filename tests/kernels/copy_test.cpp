@@ -150,6 +150,26 @@ TEST(StridedCopy, BroadcastsAndCopiesBools) {
   EXPECT_EQ(bt.to(DType::f64).to_vector<double>(), (std::vector<double>{0, 0, 1, 0, 1, 1}));
 }
 
+// A contiguous copy, a fill and a strided 1-D copy long enough to be cut into rows for threads.
+TEST(StridedCopy, LongRunsCutIntoRows) {
+  const int64_t n = 3 * 4096 * 4;
+  const Tensor src = iota_base(n, DType::f32);
+  Tensor dst = empty({n});
+  dst.copy_(src);
+  EXPECT_EQ(dst.to_vector<float>(), src.to_vector<float>());
+  Tensor filled = empty({512, 512});
+  kernels::fill(filled, 2.5);
+  for (float v : testing::values(filled)) ASSERT_EQ(v, 2.5f);
+  Tensor wide = zeros({2 * n});
+  Tensor every_other = slice(wide, 0, 0, 2 * n, 2);
+  every_other.copy_(src);
+  const std::vector<float> w = wide.to_vector<float>();
+  for (int64_t i = 0; i < n; ++i) {
+    ASSERT_EQ(w[static_cast<size_t>(2 * i)], static_cast<float>(i));
+    ASSERT_EQ(w[static_cast<size_t>(2 * i + 1)], 0.0f);
+  }
+}
+
 // The kernel itself (not only the op layer above it) reads an overlapping source whole first.
 TEST(StridedCopy, OverlappingSourceIsReadBeforeItIsWritten) {
   // x[1:] = x[:-1] shifts right: every element gets its left neighbour's old value.
