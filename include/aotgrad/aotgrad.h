@@ -1,6 +1,7 @@
 // aotgrad: ahead-of-time autograd for C++. Include this header to get the whole public API.
 #pragma once
 
+#include "aotgrad/activation.h"
 #include "aotgrad/autograd.h"
 #include "aotgrad/conv.h"
 #include "aotgrad/dtype.h"
@@ -9,6 +10,7 @@
 #include "aotgrad/math.h"
 #include "aotgrad/ops.h"
 #include "aotgrad/random.h"
+#include "aotgrad/safetensors.h"
 #include "aotgrad/scalar.h"
 #include "aotgrad/aot.h"
 #include "aotgrad/memory.h"

@@ -4,6 +4,7 @@
 // Spatial parameters given as one value apply to both spatial dims, as in torch.nn.functional.
 #pragma once
 
+#include <optional>
 #include <tuple>
 
 #include "aotgrad/tensor.h"
@@ -45,6 +46,13 @@ std::tuple<Tensor, Tensor> max_pool2d_with_indices(const Tensor& input, const In
 Tensor max_pool2d(const Tensor& input, const IntList& kernel_size, const IntList& stride = {},
                   const IntList& padding = {0}, const IntList& dilation = {1},
                   bool ceil_mode = false);
+// aten.avg_pool2d over [N, C, H, W] or [C, H, W], as torch.nn.functional.avg_pool2d: an empty
+// stride means the kernel size; count_include_pad divides by the window including its padding;
+// divisor_override, when given, divides every window by it.
+Tensor avg_pool2d(const Tensor& input, const IntList& kernel_size, const IntList& stride = {},
+                  const IntList& padding = {0}, bool ceil_mode = false,
+                  bool count_include_pad = true,
+                  std::optional<int64_t> divisor_override = std::nullopt);
 // aten._adaptive_avg_pool2d over [N, C, H, W] or [C, H, W] to output_size [oH, oW] (one value:
 // square). Window i along a dim of size H spans [floor(i * H / oH), ceil((i + 1) * H / oH)).
 Tensor adaptive_avg_pool2d(const Tensor& input, const IntList& output_size);

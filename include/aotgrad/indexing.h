@@ -24,6 +24,8 @@ Tensor stack(const std::vector<Tensor>& tensors, int64_t dim = 0);
 std::vector<Tensor> split(const Tensor& a, int64_t split_size, int64_t dim = 0);
 // Pieces of the given sizes, which must sum to a.size(dim).
 std::vector<Tensor> split_with_sizes(const Tensor& a, const IntList& split_sizes, int64_t dim = 0);
+// The pieces of split as fresh tensors, not views (no aliasing with self).
+std::vector<Tensor> unsafe_split(const Tensor& a, int64_t split_size, int64_t dim = 0);
 // a.size(dim) pieces with dim removed.
 std::vector<Tensor> unbind(const Tensor& a, int64_t dim = 0);
 // At most `chunks` pieces of ceil(a.size(dim) / chunks) (fewer when they run out, as torch).

@@ -43,6 +43,12 @@ Tensor gt(const Tensor& a, const Tensor& b);
 Tensor gt(const Tensor& a, const Scalar& b);
 Tensor lt(const Tensor& a, const Tensor& b);
 Tensor lt(const Tensor& a, const Scalar& b);
+Tensor ne(const Tensor& a, const Tensor& b);
+Tensor ne(const Tensor& a, const Scalar& b);
+Tensor ge(const Tensor& a, const Tensor& b);
+Tensor ge(const Tensor& a, const Scalar& b);
+Tensor le(const Tensor& a, const Tensor& b);
+Tensor le(const Tensor& a, const Scalar& b);
 Tensor where(const Tensor& condition, const Tensor& a, const Tensor& b);
 
 // ---- reductions (ops/reduction.cpp) ----
@@ -98,6 +104,18 @@ Tensor full(const IntList& sizes, const Scalar& value, DType dtype = kDefaultFlo
 Tensor zeros_like(const Tensor& a);
 Tensor ones_like(const Tensor& a);
 Tensor full_like(const Tensor& a, const Scalar& value);
+// Pads (or, with negative entries, crops) trailing dims: pad = {last_before, last_after,
+// second_to_last_before, ...}; new elements are `value`.
+Tensor constant_pad_nd(const Tensor& self, const IntList& pad, const Scalar& value = 0);
+// Rotates along dims[i] by shifts[i]; with no dims, rolls the flattened tensor by shifts[0].
+Tensor roll(const Tensor& self, const IntList& shifts, const IntList& dims = {});
+// Tensor.new_zeros / new_ones / new_full: `size`, in self's dtype unless `dtype` is given.
+Tensor new_zeros(const Tensor& self, const IntList& size, std::optional<DType> dtype = {});
+Tensor new_ones(const Tensor& self, const IntList& size, std::optional<DType> dtype = {});
+Tensor new_full(const Tensor& self, const IntList& size, const Scalar& value,
+                std::optional<DType> dtype = {});
+// self's shape and dtype, every element the 0-dim `value` (which gets the summed gradient).
+Tensor fill(const Tensor& self, const Tensor& value);
 Tensor empty_like(const Tensor& a);
 // [start, end) by step; dtype i64 when all three are integers, else f32 (as torch.arange).
 Tensor arange(const Scalar& end);

@@ -74,6 +74,15 @@ Tensor compare_impl(Compare op, const Input& a, const Input& b) {
       case Compare::lt:
         elementwise::run<bool, T, T>(out, {a, b}, [](T x, T y) { return x < y; });
         break;
+      case Compare::ne:  // NaN != anything, as IEEE and torch.ne
+        elementwise::run<bool, T, T>(out, {a, b}, [](T x, T y) { return x != y; });
+        break;
+      case Compare::ge:
+        elementwise::run<bool, T, T>(out, {a, b}, [](T x, T y) { return x >= y; });
+        break;
+      case Compare::le:
+        elementwise::run<bool, T, T>(out, {a, b}, [](T x, T y) { return x <= y; });
+        break;
     }
   });
   return out;

@@ -36,7 +36,7 @@ Tensor threshold_backward(const Tensor& grad, const Tensor& self, const Scalar& 
 Tensor gelu_backward(const Tensor& grad, const Tensor& self, bool tanh_approximation);
 
 // ---- comparison (b8 results, compared in result_type(a, b)) and selection ----
-enum class Compare : uint8_t { eq, gt, lt };
+enum class Compare : uint8_t { eq, ne, gt, ge, lt, le };
 Tensor compare(Compare op, const Tensor& a, const Tensor& b);
 Tensor compare(Compare op, const Tensor& a, const Scalar& b);
 // condition ? a : b, in result_type(a, b); condition is b8.

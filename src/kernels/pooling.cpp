@@ -121,6 +121,67 @@ void adaptive_avg_backward_planes(const Planes& pl, int64_t oH, int64_t oW, cons
   }
 }
 
+// One avg_pool2d window: the input rows/cols it covers and what its sum is divided by.
+struct AvgWindow {
+  int64_t h0, h1, w0, w1;
+  int64_t divisor;
+};
+
+AvgWindow avg_window(const AvgPool2dParams& p, int64_t H, int64_t W, int64_t oh, int64_t ow) {
+  const Pool2dParams& q = p.window;
+  int64_t h0 = oh * q.stride[0] - q.padding[0], w0 = ow * q.stride[1] - q.padding[1];
+  int64_t h1 = std::min(h0 + q.kernel[0], H + q.padding[0]);
+  int64_t w1 = std::min(w0 + q.kernel[1], W + q.padding[1]);
+  const int64_t padded_size = (h1 - h0) * (w1 - w0);
+  h0 = std::max<int64_t>(h0, 0);
+  w0 = std::max<int64_t>(w0, 0);
+  h1 = std::min(h1, H);
+  w1 = std::min(w1, W);
+  int64_t divisor = p.divisor_override != 0 ? p.divisor_override
+                    : p.count_include_pad   ? padded_size
+                                            : (h1 - h0) * (w1 - w0);
+  return {h0, h1, w0, w1, divisor};
+}
+
+template <typename T>
+void avg_pool_planes(const Planes& pl, const AvgPool2dParams& p, int64_t oH, int64_t oW,
+                     const T* in, T* out) {
+  const int64_t windows = oH * oW;
+#pragma omp parallel for if (pl.count * windows * p.window.kernel[0] * p.window.kernel[1] > \
+                             kParallelWork)
+  for (int64_t c = 0; c < pl.count; ++c) {
+    const T* ip = in + c * pl.H * pl.W;
+    for (int64_t oh = 0; oh < oH; ++oh)
+      for (int64_t ow = 0; ow < oW; ++ow) {
+        const AvgWindow w = avg_window(p, pl.H, pl.W, oh, ow);
+        T sum = 0;
+        for (int64_t h = w.h0; h < w.h1; ++h)
+          for (int64_t x = w.w0; x < w.w1; ++x) sum += ip[h * pl.W + x];
+        const bool empty = w.h0 >= w.h1 || w.w0 >= w.w1;
+        out[c * windows + oh * oW + ow] = empty ? T(0) : sum / static_cast<T>(w.divisor);
+      }
+  }
+}
+
+template <typename T>
+void avg_pool_backward_planes(const Planes& pl, const AvgPool2dParams& p, int64_t oH, int64_t oW,
+                              const T* go, T* gi) {
+  const int64_t windows = oH * oW;
+#pragma omp parallel for if (pl.count * pl.H * pl.W > kParallelWork)
+  for (int64_t c = 0; c < pl.count; ++c) {
+    T* ip = gi + c * pl.H * pl.W;
+    std::fill(ip, ip + pl.H * pl.W, T(0));
+    for (int64_t oh = 0; oh < oH; ++oh)
+      for (int64_t ow = 0; ow < oW; ++ow) {
+        const AvgWindow w = avg_window(p, pl.H, pl.W, oh, ow);
+        if (w.h0 >= w.h1 || w.w0 >= w.w1) continue;
+        const T g = go[c * windows + oh * oW + ow] / static_cast<T>(w.divisor);
+        for (int64_t h = w.h0; h < w.h1; ++h)
+          for (int64_t x = w.w0; x < w.w1; ++x) ip[h * pl.W + x] += g;
+      }
+  }
+}
+
 // Runs `f(tag)` for the compute type of `dtype` (float or double).
 template <typename F>
 void visit_compute(DType dtype, F&& f) {
@@ -221,6 +282,36 @@ Tensor adaptive_avg_pool2d_backward(const Tensor& grad_output, const Tensor& inp
   visit_compute(compute, [&](auto tag) {
     using T = typename decltype(tag)::type;
     adaptive_avg_backward_planes<T>(pl, oH, oW, g.data_ptr<T>(), gi.data_ptr<T>());
+  });
+  return as_dtype(gi, input.dtype());
+}
+
+Tensor avg_pool2d(const Tensor& input, const AvgPool2dParams& p) {
+  const Planes pl = planes(input);
+  const Pool2dParams& q = p.window;
+  const int64_t oH = pool_output_size(pl.H, q.kernel[0], q.stride[0], q.padding[0], 1, q.ceil_mode);
+  const int64_t oW = pool_output_size(pl.W, q.kernel[1], q.stride[1], q.padding[1], 1, q.ceil_mode);
+  const DType compute = compute_dtype(input.dtype());
+  Tensor x = dense(input, compute);
+  Tensor out = make_tensor(with_last_two(input.sizes(), oH, oW), compute);
+  visit_compute(compute, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    avg_pool_planes<T>(pl, p, oH, oW, x.data_ptr<T>(), out.data_ptr<T>());
+  });
+  return as_dtype(out, input.dtype());
+}
+
+Tensor avg_pool2d_backward(const Tensor& grad_output, const Tensor& input,
+                           const AvgPool2dParams& p) {
+  const Planes pl = planes(input);
+  const int64_t d = grad_output.dim();
+  const int64_t oH = grad_output.size(d - 2), oW = grad_output.size(d - 1);
+  const DType compute = compute_dtype(input.dtype());
+  Tensor g = dense(grad_output, compute);
+  Tensor gi = make_tensor(input.sizes(), compute);
+  visit_compute(compute, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    avg_pool_backward_planes<T>(pl, p, oH, oW, g.data_ptr<T>(), gi.data_ptr<T>());
   });
   return as_dtype(gi, input.dtype());
 }

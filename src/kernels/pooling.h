@@ -1,5 +1,5 @@
 // 2-D pooling over the last two dims of an [N, C, H, W] or [C, H, W] tensor: max pooling with
-// indices and adaptive average pooling, forward and backward.
+// indices, average pooling and adaptive average pooling, forward and backward.
 //
 // Every (n, c) plane is independent: the OpenMP loop runs over planes. Inputs may have any
 // strides (copied to a contiguous tensor first); results are contiguous. f16 / bf16 compute in
@@ -39,5 +39,18 @@ Tensor adaptive_avg_pool2d(const Tensor& input, int64_t out_h, int64_t out_w);
 // Spreads each grad_output element evenly over its window (grad_output's last two dims give
 // the output size).
 Tensor adaptive_avg_pool2d_backward(const Tensor& grad_output, const Tensor& input);
+
+struct AvgPool2dParams {
+  Pool2dParams window;  // dilation stays 1
+  bool count_include_pad = true;
+  int64_t divisor_override = 0;  // 0: none
+};
+
+// ATen's avg_pool2d: each window clipped to the padded input (its size with padding is the
+// divisor under count_include_pad), then to the input; a window with no input element gives 0.
+Tensor avg_pool2d(const Tensor& input, const AvgPool2dParams& p);
+// Spreads each grad_output element over its window, divided as the forward divided.
+Tensor avg_pool2d_backward(const Tensor& grad_output, const Tensor& input,
+                           const AvgPool2dParams& p);
 
 }  // namespace aotgrad::kernels

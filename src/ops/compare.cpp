@@ -57,6 +57,9 @@ std::vector<Tensor> compare_scalar_kernel(const OpArgs& a) {
 constexpr char kEq[] = "aten.eq.Tensor";
 constexpr char kGt[] = "aten.gt.Tensor";
 constexpr char kLt[] = "aten.lt.Tensor";
+constexpr char kNe[] = "aten.ne.Tensor";
+constexpr char kGe[] = "aten.ge.Tensor";
+constexpr char kLe[] = "aten.le.Tensor";
 constexpr char kWhere[] = "aten.where.self";
 
 std::vector<TensorMeta> where_meta(const OpArgs& a) {
@@ -125,6 +128,18 @@ const OpDef kRows[] = {
                                                   "a < b"),
     compare_scalar_row<kernels::Compare::lt>(
         "aten.lt.Scalar", "lt.Scalar(Tensor self, Scalar other) -> Tensor", "a < s0"),
+    compare_tensor_row<kNe, kernels::Compare::ne>("ne.Tensor(Tensor self, Tensor other) -> Tensor",
+                                                  "a != b"),
+    compare_scalar_row<kernels::Compare::ne>(
+        "aten.ne.Scalar", "ne.Scalar(Tensor self, Scalar other) -> Tensor", "a != s0"),
+    compare_tensor_row<kGe, kernels::Compare::ge>("ge.Tensor(Tensor self, Tensor other) -> Tensor",
+                                                  "a >= b"),
+    compare_scalar_row<kernels::Compare::ge>(
+        "aten.ge.Scalar", "ge.Scalar(Tensor self, Scalar other) -> Tensor", "a >= s0"),
+    compare_tensor_row<kLe, kernels::Compare::le>("le.Tensor(Tensor self, Tensor other) -> Tensor",
+                                                  "a <= b"),
+    compare_scalar_row<kernels::Compare::le>(
+        "aten.le.Scalar", "le.Scalar(Tensor self, Scalar other) -> Tensor", "a <= s0"),
     {.name = kWhere,
      .schema = "where.self(Tensor condition, Tensor self, Tensor other) -> Tensor",
      .meta = where_meta,
@@ -167,6 +182,30 @@ Tensor lt(const Tensor& a, const Tensor& b) {
 }
 Tensor lt(const Tensor& a, const Scalar& b) {
   static const ops::OpDef& def = ops::lookup("aten.lt.Scalar");
+  return ops::call1(def, {a, b});
+}
+Tensor ne(const Tensor& a, const Tensor& b) {
+  static const ops::OpDef& def = ops::lookup("aten.ne.Tensor");
+  return ops::call1(def, {a, b});
+}
+Tensor ne(const Tensor& a, const Scalar& b) {
+  static const ops::OpDef& def = ops::lookup("aten.ne.Scalar");
+  return ops::call1(def, {a, b});
+}
+Tensor ge(const Tensor& a, const Tensor& b) {
+  static const ops::OpDef& def = ops::lookup("aten.ge.Tensor");
+  return ops::call1(def, {a, b});
+}
+Tensor ge(const Tensor& a, const Scalar& b) {
+  static const ops::OpDef& def = ops::lookup("aten.ge.Scalar");
+  return ops::call1(def, {a, b});
+}
+Tensor le(const Tensor& a, const Tensor& b) {
+  static const ops::OpDef& def = ops::lookup("aten.le.Tensor");
+  return ops::call1(def, {a, b});
+}
+Tensor le(const Tensor& a, const Scalar& b) {
+  static const ops::OpDef& def = ops::lookup("aten.le.Scalar");
   return ops::call1(def, {a, b});
 }
 Tensor where(const Tensor& condition, const Tensor& a, const Tensor& b) {

@@ -283,6 +283,66 @@ std::vector<Tensor> no_grad_vjp(const VjpContext&) {
   return {Tensor()};
 }
 
+// fill.Tensor(self, value): fill.Scalar with a 0-dim tensor value, which gets the gradient (the sum
+// of the incoming one, as derivatives.yaml); self gets none.
+std::vector<TensorMeta> fill_tensor_meta(const OpArgs& a) {
+  const Tensor& value = tensor_arg(a, 1);
+  if (value.dim() != 0)
+    fail("aten.fill.Tensor", "value must be a 0-dimensional tensor, got one of shape " +
+                                 shape_to_string(value.sizes()) +
+                                 "; pass value.squeeze() or a number");
+  const Tensor& self = tensor_arg(a, 0);
+  return {TensorMeta::contiguous(self.sizes(), self.dtype())};
+}
+std::vector<Tensor> fill_tensor_kernel(const OpArgs& a) {
+  TensorMeta m = fill_tensor_meta(a)[0];
+  const Tensor& value = tensor_arg(a, 1);
+  Tensor out = make_tensor(m.sizes, m.dtype);
+  kernels::copy_into(out, value);  // a 0-dim source broadcasts to every element, cast as it goes
+  return {out};
+}
+std::vector<Tensor> fill_tensor_vjp(const VjpContext& c) {
+  return {Tensor(), c.needs(1) ? to(sum(c.grad()), c.input(1).dtype()) : Tensor()};
+}
+
+// ---- new_zeros / new_ones / new_empty / new_full(self, size, [fill_value], *, dtype, layout,
+// device, pin_memory): a fresh tensor of `size` in self's dtype unless one is given. self lends
+// only its dtype: no gradient flows to it. ----
+
+TensorMeta new_sized_meta(std::string_view op, const OpArgs& a, size_t dtype_index) {
+  check_layout_device(op, a, dtype_index + 1, dtype_index + 2);
+  return TensorMeta::contiguous(size_arg(op, a, 1),
+                                dtype_or(a, dtype_index, tensor_arg(a, 0).dtype()));
+}
+std::vector<TensorMeta> new_zeros_meta(const OpArgs& a) {
+  return {new_sized_meta("aten.new_zeros.default", a, 2)};
+}
+std::vector<TensorMeta> new_ones_meta(const OpArgs& a) {
+  return {new_sized_meta("aten.new_ones.default", a, 2)};
+}
+std::vector<TensorMeta> new_empty_meta(const OpArgs& a) {
+  return {new_sized_meta("aten.new_empty.default", a, 2)};
+}
+std::vector<TensorMeta> new_full_meta(const OpArgs& a) {
+  return {new_sized_meta("aten.new_full.default", a, 3)};
+}
+std::vector<Tensor> new_zeros_kernel(const OpArgs& a) {
+  TensorMeta m = new_zeros_meta(a)[0];
+  return {kernels::full(m.sizes, 0, m.dtype)};
+}
+std::vector<Tensor> new_ones_kernel(const OpArgs& a) {
+  TensorMeta m = new_ones_meta(a)[0];
+  return {kernels::full(m.sizes, 1, m.dtype)};
+}
+std::vector<Tensor> new_empty_kernel(const OpArgs& a) {
+  TensorMeta m = new_empty_meta(a)[0];
+  return {make_tensor(m.sizes, m.dtype)};
+}
+std::vector<Tensor> new_full_kernel(const OpArgs& a) {
+  TensorMeta m = new_full_meta(a)[0];
+  return {kernels::full(m.sizes, scalar_arg(a, 2), m.dtype)};
+}
+
 // ---- *_like(self, [fill_value], *, dtype, layout, device, pin_memory, memory_format) ----
 
 // `dtype_index` is where the keyword options start (after the fill value, if any).
@@ -374,6 +434,25 @@ const OpDef kRows[] = {
   {.name = "aten.fill.Scalar", .schema = "fill.Scalar(Tensor self, Scalar value) -> Tensor",
    .meta = fill_meta, .kernel = fill_kernel, .vjp = no_grad_vjp,
    .recompute = Recompute::pointwise, .fusion_expr = "s0"},
+  {.name = "aten.fill.Tensor", .schema = "fill.Tensor(Tensor self, Tensor value) -> Tensor",
+   .meta = fill_tensor_meta, .kernel = fill_tensor_kernel, .vjp = fill_tensor_vjp,
+   .recompute = Recompute::pointwise},
+  {.name = "aten.new_zeros.default",
+   .schema = "new_zeros(Tensor self, SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, "
+             "Device? device=None, bool? pin_memory=None) -> Tensor",
+   .meta = new_zeros_meta, .kernel = new_zeros_kernel, .recompute = Recompute::factory},
+  {.name = "aten.new_ones.default",
+   .schema = "new_ones(Tensor self, SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, "
+             "Device? device=None, bool? pin_memory=None) -> Tensor",
+   .meta = new_ones_meta, .kernel = new_ones_kernel, .recompute = Recompute::factory},
+  {.name = "aten.new_empty.default",
+   .schema = "new_empty(Tensor self, SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, "
+             "Device? device=None, bool? pin_memory=None) -> Tensor",
+   .meta = new_empty_meta, .kernel = new_empty_kernel, .recompute = Recompute::factory},
+  {.name = "aten.new_full.default",
+   .schema = "new_full(Tensor self, SymInt[] size, Scalar fill_value, *, ScalarType? dtype=None, "
+             "Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor",
+   .meta = new_full_meta, .kernel = new_full_kernel, .recompute = Recompute::factory},
   {.name = "aten.zeros_like.default",
    .schema = "zeros_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, "
              "Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor",
@@ -436,6 +515,30 @@ Tensor ones(const IntList& sizes, DType dtype) {
 Tensor full(const IntList& sizes, const Scalar& value, DType dtype) {
   static const ops::OpDef& def = ops::lookup("aten.full.default");
   return ops::call1(def, {sizes, value, dtype});
+}
+
+Tensor new_zeros(const Tensor& self, const IntList& size, std::optional<DType> dtype) {
+  static const ops::OpDef& def = ops::lookup("aten.new_zeros.default");
+  ops::OpArgs args{self, size};
+  if (dtype) args.emplace_back(*dtype);
+  return ops::call1(def, std::move(args));
+}
+Tensor new_ones(const Tensor& self, const IntList& size, std::optional<DType> dtype) {
+  static const ops::OpDef& def = ops::lookup("aten.new_ones.default");
+  ops::OpArgs args{self, size};
+  if (dtype) args.emplace_back(*dtype);
+  return ops::call1(def, std::move(args));
+}
+Tensor new_full(const Tensor& self, const IntList& size, const Scalar& value,
+                std::optional<DType> dtype) {
+  static const ops::OpDef& def = ops::lookup("aten.new_full.default");
+  ops::OpArgs args{self, size, value};
+  if (dtype) args.emplace_back(*dtype);
+  return ops::call1(def, std::move(args));
+}
+Tensor fill(const Tensor& self, const Tensor& value) {
+  static const ops::OpDef& def = ops::lookup("aten.fill.Tensor");
+  return ops::call1(def, {self, value});
 }
 
 Tensor zeros_like(const Tensor& a) {

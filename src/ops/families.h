@@ -10,7 +10,7 @@
 namespace aotgrad::ops {
 
 std::span<const OpDef> pointwise_ops();  // pointwise.cpp: arithmetic, unary math, activations
-std::span<const OpDef> compare_ops();    // compare.cpp: eq/gt/lt, where
+std::span<const OpDef> compare_ops();    // compare.cpp: eq/ne/gt/ge/lt/le, where
 std::span<const OpDef> reduction_ops();  // reduction.cpp: sum, mean, amax
 std::span<const OpDef> linalg_ops();     // linalg.cpp: mm, bmm
 std::span<const OpDef> nn_ops();         // nn.cpp: softmax, log_softmax, losses
@@ -25,5 +25,8 @@ std::span<const OpDef> normalization_ops();  // normalization.cpp: native_layer_
 std::span<const OpDef> math_ops();  // math.cpp: clamp, abs, sign, max/min, var/std, cumsum, ...
 std::span<const OpDef> conv_ops();     // conv.cpp: convolution, batch norm (and backward rows)
 std::span<const OpDef> pooling_ops();  // pooling.cpp: max_pool2d_with_indices, _adaptive_avg_pool2d
+// activation.cpp: hardtanh, hardsigmoid, hardswish, silu, their backward ops, relu_, silu_, ...
+std::span<const OpDef> activation_ops();
+std::span<const OpDef> transform_ops();  // transform.cpp: constant_pad_nd, roll
 
 }  // namespace aotgrad::ops

@@ -16,6 +16,7 @@
 
 #include "aotgrad/indexing.h"
 #include "aotgrad/ops.h"
+#include "kernels/copy.h"
 #include "ops/families.h"
 #include "ops/op.h"
 #include "ops/promotion.h"
@@ -273,6 +274,24 @@ std::vector<Tensor> views_kernel(const OpArgs& a) {
   return out;
 }
 
+// unsafe_split / unsafe_split_with_sizes: the pieces of split, as fresh tensors rather than views
+// (what ATen's LSTM/GRU decompositions record). Same checks and gradient as split.
+template <MetaFn Meta>
+std::vector<TensorMeta> fresh_pieces_meta(const OpArgs& a) {
+  std::vector<TensorMeta> ms = Meta(a);
+  for (TensorMeta& m : ms) m = TensorMeta::contiguous(m.sizes, m.dtype);
+  return ms;
+}
+template <MetaFn Meta>
+std::vector<Tensor> copies_kernel(const OpArgs& a) {
+  const Tensor& self = tensor_arg(a, 0);
+  std::vector<Tensor> out;
+  for (const TensorMeta& m : Meta(a))
+    out.push_back(kernels::contiguous_copy(make_view(self, m.sizes, m.strides, m.storage_offset),
+                                           self.dtype()));
+  return out;
+}
+
 // The gradients of the pieces, zeros standing in for pieces that received none.
 std::vector<Tensor> piece_grads(const VjpContext& c) {
   std::vector<Tensor> grads;
@@ -311,6 +330,15 @@ const OpDef kRows[] = {
    .schema = "split_with_sizes(Tensor(a) self, SymInt[] split_sizes, int dim=0) -> Tensor(a)[]",
    .meta = split_with_sizes_meta, .kernel = views_kernel<split_with_sizes_meta>, .vjp = split_vjp,
    .recompute = Recompute::view},
+  {.name = "aten.unsafe_split.Tensor",
+   .schema = "unsafe_split.Tensor(Tensor self, SymInt split_size, int dim=0) -> Tensor[]",
+   .meta = fresh_pieces_meta<split_meta>, .kernel = copies_kernel<split_meta>, .vjp = split_vjp,
+   .recompute = Recompute::pointwise},
+  {.name = "aten.unsafe_split_with_sizes.default",
+   .schema = "unsafe_split_with_sizes(Tensor self, SymInt[] split_sizes, int dim=0) -> Tensor[]",
+   .meta = fresh_pieces_meta<split_with_sizes_meta>,
+   .kernel = copies_kernel<split_with_sizes_meta>, .vjp = split_vjp,
+   .recompute = Recompute::pointwise},
   {.name = kUnbind, .schema = "unbind.int(Tensor(a) self, int dim=0) -> Tensor(a)[]",
    .meta = unbind_meta, .kernel = views_kernel<unbind_meta>, .vjp = unbind_vjp,
    .recompute = Recompute::view},
@@ -350,6 +378,10 @@ std::vector<Tensor> split(const Tensor& a, int64_t split_size, int64_t dim) {
 
 std::vector<Tensor> split_with_sizes(const Tensor& a, const IntList& split_sizes, int64_t dim) {
   return ops::split_call(ops::kSplitWithSizes, {a, split_sizes, dim});
+}
+
+std::vector<Tensor> unsafe_split(const Tensor& a, int64_t split_size, int64_t dim) {
+  return ops::split_call("aten.unsafe_split.Tensor", {a, split_size, dim});
 }
 
 std::vector<Tensor> unbind(const Tensor& a, int64_t dim) {

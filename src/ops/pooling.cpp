@@ -124,6 +124,92 @@ std::vector<Tensor> max_pool_backward_kernel(const OpArgs& a) {
                                                     tensor_arg(a, 7))};
 }
 
+// ---- average pooling ----
+
+struct AvgPoolSetup {
+  kernels::AvgPool2dParams params;
+  IntList out_sizes;
+};
+
+// args[first..first+5]: kernel_size, stride, padding, ceil_mode, count_include_pad,
+// divisor_override.
+AvgPoolSetup avg_pool_setup(const char* op, const Tensor& self, const OpArgs& a, size_t first) {
+  check_pool_input(op, "self", self);
+  AvgPoolSetup s;
+  auto& p = s.params.window;
+  const IntList& kernel = int_list_arg(a, first);
+  if (kernel.empty()) fail(op, "kernel_size must have 1 or 2 entries, got []");
+  p.kernel = pool_pair(op, "kernel_size", kernel, {0, 0}, 1);
+  p.stride = pool_pair(op, "stride", int_list_arg(a, first + 1), p.kernel, 1);
+  p.padding = pool_pair(op, "padding", int_list_arg(a, first + 2), {0, 0}, 0);
+  p.ceil_mode = bool_arg(a, first + 3);
+  s.params.count_include_pad = bool_arg(a, first + 4);
+  if (!is_none(a, first + 5)) {
+    s.params.divisor_override = int_arg(a, first + 5);
+    if (s.params.divisor_override == 0) fail(op, "divisor_override must not be zero");
+  }
+  for (int d = 0; d < 2; ++d)
+    if (p.padding[d] > p.kernel[d] / 2)
+      fail(op, "pad should be at most half of kernel size, but got pad=" +
+                   std::to_string(p.padding[d]) +
+                   " and kernel_size=" + std::to_string(p.kernel[d]));
+  s.out_sizes = self.sizes();
+  const int64_t nd = self.dim();
+  for (int d = 0; d < 2; ++d) {
+    const int64_t out = kernels::pool_output_size(self.size(nd - 2 + d), p.kernel[d], p.stride[d],
+                                                  p.padding[d], 1, p.ceil_mode);
+    if (out < 1)
+      fail(op, "input of shape " + shape_to_string(self.sizes()) + " gives an output of size " +
+                   std::to_string(out) + " along spatial dim " + std::to_string(d) +
+                   "; the output size is too small (use a smaller kernel or more padding)");
+    s.out_sizes[nd - 2 + d] = out;
+  }
+  return s;
+}
+
+std::vector<TensorMeta> avg_pool_meta(const OpArgs& a) {
+  const Tensor& self = tensor_arg(a, 0);
+  return {TensorMeta::contiguous(avg_pool_setup("avg_pool2d", self, a, 1).out_sizes, self.dtype())};
+}
+std::vector<Tensor> avg_pool_kernel(const OpArgs& a) {
+  const Tensor& self = tensor_arg(a, 0);
+  return {kernels::avg_pool2d(self, avg_pool_setup("avg_pool2d", self, a, 1).params)};
+}
+std::vector<Tensor> avg_pool_vjp(const VjpContext& c) {
+  static const OpDef& backward = lookup("aten.avg_pool2d_backward.default");
+  if (!c.needs(0) || !c.grad().defined()) return {Tensor()};
+  OpArgs args{c.grad(), c.input(0)};
+  args.insert(args.end(), c.args.begin() + 1, c.args.begin() + 7);
+  return {call1(backward, std::move(args))};
+}
+
+std::vector<TensorMeta> avg_pool_backward_meta(const OpArgs& a) {
+  const char* op = "avg_pool2d_backward";
+  const Tensor& grad = tensor_arg(a, 0);
+  const Tensor& self = tensor_arg(a, 1);
+  AvgPoolSetup s = avg_pool_setup(op, self, a, 2);
+  if (grad.sizes() != s.out_sizes || grad.dtype() != self.dtype())
+    fail(op, "grad_output is " + std::string(dtype_name(grad.dtype())) +
+                 shape_to_string(grad.sizes()) + ", expected the pooling output's " +
+                 std::string(dtype_name(self.dtype())) + shape_to_string(s.out_sizes));
+  return {TensorMeta::contiguous(self.sizes(), self.dtype())};
+}
+std::vector<Tensor> avg_pool_backward_kernel(const OpArgs& a) {
+  avg_pool_backward_meta(a);
+  const Tensor& self = tensor_arg(a, 1);
+  return {kernels::avg_pool2d_backward(tensor_arg(a, 0), self,
+                                       avg_pool_setup("avg_pool2d_backward", self, a, 2).params)};
+}
+// Linear in grad_output: its gradient is the forward pooling of the incoming one
+// (derivatives.yaml); self contributes only its shape.
+std::vector<Tensor> avg_pool_backward_vjp(const VjpContext& c) {
+  static const OpDef& forward = lookup("aten.avg_pool2d.default");
+  if (!c.needs(0)) return {Tensor(), Tensor()};
+  OpArgs args{c.grad()};
+  args.insert(args.end(), c.args.begin() + 2, c.args.begin() + 8);
+  return {call1(forward, std::move(args)), Tensor()};
+}
+
 // ---- adaptive average pooling ----
 
 std::vector<TensorMeta> adaptive_avg_meta(const OpArgs& a) {
@@ -188,6 +274,23 @@ const OpDef kRows[] = {
      .meta = max_pool_backward_meta,
      .kernel = max_pool_backward_kernel,
      .recompute = Recompute::reduction},
+    {.name = "aten.avg_pool2d.default",
+     .schema = "avg_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, "
+               "bool ceil_mode=False, bool count_include_pad=True, int? divisor_override=None) "
+               "-> Tensor",
+     .meta = avg_pool_meta,
+     .kernel = avg_pool_kernel,
+     .vjp = avg_pool_vjp,
+     .saves = {.inputs = bit(0)},
+     .recompute = Recompute::reduction},
+    {.name = "aten.avg_pool2d_backward.default",
+     .schema = "avg_pool2d_backward(Tensor grad_output, Tensor self, int[2] kernel_size, "
+               "int[2] stride, int[2] padding, bool ceil_mode, bool count_include_pad, "
+               "int? divisor_override) -> Tensor",
+     .meta = avg_pool_backward_meta,
+     .kernel = avg_pool_backward_kernel,
+     .vjp = avg_pool_backward_vjp,
+     .recompute = Recompute::reduction},
     {.name = "aten._adaptive_avg_pool2d.default",
      .schema = "_adaptive_avg_pool2d(Tensor self, SymInt[2] output_size) -> Tensor",
      .meta = adaptive_avg_meta,
@@ -225,6 +328,15 @@ Tensor max_pool2d(const Tensor& input, const IntList& kernel_size, const IntList
                   const IntList& padding, const IntList& dilation, bool ceil_mode) {
   return std::get<0>(
       max_pool2d_with_indices(input, kernel_size, stride, padding, dilation, ceil_mode));
+}
+
+Tensor avg_pool2d(const Tensor& input, const IntList& kernel_size, const IntList& stride,
+                  const IntList& padding, bool ceil_mode, bool count_include_pad,
+                  std::optional<int64_t> divisor_override) {
+  static const ops::OpDef& def = ops::lookup("aten.avg_pool2d.default");
+  ops::OpArgs args{input, kernel_size, stride, padding, ceil_mode, count_include_pad};
+  if (divisor_override) args.emplace_back(*divisor_override);
+  return ops::call1(def, std::move(args));
 }
 
 Tensor adaptive_avg_pool2d(const Tensor& input, const IntList& output_size) {

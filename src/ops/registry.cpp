@@ -37,9 +37,10 @@ struct Registry {
   std::unordered_map<std::string_view, const OpDef*> by_name;
 
   Registry() {
-    for (auto family : {pointwise_ops, compare_ops, reduction_ops, linalg_ops, nn_ops, view_ops,
-                        inplace_ops, inplace_view_ops, factory_ops, functional_ops,
-                        normalization_ops, math_ops, joining_ops, indexing_ops, conv_ops, pooling_ops}) {
+    for (auto family :
+         {pointwise_ops, compare_ops, reduction_ops, linalg_ops, nn_ops, view_ops, inplace_ops,
+          inplace_view_ops, factory_ops, functional_ops, normalization_ops, math_ops, joining_ops,
+          indexing_ops, conv_ops, pooling_ops, activation_ops, transform_ops}) {
       for (const OpDef& op : family()) {
         if (by_name.count(op.name))
           throw std::logic_error("op '" + std::string(op.name) + "' is registered twice");
@@ -71,6 +72,8 @@ const OpDef& lookup(std::string_view name) {
   return *op;
 }
 
-std::span<const OpDef* const> all_ops() { return registry().rows; }
+std::span<const OpDef* const> all_ops() {
+  return registry().rows;
+}
 
 }  // namespace aotgrad::ops

@@ -38,6 +38,23 @@ TEST(CompareOps, TensorValues) {
   EXPECT_EQ(lt(a, b).to_vector<bool>(), (B{true, false, false, false}));
 }
 
+TEST(CompareOps, NeGeLeValues) {
+  constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+  Tensor a = f64({1, 2, 3, kNaN}, {4}), b = f64({4, 2, 1, kNaN}, {4});
+  EXPECT_EQ(ne(a, b).to_vector<bool>(), (B{true, false, true, true}));  // NaN != NaN
+  EXPECT_EQ(ge(a, b).to_vector<bool>(), (B{false, true, true, false}));
+  EXPECT_EQ(le(a, b).to_vector<bool>(), (B{true, true, false, false}));
+  EXPECT_EQ(ne(a, 2).to_vector<bool>(), (B{true, false, true, true}));
+  EXPECT_EQ(ge(a, 2).to_vector<bool>(), (B{false, true, true, false}));
+  EXPECT_EQ(le(a, 2).to_vector<bool>(), (B{true, true, false, false}));
+  // Promotion before comparing and broadcasting: i64 [2, 1] against f32 [3].
+  Tensor i = i64({1, 3}, {2, 1});
+  EXPECT_EQ(ne(i, f32({1, 2.5, 3}, {3})).to_vector<bool>(),
+            (B{false, true, true, true, true, false}));
+  EXPECT_EQ(ge(i, 2.5).to_vector<bool>(), (B{false, true}));
+  EXPECT_FALSE(ne(test_input({3}, -1, 1, 1).requires_grad_(), 0.0).requires_grad());
+}
+
 TEST(CompareOps, ScalarValues) {
   Tensor a = i64({1, 2, 3}, {3});
   EXPECT_EQ(eq(a, 2).to_vector<bool>(), (B{false, true, false}));

@@ -11,6 +11,7 @@
 #include "aotgrad/aotgrad.h"
 #include "ops/op.h"
 #include "testing/gradcheck.h"
+#include "testing/scenario.h"
 #include "testing/values.h"
 
 namespace aotgrad {
@@ -186,6 +187,79 @@ TEST(PoolingCompiled, MatchesEager) {
   EXPECT_TRUE(contains(g.forward, "aten._adaptive_avg_pool2d.default")) << g.forward;
   EXPECT_TRUE(contains(g.backward, "aten._adaptive_avg_pool2d_backward.default")) << g.backward;
   EXPECT_TRUE(contains(g.backward, "aten.max_pool2d_with_indices_backward.default")) << g.backward;
+}
+
+}  // namespace
+}  // namespace aotgrad
+
+// ---- avg_pool2d (issue 18): values pasted from PyTorch 1.13, padding, ceil_mode,
+// count_include_pad and divisor_override; gradients; compiled == eager ----
+namespace aotgrad {
+namespace {
+
+std::vector<double> flat(const Tensor& t) {
+  return to(t, DType::f64).contiguous().to_vector<double>();
+}
+
+void expect_near_all(const std::vector<double>& got, const std::vector<double>& want) {
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-12) << "element " << i;
+}
+
+Tensor plane25() {
+  return to(arange(25.0).view({1, 1, 5, 5}), DType::f64);
+}
+
+TEST(AvgPool2d, ValuesMatchPyTorch) {
+  expect_near_all(
+      flat(avg_pool2d(plane25(), {3}, {2}, {1})),
+      {1.3333333333333333, 3.0, 2.6666666666666665, 7.0, 12.0, 9.0, 8.0, 13.0, 9.333333333333334});
+  expect_near_all(flat(avg_pool2d(plane25(), {3}, {2}, {1}, false, false)),
+                  {3.0, 4.5, 6.0, 10.5, 12.0, 13.5, 18.0, 19.5, 21.0});
+  expect_near_all(flat(avg_pool2d(plane25(), {2}, {2}, {0}, true)),
+                  {3.0, 5.0, 6.5, 13.0, 15.0, 16.5, 20.5, 22.5, 24.0});
+  expect_near_all(flat(avg_pool2d(plane25(), {3}, {2}, {1}, true, true, 2)),
+                  {6.0, 13.5, 12.0, 31.5, 54.0, 40.5, 36.0, 58.5, 42.0});
+}
+
+TEST(AvgPool2d, BackwardMatchesPyTorch) {
+  Tensor x = plane25().requires_grad_();
+  avg_pool2d(x, {3}, {2}, {1}, true, false).sum().backward();
+  const double a = 0.25, b = 0.41666666666666663, c = 0.16666666666666666, d = 0.6944444444444444,
+               e = 0.2777777777777778, f = 0.1111111111111111;
+  expect_near_all(flat(x.grad()),
+                  {a, b, c, b, a, b, d, e, d, b, c, e, f, e, c, b, d, e, d, b, a, b, c, b, a});
+}
+
+TEST(AvgPool2d, ErrorsNameTheOp) {
+  EXPECT_THROW(avg_pool2d(plane25(), {3}, {1}, {2}), std::invalid_argument);  // pad > k/2
+  EXPECT_THROW(avg_pool2d(plane25(), {2}, {2}, {0}, false, true, 0), std::invalid_argument);
+  EXPECT_THROW(avg_pool2d(plane25(), {7}), std::invalid_argument);  // output size 0
+}
+
+TEST(AvgPool2d, GradcheckIncludingDoubleBackward) {
+  Tensor x = testing::test_input({2, 2, 5, 4}, -1, 1, 7).requires_grad_();
+  EXPECT_TRUE(testing::gradcheck(
+      [](const std::vector<Tensor>& in) {
+        return avg_pool2d(in[0], {3, 2}, {2, 1}, {1, 1}, true, false);
+      },
+      {x}));
+  Tensor g = testing::test_input({2, 2, 3, 5}, -1, 1, 8).requires_grad_();
+  EXPECT_TRUE(testing::gradcheck(
+      [&](const std::vector<Tensor>& in) {
+        return ops::call1(ops::lookup("aten.avg_pool2d_backward.default"),
+                          {in[0], x.detach(), IntList{3, 2}, IntList{2, 1}, IntList{1, 1}, true,
+                           false, std::monostate{}});
+      },
+      {g}));
+}
+
+TEST(AvgPool2d, CompiledMatchesEagerUnderEveryPartitioner) {
+  testing::run_scenario(
+      [] {
+        return testing::TensorList{testing::leaf({2, 3, 6, 6}, 1)};
+      },
+      [](const testing::TensorList& a) { return (avg_pool2d(a[0], {3}, {2}, {1}) * 2.0).sin(); });
 }
 
 }  // namespace

@@ -273,6 +273,46 @@ def models():
     ]
 
 
+def activations():
+    """The activations of mobile and efficient CNNs (issue 18), with exact branch points in the
+    inputs: PyTorch's boundary rules (x == -3, x == 3, x == min_val) must be followed exactly."""
+    d = torch.float64
+    j = dict(joint=True)
+    edges = torch.tensor([[-4.0, -3.0, -1.0, 0.0, 1.0], [3.0, 4.0, 0.5, -0.5, 2.0]])
+    return [
+        op("hardtanh_bounds", lambda x: F.hardtanh(x, -0.5, 0.7) + F.hardtanh(x), [3 * r(4, 5)]),
+        op("hardtanh_edges", lambda x: F.relu6(x) + F.hardtanh(x), [edges.clone()]),
+        op("hardswish_hardsigmoid", lambda x: F.hardswish(x) * F.hardsigmoid(x), [4 * r(3, 6, dtype=d)],
+           tol=F64),
+        op("hard_edges", lambda x: F.hardswish(x) + 2 * F.hardsigmoid(x), [edges.clone()]),
+        op("silu", lambda x: F.silu(x) * 2, [3 * r(4, 4)]),
+        op("bw_hardswish", lambda x: F.hardswish(x) * 2, [edges.clone()], **j),
+        op("bw_hardsigmoid", lambda x: F.hardsigmoid(x) * 3, [4 * r(3, 4)], **j),
+        op("bw_hardtanh", lambda x: F.hardtanh(x, -1.0, 2.0) * 3, [edges.clone()], **j),
+    ]
+
+
+def model_ops():
+    """Ops torchvision and nn models record beyond the core families (issue 18)."""
+    j = dict(joint=True)
+    return [
+        op("constant_pad", lambda x: F.pad(x, (1, -1, 2, 0), value=-0.5) * 2, [r(2, 3, 4)]),
+        op("roll_dims", lambda x: torch.roll(x, (1, -2), (0, 2)) + torch.roll(x, 5), [r(2, 3, 4)]),
+        op("ne_ge_le", lambda x, y: (x != y, x >= 0.1, x <= y, x != 0.0), [r(3, 4), r(4)], grad=False),
+        op("new_zeros_fill", lambda x, v: x.new_zeros(2, 4) + torch.ops.aten.fill.Tensor(x, v) * x,
+           [r(2, 4), r(())]),
+        op("unsafe_split", lambda x: sum(p * (i + 1) for i, p in enumerate(torch.ops.aten.unsafe_split(x, 2, 1))),
+           [r(3, 4)]),
+        op("avg_pool", lambda x: F.avg_pool2d(x, 3, 2, 1) + F.avg_pool2d(x, 3, 2, 1, ceil_mode=True,
+                                                                         count_include_pad=False),
+           [r(2, 3, 7, 7)]),
+        op("bw_avg_pool", lambda x: F.avg_pool2d(x, 2, ceil_mode=True, divisor_override=3).sin(),
+           [r(1, 2, 5, 5)], **j),
+        op("bw_pad_roll", lambda x: torch.roll(F.pad(x, (1, 1)), 1, 1).tanh(), [r(2, 3)], **j),
+    ]
+
+
 def fixtures():
     torch.manual_seed(0)
-    return pointwise() + reductions() + linalg_and_views() + indexing() + nn_ops() + backward_graphs() + models()
+    return (pointwise() + reductions() + linalg_and_views() + indexing() + nn_ops() + backward_graphs() + models()
+            + activations() + model_ops())
