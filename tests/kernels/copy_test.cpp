@@ -43,10 +43,12 @@ std::vector<T> reference(Kind kind, const std::vector<T>& src, std::vector<T> ds
 
 template <typename T>
 void check_kernel(Kind kind, int log2_size) {
-  // Shapes around the vector widths (4 .. 64 lanes) and the 128 x 64 transpose tile, with strides
-  // wider than the slab so that a write past a row's end is caught.
-  const int64_t shapes[][2] = {{1, 1},    {3, 5},   {16, 16}, {17, 33},  {64, 64},
-                               {129, 65}, {200, 7}, {7, 200}, {130, 131}};
+  // Shapes around the vector widths (4 .. 64 lanes) and the 128 x 64 transpose tile, with edges
+  // that take the half- and quarter-width register blocks, and strides wider than the slab so
+  // that a write past a row's end is caught.
+  const int64_t shapes[][2] = {{1, 1},    {3, 5},   {16, 16}, {17, 33},   {64, 64},
+                               {129, 65}, {200, 7}, {7, 200}, {130, 131}, {24, 40},
+                               {136, 72}, {12, 12}, {60, 44}};
   for (const auto* target : kernels::vec::copy_targets()) {
     for (const auto& shape : shapes) {
       const int64_t rows = shape[0], cols = shape[1];

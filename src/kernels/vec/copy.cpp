@@ -2,11 +2,11 @@
 // this file with HWY_TARGET set to each ISA in turn).
 //
 // Reading guide: Transpose() walks tiles of kTileRows x kTileCols destination elements; inside a
-// tile, TransposeBlock() moves N x N elements through registers, N = the vector's lane count, with
+// tile,
+// TransposeBlock() moves N x N elements through registers, N = the vector's lane count, with
 // log2(N) rounds of ConcatEven / ConcatOdd (each round sends bit 0 of the lane index to the top
 // of the row index; after log2(N) rounds rows and lanes have traded places). Edges narrower than
-// N take blocks of N/2, N/4 ... 4 lanes (TransposeRegion); only strips under 4 wide go element by
-// element. The HWY_ONCE part at the end is compiled once and picks the target.
+// N go element by element. The HWY_ONCE part at the end is compiled once and picks the target.
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "kernels/vec/copy.cpp"
 #include "kernels/vec/copy.h"
@@ -103,46 +103,32 @@ void TransposeScalar(T* dst, int64_t ds, const T* src, int64_t ss, int64_t r0, i
     for (int64_t c = c0; c < c1; ++c) dst[r * ds + c] = src[c * ss + r];
 }
 
-// Covers [r0, r1) x [c0, c1) of the destination with D-wide register blocks, then its right and
-// bottom strips (narrower than D's lanes) with blocks half as wide, down to 4 lanes; what is
-// left (strips under 4 elements wide) goes element by element. 4- and 8-byte lanes only:
-// narrower ones would need N > 16 vectors live and spill.
-template <class D, typename T>
-void TransposeRegion(D d, T* dst, int64_t ds, const T* src, int64_t ss, int64_t r0, int64_t r1,
-                     int64_t c0, int64_t c1) {
-#if HWY_TARGET != HWY_SCALAR
-  constexpr size_t N = hn::MaxLanes(D());
-  if constexpr (sizeof(T) >= 4 && N >= 4) {
-    const int64_t n = static_cast<int64_t>(hn::Lanes(d));
-    const int64_t rv = r0 + (r1 - r0) / n * n, cv = c0 + (c1 - c0) / n * n;
-    for (int64_t r = r0; r < rv; r += n)
-      for (int64_t c = c0; c < cv; c += n)
-        TransposeBlock(d, dst + r * ds + c, ds, src + c * ss + r, ss);
-    if constexpr (N > 4) {
-      const hn::CappedTag<T, N / 2> half;
-      TransposeRegion(half, dst, ds, src, ss, r0, rv, cv, c1);
-      TransposeRegion(half, dst, ds, src, ss, rv, r1, c0, c1);
-    } else {
-      TransposeScalar(dst, ds, src, ss, r0, rv, cv, c1);
-      TransposeScalar(dst, ds, src, ss, rv, r1, c0, c1);
-    }
-    return;
-  }
-#endif
-  (void)d;
-  TransposeScalar(dst, ds, src, ss, r0, r1, c0, c1);
-}
-
 template <typename T>
 void Transpose(char* dst_bytes, int64_t ds, const char* src_bytes, int64_t ss, int64_t rows,
                int64_t cols) {
   T* dst = reinterpret_cast<T*>(dst_bytes);
   const T* src = reinterpret_cast<const T*>(src_bytes);
-  const hn::ScalableTag<T> d;
   for (int64_t r0 = 0; r0 < rows; r0 += kTileRows) {
     const int64_t r1 = std::min(rows, r0 + kTileRows);
-    for (int64_t c0 = 0; c0 < cols; c0 += kTileCols)
-      TransposeRegion(d, dst, ds, src, ss, r0, r1, c0, std::min(cols, c0 + kTileCols));
+    for (int64_t c0 = 0; c0 < cols; c0 += kTileCols) {
+      const int64_t c1 = std::min(cols, c0 + kTileCols);
+      int64_t rv = r0, cv = c0;  // [r0, rv) x [c0, cv) goes through registers
+#if HWY_TARGET != HWY_SCALAR
+      // Register transposes need full vectors whose lanes ConcatEven / ConcatOdd permute: 4- and
+      // 8-byte lanes keep N <= 16 vectors live; narrower ones would spill, so they go scalar.
+      if constexpr (sizeof(T) >= 4) {
+        const hn::ScalableTag<T> d;
+        const int64_t n = static_cast<int64_t>(hn::Lanes(d));
+        rv = r0 + (r1 - r0) / n * n;
+        cv = c0 + (c1 - c0) / n * n;
+        for (int64_t r = r0; r < rv; r += n)
+          for (int64_t c = c0; c < cv; c += n)
+            TransposeBlock(d, dst + r * ds + c, ds, src + c * ss + r, ss);
+      }
+#endif
+      TransposeScalar(dst, ds, src, ss, r0, rv, cv, c1);
+      TransposeScalar(dst, ds, src, ss, rv, r1, c0, c1);
+    }
   }
 }
 
