@@ -84,6 +84,18 @@ int run(const cli::CliArgs& a) {
     write_result(dir / ("out" + std::to_string(i) + ".npy"), r.outputs[i]);
   for (size_t i = 0; i < r.grads.size(); ++i)
     if (r.grads[i].defined()) write_result(dir / ("grad" + std::to_string(i) + ".npy"), r.grads[i]);
+  // The inputs the graph wrote into (a training step's running statistics): their new values,
+  // and which they were.
+  std::string mutated;
+  for (size_t i = 0; i < r.mutated.size(); ++i) {
+    if (!r.mutated[i].defined()) continue;
+    write_result(dir / ("mutated" + std::to_string(i) + ".npy"), r.mutated[i]);
+    mutated +=
+        (mutated.empty() ? "" : ", ") + std::to_string(i) + " (%" + prog.inputs()[i].name + ")";
+  }
+  if (!mutated.empty())
+    std::cout << "mutated inputs: " << mutated << "; new values in " << a.out
+              << "/mutated<i>.npy\n";
   return 0;
 }
 

@@ -335,7 +335,29 @@ class Exporter:
             else:
                 names[node] = fresh(node.name)
                 lines.append("  %%%s: %s = %s" % (value_name(names[node]), type_text(v), call))
-        return "graph %s(%s) {\n%s\n}\n" % (graph_name, ", ".join(sig), "\n".join(lines))
+        return "graph %s(%s) {\n%s\n}\n" % (value_name(graph_name), ", ".join(sig), "\n".join(lines))
+
+
+def lift_constants(gm):
+    """Turns each get_attr node (a tensor constant created inside forward) into a graph input
+    named `const.<attr>`, appended after the other inputs; returns [(name, tensor)] in order.
+    Our graphs hold no tensor data, so constants travel as named inputs (.npy beside the graph)."""
+    consts, lifted = [], {}
+    last_input = [n for n in gm.graph.nodes if n.op == "placeholder"][-1]
+    for node in list(gm.graph.nodes):
+        if node.op != "get_attr":
+            continue
+        if node.target not in lifted:  # one input per attribute, however often it is read
+            value = getattr(gm, node.target)
+            if not isinstance(value, torch.Tensor):
+                raise ExportError("get_attr %s is a %s, not a tensor" % (node.target, type(value).__name__))
+            with gm.graph.inserting_after(last_input):
+                lifted[node.target] = last_input = gm.graph.placeholder("const_" + node.target)
+            consts.append(("const." + node.target, value.detach().clone()))
+        node.replace_all_uses_with(lifted[node.target])
+        gm.graph.erase_node(node)
+    gm.recompile()
+    return consts
 
 
 def run_recording(gm, inputs):
@@ -363,7 +385,8 @@ def save(path, t):
 
 
 def flat_outputs(out):
-    return list(out) if isinstance(out, (tuple, list)) else [out]
+    """Every tensor of a (possibly nested) result, in order: LSTM returns (out, (h, c))."""
+    return [t for t in torch.utils._pytree.tree_flatten(out)[0] if isinstance(t, torch.Tensor)]
 
 
 def record(exporter, spec, out_dir):
@@ -384,6 +407,10 @@ def record(exporter, spec, out_dir):
     # Reference values: PyTorch eager, with autograd.
     leaves = [t.clone().requires_grad_(i in grad_inputs) for i, t in enumerate(inputs)]
     outs = flat_outputs(fn(*leaves))
+    # Inputs the step wrote into (batch norm's running statistics, num_batches_tracked): their
+    # values after the step, which aotgrad returns as mutated inputs.
+    mutated = [i for i, (a, b) in enumerate(zip(leaves, inputs))
+               if a.shape == b.shape and not torch.equal(a.detach(), b)]
     manifest = {"name": name, "rtol": spec.get("rtol", 1e-5), "atol": spec.get("atol", 1e-6),
                 "inputs": [], "outputs": [], "tangents": [], "grads": [], "mode": "forward"}
     tangents, grads = [], []
@@ -411,14 +438,21 @@ def record(exporter, spec, out_dir):
             g = torch.autograd.grad(diff, [prim[i] for i in grad_inputs], list(args[len(inputs):]),
                                     allow_unused=True)
             return tuple(x.detach() for x in o) + tuple(g)
-        gm = make_fx(joint, decomposition_table=decomp)(*inputs, *tangents)
+        gm = make_fx(joint, decomposition_table=decomp)(*[t.clone() for t in inputs], *tangents)
         graph_inputs = inputs + tangents
         graph_names = input_names + ["tangent%d" % k for k in range(len(tangents))]
         manifest["mode"] = "backward_graph"
     else:
-        gm = make_fx(fn, decomposition_table=decomp)(*inputs)
+        # On copies: a step that updates buffers would otherwise leave its writes in the inputs
+        # saved below.
+        gm = make_fx(fn, decomposition_table=decomp)(*[t.clone() for t in inputs])
         graph_inputs, graph_names = inputs, input_names
-    values = run_recording(gm, graph_inputs)
+    consts = lift_constants(gm)
+    if consts:
+        manifest["constants"] = [{"input": len(graph_inputs) + k, "name": n} for k, (n, _) in enumerate(consts)]
+        graph_inputs = graph_inputs + [t for _, t in consts]
+        graph_names = graph_names + [n for n, _ in consts]
+    values = run_recording(gm, [t.clone() for t in graph_inputs])
     text = exporter.graph_text(gm, values, name, graph_names)
     with open(os.path.join(d, "graph.txt"), "w") as f:
         f.write(text)
@@ -430,6 +464,11 @@ def record(exporter, spec, out_dir):
     for k, o in enumerate(ref_outs):
         save(os.path.join(d, "output%d.npy" % k), o)
         manifest["outputs"].append("output%d.npy" % k)
+    if mutated and not spec.get("joint"):
+        manifest["mutated"] = []
+        for i in mutated:
+            save(os.path.join(d, "mutated%d.npy" % i), leaves[i])
+            manifest["mutated"].append({"input": i, "file": "mutated%d.npy" % i})
     if not spec.get("joint"):
         for k, t in enumerate(tangents):
             save(os.path.join(d, "tangent%d.npy" % k), t)
@@ -443,6 +482,86 @@ def record(exporter, spec, out_dir):
     return text
 
 
+# ---- any module: its training step ----
+
+def import_dotted(path):
+    mod_name, _, attr = path.rpartition(".")
+    if not mod_name:
+        raise ExportError("--module %s: expected a dotted path such as torchvision.models.resnet18" % path)
+    import importlib
+    try:
+        return getattr(importlib.import_module(mod_name), attr)
+    except (ImportError, AttributeError) as e:
+        raise ExportError("--module %s: %s" % (path, e))
+
+
+def parse_shape(text):
+    try:
+        shape = [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        shape = []
+    if not shape or any(s < 0 for s in shape):
+        raise ExportError("--input %r: expected sizes separated by commas, such as 2,3,64,64" % text)
+    return shape
+
+
+def module_spec(args):
+    """A training step of `args.module` as a fixture spec: parameters and buffers first, named by
+    their fully-qualified names, then the inputs; gradients of every parameter that requires grad
+    and of every floating input, from random tangents."""
+    from torch.nn.utils.stateless import functional_call
+    ctor = import_dotted(args.module)
+    kwargs = json.loads(args.kwargs) if args.kwargs else {}
+    torch.manual_seed(args.seed)
+    model = ctor(**kwargs)
+    model.train(args.train)
+    if not args.dropout:
+        # Dropout off (and torchvision's stochastic depth), so PyTorch's random streams, which
+        # ours do not reproduce, leave the reference values alone.
+        for m in model.modules():
+            if isinstance(m, torch.nn.modules.dropout._DropoutNd) or type(m).__name__ == "StochasticDepth":
+                m.p = 0.0
+            if isinstance(m, (torch.nn.MultiheadAttention, torch.nn.RNNBase)):
+                m.dropout = 0.0  # attention weights' dropout; dropout between RNN layers
+    params = dict(model.named_parameters())
+    buffers = dict(model.named_buffers())
+    names = list(params) + list(buffers)
+    state = [t.detach().clone() for t in list(params.values()) + list(buffers.values())]
+    shapes = [parse_shape(t) for t in args.input]
+    inputs = [torch.randn(*shape) for shape in shapes]
+    n_state = len(state)
+
+    rnns = [m for m in model.modules() if isinstance(m, torch.nn.RNNBase)]
+
+    def step(*flat):
+        tensors = dict(zip(names, flat[:n_state]))
+        if not rnns:
+            return functional_call(model, tensors, tuple(flat[n_state:]))
+        # RNNs read a cached list of their weights (_flat_weights) that functional_call leaves
+        # pointing at the real parameters (which would be traced as constants): refresh it while
+        # the graph's inputs stand in, and again after.
+        from torch.nn.utils.stateless import _reparametrize_module
+
+        def refresh(m):
+            m._flat_weights = [getattr(m, n) if hasattr(m, n) else None for n in m._flat_weights_names]
+        try:
+            with _reparametrize_module(model, tensors):
+                for m in rnns:
+                    refresh(m)
+                return model(*flat[n_state:])
+        finally:
+            for m in rnns:
+                refresh(m)
+
+    grad_params = [i for i, n in enumerate(names) if n in params]
+    no_grad = [i for i in range(n_state) if i not in grad_params]
+    name = args.name or "%s@%s" % (args.module.rpartition(".")[2], "train" if args.train else "eval")
+    return dict(name=name, fn=step, inputs=state + inputs, grad=True, no_grad_inputs=no_grad,
+                input_names=names + ["input%d" % i for i in range(len(inputs))],
+                rtol=args.rtol, atol=args.atol, module=args.module, train=args.train,
+                dropout=args.dropout)
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--out", default=DEFAULT_OUT, help="fixture directory (default tests/data/torch)")
@@ -450,7 +569,33 @@ def main():
     p.add_argument("--only", default=None, help="regex: record only fixtures whose name matches")
     p.add_argument("--list", action="store_true", help="list fixture names and exit")
     p.add_argument("--print", action="store_true", help="print each graph as it is recorded")
+    p.add_argument("--module", default=None,
+                   help="export one module's training step instead of the fixture list: a dotted "
+                        "constructor such as torchvision.models.resnet18 or torch.nn.LSTM")
+    p.add_argument("--kwargs", default=None, help="JSON keyword arguments for the constructor")
+    p.add_argument("--input", action="append", default=[], help="input sizes, e.g. 2,3,64,64 (repeat)")
+    mode = p.add_mutually_exclusive_group()
+    mode.add_argument("--train", dest="train", action="store_true", default=True, help="train mode (default)")
+    mode.add_argument("--eval", dest="train", action="store_false", help="eval mode")
+    p.add_argument("--dropout", action="store_true", help="keep dropout and stochastic depth on")
+    p.add_argument("--name", default=None, help="graph and directory name (default MODEL@train|eval)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--rtol", type=float, default=1e-4)
+    p.add_argument("--atol", type=float, default=1e-5)
     args = p.parse_args()
+    if args.module:
+        if not args.input:
+            p.error("--module needs at least one --input")
+        try:
+            spec = module_spec(args)
+            text = record(Exporter(load_op_table(args.op_table)), spec, args.out)
+        except ExportError as e:
+            print("FAILED %s: %s" % (args.module, e), file=sys.stderr)
+            return 1
+        if args.print:
+            print(text)
+        print("recorded %s in %s" % (spec["name"], os.path.join(args.out, spec["name"])))
+        return 0
     sys.dont_write_bytecode = True  # no __pycache__ among the fixtures
     sys.path.insert(0, DEFAULT_OUT)
     from fixtures import fixtures  # noqa: E402 (tests/data/torch/fixtures.py)

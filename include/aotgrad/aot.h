@@ -37,6 +37,17 @@
 // tensors) is traced through: its ops become part of the outer graph, as PyTorch inlines nested
 // compiled calls. A fake tensor passed outside any trace, or an undefined Tensor, is an error that
 // names the argument.
+//
+// Pipeline. Every specialization is lowered (trace → joint → partition) into an Artifact
+// (aotgrad/artifact.h: plain data, serializable) and instantiated into a runtime; artifact()
+// returns the most recent one, and instantiate() builds a runtime from any artifact.
+//
+// Logging. AOTGRAD_LOG (read at each cache miss, never on the hot path; hits are logged as the
+// latest miss read it) is a list of topics separated by commas or spaces, or "all":
+// recompiles (why a call compiled again), cache (each hit, miss, compile and eager fallback),
+// guards (what a new specialization assumed), graphs (each graph as lowering makes it) and
+// partition (what the partitioner saved); each event is one line "[aotgrad] TOPIC fn=NAME ...".
+// AOTGRAD_DUMP=dir writes every graph of every compile to dir/NAME_INDEX_STAGE.txt, creating dir.
 #pragma once
 
 #include <cstdint>
@@ -51,6 +62,7 @@
 #include <utility>
 #include <vector>
 
+#include "aotgrad/artifact.h"
 #include "aotgrad/tensor.h"
 
 namespace aotgrad {
@@ -90,18 +102,39 @@ struct CacheStats {
   size_t entries = 0;          // specializations held (compiled and not failed)
 };
 
-// The graphs of one compiled specialization, as text, and what the forward saves for backward.
-struct CompiledGraphs {
-  bool is_inference = false;
-  std::string forward, backward, joint, inference;
-  std::string saved_report;
-  std::string meta;  // ViewAndMutationMeta: input mutations and output aliasing
-  size_t num_saved = 0;
-  size_t saved_bytes = 0;             // all saved values
-  size_t saved_activation_bytes = 0;  // saved values that are not graph inputs
+using FlatFn = std::function<std::vector<Tensor>(const std::vector<Tensor>&)>;
+
+// What a call traces: its flattened function and, for aot_module, the fully-qualified names of
+// the parameters and buffers that lead its flat inputs (their descriptors: param(fqn),
+// buffer(fqn); the other inputs are input(k)).
+struct FlatFunction {
+  FlatFn fn;
+  std::vector<std::string> parameter_names, buffer_names;
 };
 
-using FlatFn = std::function<std::vector<Tensor>(const std::vector<Tensor>&)>;
+// A runtime instantiated from an Artifact: call it with the flat tensor inputs of a call the
+// artifact covers (its guards: dtypes, geometry, requires_grad, aliasing, grad mode; a mismatch
+// throws std::invalid_argument naming the first difference). Results, mutations of the inputs and
+// gradients are those of the compiled function the artifact came from. Thread-safe.
+class CompiledArtifact {
+ public:
+  std::vector<Tensor> operator()(const std::vector<Tensor>& inputs) const;
+  const Artifact& artifact() const { return artifact_; }
+
+ private:
+  friend CompiledArtifact instantiate(const Artifact&, const AotConfig&);
+  CompiledArtifact(Artifact a, std::shared_ptr<const void> runtime, std::string key)
+      : artifact_(std::move(a)), runtime_(std::move(runtime)), key_(std::move(key)) {}
+  Artifact artifact_;
+  std::shared_ptr<const void> runtime_;  // an aot::Runtime
+  std::string key_;                      // the guard key of the calls it covers
+};
+
+// Compiles the artifact's graphs with the compilers `compilers` names (fw_compiler,
+// bw_compiler, inference_compiler; its other fields are not read).
+CompiledArtifact instantiate(const Artifact& artifact, const AotConfig& compilers);
+// ... with the compilers the artifact was lowered for.
+CompiledArtifact instantiate(const Artifact& artifact);
 
 // The type-erased engine behind AotFunction and AotModule: a cache of compiled specializations
 // keyed by what they assumed (guards), and the runtime that runs them. Thread-safe (see
@@ -113,9 +146,10 @@ class CompiledFunction {
   // aot_detail::flatten_arg, after aot_module's record of lifted tensors); `make_fn` is asked for
   // the flattened function only when it must be traced or run eagerly.
   std::vector<Tensor> call(std::vector<Tensor> inputs, const std::string& key_extra,
-                           const std::function<FlatFn()>& make_fn);
+                           const std::function<FlatFunction()>& make_fn);
   // The most recently used specialization; throws if nothing was compiled yet.
   CompiledGraphs graphs() const;
+  Artifact artifact() const;
   size_t num_compilations() const;  // specializations held (stats().entries)
   CacheStats stats() const;
   const AotConfig& config() const;
@@ -255,10 +289,10 @@ class AotFunction {
     std::vector<Tensor> flat;
     std::string key;
     (aot_detail::flatten_arg(args, flat, key), ...);
-    auto make_fn = [&]() -> FlatFn {
+    auto make_fn = [&]() -> FlatFunction {
       auto fn = fn_;
       auto originals = std::make_shared<std::tuple<Args...>>(args...);
-      return [fn, originals](const std::vector<Tensor>& inputs) -> std::vector<Tensor> {
+      return {[fn, originals](const std::vector<Tensor>& inputs) -> std::vector<Tensor> {
         size_t pos = 0;
         // Braced init evaluates left to right, matching the flattening order.
         auto rebuilt = std::apply(
@@ -267,12 +301,13 @@ class AotFunction {
             },
             *originals);
         return aot_detail::Outputs<R>::flatten(std::apply(*fn, rebuilt));
-      };
+      }};
     };
     return aot_detail::Outputs<R>::unflatten(engine_->call(std::move(flat), key, make_fn));
   }
 
   CompiledGraphs graphs() const { return engine_->graphs(); }
+  Artifact artifact() const { return engine_->artifact(); }
   size_t num_compilations() const { return engine_->num_compilations(); }
   CacheStats stats() const { return engine_->stats(); }
   CompiledFunction& engine() const { return *engine_; }

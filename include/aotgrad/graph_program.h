@@ -1,17 +1,19 @@
 // Graph files as programs: what the `aotgrad` command-line program runs (docs/cli.md).
 //
 // A GraphProgram is a forward graph in the text format (docs/ir.md), parsed and verified once. It
-// runs with the interpreter backend, either forward only or — like aot_function's training path —
-// as joint graph -> partition -> forward + backward, with the gradients of its inputs.
+// runs through aot_function's pipeline (lower → Artifact → instantiate, docs/architecture.md),
+// either forward only or as joint graph -> partition -> forward + backward, with the gradients of
+// its inputs; each distinct GraphRunOptions is compiled once and kept.
 //
-// Which inputs require grad in a backward run: every floating input (f32, f64, f16, bf16) whose
-// position is not in GraphRunOptions::no_grad. A graph value then requires grad when any tensor
-// argument of its node does, the node's op has a VJP rule, and the value is floating — the rule
-// eager autograd follows.
+// Which inputs require grad in a backward run: every floating input (f32, f64, f16, bf16) that the
+// graph does not write into and whose position is not in GraphRunOptions::no_grad. A graph value
+// then requires grad when any tensor argument of its node does, the node's op has a VJP rule, and
+// the value is floating — the rule eager autograd follows.
 //
-// Thread-safety: a GraphProgram is immutable once parsed; run(), show(), inputs() and
-// check_input() may be called from any number of threads at once, on one program or on copies
-// (which share it). Every input must be a defined, real tensor (not a tracer's fake).
+// Thread-safety: a GraphProgram is immutable once parsed (its cache of compiled runtimes is
+// guarded); run(), show(), inputs() and check_input() may be called from any number of threads at
+// once, on one program or on copies (which share it). Every input must be a defined, real tensor
+// (not a tracer's fake).
 #pragma once
 
 #include <memory>
@@ -51,6 +53,8 @@ struct GraphRunOptions {
   double activation_memory_budget = 1.0;
   // Input positions that never require grad, even when floating.
   std::vector<size_t> no_grad;
+  // The compiler every graph is handed to (backends registry: "interpreter").
+  std::string compiler = "interpreter";
 };
 
 struct GraphRunResult {
@@ -58,6 +62,9 @@ struct GraphRunResult {
   // One slot per graph input: its gradient, or an undefined Tensor for inputs that do not require
   // grad (or whose gradient does not depend on any output). Empty for forward-only runs.
   std::vector<Tensor> grads;
+  // One slot per graph input: its value after the run when the graph writes into it in place
+  // (the caller's tensor is left as it was), else an undefined Tensor.
+  std::vector<Tensor> mutated;
 };
 
 // What one graph input expects, for messages and for `aotgrad show`.
@@ -71,8 +78,12 @@ class GraphProgram {
  public:
   // Parses and verifies `text`. `source` names the text in errors (a file path, or "<graph>").
   // Throws GraphParseError for syntax errors and for a node that does not verify (shapes that
-  // disagree with its op), std::invalid_argument for a graph that uses in-place ops or fails
-  // verification elsewhere (an output). Any text gives a program or one of these, one line.
+  // disagree with its op), std::invalid_argument for a graph that fails verification elsewhere
+  // (an output). Any text gives a program or one of these, one line.
+  // A graph may mutate (in-place ops and writes through views, as make_fx records them): it is
+  // then functionalized by tracing it as a function, exactly as aot_function traces C++ code, and
+  // its writes into inputs become mutations the run applies. An input the graph writes into never
+  // requires grad (it is state, like batch norm's running statistics).
   static GraphProgram parse(std::string_view text, const std::string& source = "<graph>");
   // Reads the file at `path` and parses it; throws std::invalid_argument if it cannot be read.
   static GraphProgram load(const std::string& path);

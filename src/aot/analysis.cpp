@@ -1,8 +1,61 @@
 #include "aot/analysis.h"
 
 #include <sstream>
+#include <stdexcept>
+
+#include "tensor/message_text.h"
 
 namespace aotgrad::aot {
+
+ViewReplayStep to_replay_step(const trace::ViewStep& step) {
+  ViewReplayStep r;
+  r.op = std::string(step.op->name);
+  r.args = step.args;
+  r.grad_mode = step.grad_mode;
+  if (step.piece_of) r.piece_of = std::string(step.piece_of->name);
+  r.piece_args = step.piece_args;
+  r.piece = step.piece;
+  r.piece_group = step.piece_group;
+  r.written_after = step.written_after;
+  return r;
+}
+
+namespace {
+const ops::OpDef& view_op(const std::string& name) {
+  const ops::OpDef* op = ops::find(name);
+  if (!op || op->view_of_arg() < 0)
+    throw std::invalid_argument("view replay step names '" + escape_for_message(name, 80) +
+                                "', which is not a view op of this build's op table");
+  return *op;
+}
+}  // namespace
+
+trace::ViewStep resolve(const ViewReplayStep& r) {
+  trace::ViewStep step;
+  step.op = &view_op(r.op);
+  step.args = r.args;
+  step.grad_mode = r.grad_mode;
+  if (!r.piece_of.empty()) step.piece_of = &view_op(r.piece_of);
+  step.piece_args = r.piece_args;
+  step.piece = r.piece;
+  step.piece_group = r.piece_group;
+  step.written_after = r.written_after;
+  return step;
+}
+
+std::vector<ViewReplayStep> to_replay_chain(const std::vector<trace::ViewStep>& chain) {
+  std::vector<ViewReplayStep> out;
+  out.reserve(chain.size());
+  for (const trace::ViewStep& s : chain) out.push_back(to_replay_step(s));
+  return out;
+}
+
+std::vector<trace::ViewStep> resolve(const std::vector<ViewReplayStep>& chain) {
+  std::vector<trace::ViewStep> out;
+  out.reserve(chain.size());
+  for (const ViewReplayStep& s : chain) out.push_back(resolve(s));
+  return out;
+}
 
 std::string_view output_type_name(OutputType t) {
   switch (t) {
@@ -45,7 +98,7 @@ std::string ViewAndMutationMeta::to_string() const {
     if (!out.view_chain.empty()) {
       os << " view_chain=[";
       for (size_t k = 0; k < out.view_chain.size(); ++k)
-        os << (k ? ", " : "") << out.view_chain[k].op->name;
+        os << (k ? ", " : "") << out.view_chain[k].op;
       os << "]";
     }
     os << "\n";

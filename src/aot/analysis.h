@@ -1,6 +1,7 @@
 // ViewAndMutationMeta: what a traced function did to its inputs and how its outputs alias, in
-// one plain struct the runtime walks (PyTorch's ViewAndMutationMeta, InputAliasInfo and
-// OutputAliasInfo).
+// one plain struct (PyTorch's ViewAndMutationMeta, InputAliasInfo and OutputAliasInfo). Plain
+// data: ops are named, never pointed to, so the struct prints, compares and serializes (it is part
+// of the Artifact, aot/artifact.h); instantiate resolves the names once into the runtime's form.
 #pragma once
 
 #include <string>
@@ -9,6 +10,24 @@
 #include "trace/functionalize.h"
 
 namespace aotgrad::aot {
+
+// One step of a view chain (trace::ViewStep) with its ops by name. Tensor slots of `args` and
+// `piece_args` hold undefined tensors: the viewed tensor is filled in at replay.
+struct ViewReplayStep {
+  std::string op;
+  ops::OpArgs args;
+  bool grad_mode = true;
+  std::string piece_of;  // empty unless the step selects a piece of split / chunk / unbind
+  ops::OpArgs piece_args;
+  size_t piece = 0;
+  size_t piece_group = 0;
+  bool written_after = false;
+};
+ViewReplayStep to_replay_step(const trace::ViewStep& step);
+// The runtime form; throws std::invalid_argument naming an op that is not in the table.
+trace::ViewStep resolve(const ViewReplayStep& step);
+std::vector<ViewReplayStep> to_replay_chain(const std::vector<trace::ViewStep>& chain);
+std::vector<trace::ViewStep> resolve(const std::vector<ViewReplayStep>& chain);
 
 struct InputAliasInfo {  // one per graph input
   bool is_leaf = true;
@@ -39,7 +58,7 @@ struct OutputAliasInfo {  // one per user output
   int base = -1;
   int graph_output = -1;  // non_alias / unsafe_view_alias: forward graph output holding it
   bool requires_grad = false;
-  std::vector<trace::ViewStep> view_chain;  // replayed on the base to regenerate the alias
+  std::vector<ViewReplayStep> view_chain;  // replayed on the base to regenerate the alias
   // The function made this tensor a leaf that requires grad (requires_grad_() on an intermediate,
   // a view or a literal): the runtime calls requires_grad_() on the result, which the graph
   // returns without history.

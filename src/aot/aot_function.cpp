@@ -1,21 +1,19 @@
-// CompiledFunction: the cache of specializations, their guards, and the compile pipeline.
+// CompiledFunction: the cache of specializations and their guards.
 //
 // Reading guide: call() checks the inputs, builds the call's guard key (aot/guard_key.h: all a
 // specialization assumed, as exact bytes) and looks it up in a hash map under a shared lock: the
-// hot path. On a miss (Impl::resolve_miss) it takes the lock exclusively and either waits for
-// another thread's compile of the same key (a Pending), or runs the function eagerly once
-// cache_size_limit keys are compiled, or registers a Pending and runs compile() with no lock
-// held: capture → (joint → partition → compile fw/bw) or (inference → compile). Each stage can
-// be dumped (AOTGRAD_DUMP=dir). AOTGRAD_LOG=recompiles logs why a call missed.
+// hot path, which then runs the entry's Runtime. On a miss (Impl::resolve_miss) it takes the lock
+// exclusively and either waits for another thread's compile of the same key (a Pending), or runs
+// the function eagerly once cache_size_limit keys are compiled, or registers a Pending and runs
+// compile() with no lock held: lower (aot/lower.h) → Artifact → instantiate (aot/runtime.h).
+// Each graph can be dumped (AOTGRAD_DUMP=dir) and every event logged (AOTGRAD_LOG, aot/log.h).
 //
 // Thread-safety: Impl's maps, `order` and `limit_reported` are guarded by `mutex`. An Entry is
 // immutable once published and never removed, so `last` (an atomic raw pointer) and the pointers
-// the hot path returns stay valid while the Impl lives. Counters are atomics. Two thread_locals
-// say whether this thread is tracing a compiled function (nested calls are traced through) or
-// is inside an aot_module's eager fallback (EagerOnlyScope).
+// the hot path returns stay valid while the Impl lives. Counters and `log_cache` are atomics.
+// Thread-locals (aot/tracing_state.h) say whether this thread is tracing a compiled function
+// (nested calls are traced through) or is inside an aot_module's eager fallback.
 #include <atomic>
-#include <cstdlib>
-#include <fstream>
 #include <future>
 #include <iostream>
 #include <mutex>
@@ -23,30 +21,18 @@
 #include <stdexcept>
 #include <unordered_map>
 
-#include "aot/capture.h"
 #include "aot/guard_key.h"
-#include "aot/joint.h"
+#include "aot/log.h"
+#include "aot/lower.h"
 #include "aot/runtime.h"
+#include "aot/tracing_state.h"
 #include "aotgrad/autograd.h"
-#include "graph/dce.h"
 #include "graph/printer.h"
-#include "partition/registry.h"
 
 namespace aotgrad {
 namespace {
 
 using aot::InputGuard;
-
-thread_local int t_tracing = 0;     // traces of compiled functions running on this thread
-thread_local int t_eager_only = 0;  // live EagerOnlyScopes on this thread
-
-class TracingScope {
- public:
-  TracingScope() { ++t_tracing; }
-  ~TracingScope() { --t_tracing; }
-  TracingScope(const TracingScope&) = delete;
-  TracingScope& operator=(const TracingScope&) = delete;
-};
 
 // A compiled specialization and what it assumed, in readable form (for recompile messages).
 struct Entry {
@@ -55,7 +41,9 @@ struct Entry {
   bool grad_mode;
   std::string key_extra;
   std::string reason;  // why it was compiled, in one line
-  std::shared_ptr<const aot::Specialization> spec;
+  std::shared_ptr<const aot::Artifact> artifact;
+  std::shared_ptr<const aot::Runtime> runtime;
+  CompiledGraphs text;  // for graphs(), printed once
 };
 using EntryPtr = std::shared_ptr<const Entry>;
 
@@ -82,11 +70,6 @@ void check_inputs_real(const std::vector<Tensor>& inputs, const std::string& key
   }
 }
 
-bool env_has(const char* var, const std::string& word) {
-  const char* v = std::getenv(var);
-  return v && std::string(v).find(word) != std::string::npos;
-}
-
 // Why `e` does not cover this call, in words.
 std::string mismatch(const Entry& e, const std::vector<InputGuard>& g, const aot::InputPlan& plan,
                      bool grad_mode, const std::string& key_extra) {
@@ -109,81 +92,72 @@ std::string one_line(const std::string& reason, size_t limit = 120) {
   return s.size() > limit ? s.substr(0, limit - 3) + "..." : s;
 }
 
-void dump(const std::string& fn_name, size_t index, const char* stage, const std::string& text) {
-  const char* dir = std::getenv("AOTGRAD_DUMP");
-  if (!dir || !*dir) return;
-  std::ofstream(std::string(dir) + "/" + fn_name + "_" + std::to_string(index) + "_" + stage +
-                ".txt")
-      << text;
+// `reason` on one line: its line breaks become "; ".
+std::string flattened(const std::string& reason) {
+  std::string s;
+  for (size_t i = 0; i < reason.size(); ++i) {
+    if (reason[i] != '\n')
+      s += reason[i];
+    else if (i + 1 < reason.size())
+      s += "; ";
+  }
+  return s;
 }
 
-std::shared_ptr<const aot::Specialization> compile(const AotConfig& cfg, const FlatFn& fn,
-                                                   const std::vector<Tensor>& inputs,
-                                                   const aot::InputPlan& plan, size_t index) {
-  auto spec = std::make_shared<aot::Specialization>();
-  spec->fn_name = cfg.name;
-  spec->plan = plan;
-  std::vector<Tensor> graph_inputs = aot::graph_inputs_for(plan, inputs);
-  aot::CapturedForward captured = [&] {
-    TracingScope tracing;
-    return aot::capture_forward(fn, inputs, plan, graph_inputs, cfg);
-  }();
-  spec->meta = captured.meta;
-  spec->text.meta = captured.meta.to_string();
-  spec->num_graph_outputs = captured.graph.outputs().size();
-  for (graph::ValueId v : captured.graph.outputs())
-    spec->output_metas.push_back(captured.graph.value(v).meta);
-  if (!captured.backward_errors.empty()) spec->backward_error = captured.backward_errors.front();
-  backends::Compiler fw_compiler = backends::compiler(cfg.fw_compiler);
+// The call's descriptors: param(fqn) and buffer(fqn) for aot_module's lifted tensors, input(k)
+// for the rest (k counts the user's own tensors only, as PyTorch's PlainAOTInput does).
+std::vector<Descriptor> input_descriptors(const FlatFunction& f, size_t num_inputs) {
+  std::vector<Descriptor> d;
+  for (const std::string& n : f.parameter_names) d.push_back(Descriptor::param(n));
+  for (const std::string& n : f.buffer_names) d.push_back(Descriptor::buffer(n));
+  for (int64_t k = 0; d.size() < num_inputs; ++k) d.push_back(Descriptor::input(k));
+  d.resize(num_inputs);
+  return d;
+}
 
-  if (!captured.needs_autograd) {
-    graph::Graph inference = captured.graph;
-    inference.set_name("inference");
-    graph::eliminate_dead_code(inference);
-    spec->is_inference = true;
-    spec->text.is_inference = true;
-    spec->text.inference = graph::print_graph(inference);
-    dump(cfg.name, index, "inference", spec->text.inference);
-    spec->inference = backends::compiler(
-        cfg.inference_compiler.empty() ? cfg.fw_compiler : cfg.inference_compiler)(inference);
-    return spec;
+std::string guards_line(const std::string& fn, size_t index, const aot::Guards& g) {
+  std::string line = "guards fn=" + fn + " index=" + std::to_string(index) +
+                     " grad_mode=" + (g.grad_mode ? "1" : "0") + " inputs=[";
+  for (size_t i = 0; i < g.inputs.size(); ++i) {
+    const InputGuard& in = g.inputs[i];
+    line += (i ? "; " : "") + std::string(dtype_name(in.dtype)) + shape_to_string(in.sizes) +
+            " strides=" + shape_to_string(in.strides) +
+            " offset=" + std::to_string(in.storage_offset) +
+            (in.requires_grad ? " requires_grad" : "");
   }
+  line += "] plan=";
+  line += g.plan.trivial() && g.plan.unmergeable.empty() ? "trivial" : "aliased";
+  return line + " key=" + aot::key_digest(aot::guard_key(g));
+}
 
-  aot::JointGraph joint = aot::build_joint(captured.graph, captured.value_requires_grad);
-  spec->text.joint = graph::print_graph(joint.graph);
-  dump(cfg.name, index, "joint", spec->text.joint);
-  partition::Partition part =
-      partition::run_partitioner(cfg.partitioner, joint.graph,
-                                 {joint.num_primals, joint.num_fw_outputs, captured.node_budgets},
-                                 {.activation_memory_budget = cfg.activation_memory_budget});
-  spec->text.forward = graph::print_graph(part.forward);
-  spec->text.backward = graph::print_graph(part.backward);
-  spec->text.saved_report = part.report();
-  spec->text.num_saved = part.saved.size();
-  spec->text.saved_bytes = part.saved_bytes();
-  for (const partition::SavedValue& s : part.saved)
-    if (s.primal_index < 0) spec->text.saved_activation_bytes += s.bytes;
-  dump(cfg.name, index, "forward", spec->text.forward);
-  dump(cfg.name, index, "backward", spec->text.backward);
-  spec->tangent_of_output = joint.tangent_of_output;
-  spec->grad_of_primal = joint.grad_of_primal;
-  spec->saved = part.saved;
-  spec->forward = fw_compiler(part.forward);
-  spec->backward = backends::compiler(cfg.bw_compiler.empty() ? cfg.fw_compiler
-                                                              : cfg.bw_compiler)(part.backward);
-  return spec;
+std::string partition_line(const std::string& fn, size_t index, const AotConfig& cfg,
+                           const CompiledGraphs& t, const aot::Artifact& a) {
+  return "partition fn=" + fn + " index=" + std::to_string(index) +
+         " partitioner=" + cfg.partitioner +
+         " budget=" + std::to_string(cfg.activation_memory_budget) +
+         " forward_nodes=" + std::to_string(a.forward.nodes().size()) +
+         " backward_nodes=" + std::to_string(a.backward.nodes().size()) +
+         " saved=" + std::to_string(t.num_saved) + " saved_bytes=" + std::to_string(t.saved_bytes) +
+         " activation_bytes=" + std::to_string(t.saved_activation_bytes);
+}
+
+// lower → Artifact → instantiate, dumping and logging each graph as it is made.
+void compile(const AotConfig& cfg, const FlatFunction& f, const std::vector<Tensor>& inputs,
+             size_t index, Entry& entry) {
+  aot::TracedFunction traced{f.fn, inputs, entry.key_extra, input_descriptors(f, inputs.size())};
+  auto artifact = std::make_shared<const aot::Artifact>(
+      aot::lower(traced, cfg, aot::dump_and_log_graphs(cfg.name, index)));
+  entry.text = aot::compiled_graphs(*artifact);
+  aot::dump_text(cfg.name, index, "meta", entry.text.meta);
+  if (aot::log_enabled(aot::LogTopic::guards))
+    aot::log_line(guards_line(cfg.name, index, artifact->guards));
+  if (!artifact->is_inference && aot::log_enabled(aot::LogTopic::partition))
+    aot::log_line(partition_line(cfg.name, index, cfg, entry.text, *artifact));
+  entry.runtime = aot::instantiate(*artifact, aot::named_compilers(cfg));
+  entry.artifact = std::move(artifact);
 }
 
 }  // namespace
-
-namespace aot_detail {
-EagerOnlyScope::EagerOnlyScope() {
-  ++t_eager_only;
-}
-EagerOnlyScope::~EagerOnlyScope() {
-  --t_eager_only;
-}
-}  // namespace aot_detail
 
 struct CompiledFunction::Impl {
   AotConfig config;
@@ -194,6 +168,8 @@ struct CompiledFunction::Impl {
   bool limit_reported = false;
   std::atomic<const Entry*> last{nullptr};  // most recently used
   std::atomic<size_t> hits{0}, misses{0}, compilations{0}, eager_fallbacks{0}, entries{0};
+  // AOTGRAD_LOG has "cache", as read at the latest miss (hits must not read the environment).
+  std::atomic<bool> log_cache{false};
 
   const Entry* find(const std::string& key) const {
     std::shared_lock lock(mutex);
@@ -203,17 +179,22 @@ struct CompiledFunction::Impl {
 
   std::vector<Tensor> run(const Entry& e, const std::vector<Tensor>& inputs) {
     if (last.load(std::memory_order_relaxed) != &e) last.store(&e, std::memory_order_release);
-    return aot::run_specialization(e.spec, inputs);
+    return e.runtime->run(inputs);
+  }
+
+  void log_event(const char* event, const std::string& key, const std::string& more = "") const {
+    aot::log_line("cache fn=" + config.name + " event=" + event + " key=" + aot::key_digest(key) +
+                  more);
   }
 
   std::vector<Tensor> resolve_miss(std::string key, const std::vector<Tensor>& inputs,
                                    const aot::InputPlan& plan, bool grad_mode,
                                    const std::string& key_extra,
-                                   const std::function<FlatFn()>& make_fn);
+                                   const std::function<FlatFunction()>& make_fn);
   std::string limit_message(const std::string& reason) const;
   std::vector<Tensor> compile_and_run(const std::string& key, const std::shared_ptr<Pending>& job,
                                       Entry entry, const std::vector<Tensor>& inputs,
-                                      const std::function<FlatFn()>& make_fn);
+                                      const std::function<FlatFunction()>& make_fn);
 };
 
 // What the once-per-function message says when cache_size_limit is reached (called under lock).
@@ -230,11 +211,11 @@ std::string CompiledFunction::Impl::limit_message(const std::string& reason) con
   return m;
 }
 
-std::vector<Tensor> CompiledFunction::Impl::resolve_miss(std::string key,
-                                                         const std::vector<Tensor>& inputs,
-                                                         const aot::InputPlan& plan, bool grad_mode,
-                                                         const std::string& key_extra,
-                                                         const std::function<FlatFn()>& make_fn) {
+std::vector<Tensor> CompiledFunction::Impl::resolve_miss(
+    std::string key, const std::vector<Tensor>& inputs, const aot::InputPlan& plan, bool grad_mode,
+    const std::string& key_extra, const std::function<FlatFunction()>& make_fn) {
+  bool log_cache_now = aot::log_enabled(aot::LogTopic::cache);
+  log_cache.store(log_cache_now, std::memory_order_relaxed);
   std::vector<InputGuard> guards = aot::input_guards(inputs);
   const Entry* previous = last.load(std::memory_order_acquire);
   std::string reason = previous ? mismatch(*previous, guards, plan, grad_mode, key_extra)
@@ -248,12 +229,16 @@ std::vector<Tensor> CompiledFunction::Impl::resolve_miss(std::string key,
       if (auto it = compiled.find(key); it != compiled.end()) {  // compiled since find()
         lock.unlock();
         if (!counted) ++hits;
+        if (log_cache_now) log_event(counted ? "waited" : "hit", key);
         return run(*it->second, inputs);
       }
-      if (!counted) ++misses;
+      if (!counted) {
+        ++misses;
+        if (log_cache_now) log_event("miss", key, " reason=\"" + one_line(reason, 200) + "\"");
+      }
       counted = true;
       auto it = pending.find(key);
-      if (t_eager_only > 0) {
+      if (aot::eager_only_on_this_thread()) {
         // Fall through to the eager call below: neither compile nor wait here.
       } else if (it != pending.end()) {
         job = it->second;
@@ -273,8 +258,8 @@ std::vector<Tensor> CompiledFunction::Impl::resolve_miss(std::string key,
       }
     }
     if (mine) {
-      if (previous && env_has("AOTGRAD_LOG", "recompiles"))
-        std::cerr << "[aotgrad] recompiling " << config.name << ": " << reason << "\n";
+      if (previous && aot::log_enabled(aot::LogTopic::recompiles))
+        aot::log_line("recompiles fn=" + config.name + " reason=" + flattened(reason));
       return compile_and_run(key, job,
                              Entry{guards, plan, grad_mode, key_extra, one_line(reason), {}},
                              inputs, make_fn);
@@ -282,19 +267,25 @@ std::vector<Tensor> CompiledFunction::Impl::resolve_miss(std::string key,
     if (!job) break;
     // The compile we waited for failed (it is not cached): try it here, so this thread gets an
     // error of its own rather than sharing one exception object with the compiling thread.
-    if (const EntryPtr& done = job->done.get()) return run(*done, inputs);
+    if (const EntryPtr& done = job->done.get()) {
+      if (log_cache_now) log_event("waited", key);
+      return run(*done, inputs);
+    }
   }
   ++eager_fallbacks;
-  return make_fn()(inputs);
+  if (log_cache_now) log_event("eager_fallback", key);
+  return make_fn().fn(inputs);
 }
 
 std::vector<Tensor> CompiledFunction::Impl::compile_and_run(
     const std::string& key, const std::shared_ptr<Pending>& job, Entry entry,
-    const std::vector<Tensor>& inputs, const std::function<FlatFn()>& make_fn) {
+    const std::vector<Tensor>& inputs, const std::function<FlatFunction()>& make_fn) {
   size_t index = compilations++;
   EntryPtr published;
   try {
-    entry.spec = compile(config, make_fn(), inputs, entry.plan, index);
+    if (log_cache.load(std::memory_order_relaxed))
+      log_event("compile", key, " index=" + std::to_string(index));
+    compile(config, make_fn(), inputs, index, entry);
     published = std::make_shared<const Entry>(std::move(entry));
   } catch (...) {
     {
@@ -321,18 +312,19 @@ CompiledFunction::CompiledFunction(AotConfig config) : impl_(std::make_shared<Im
 }
 
 std::vector<Tensor> CompiledFunction::call(std::vector<Tensor> inputs, const std::string& key_extra,
-                                           const std::function<FlatFn()>& make_fn) {
+                                           const std::function<FlatFunction()>& make_fn) {
   Impl& s = *impl_;
-  bool tracing = t_tracing > 0;
+  bool tracing = aot::tracing_on_this_thread();
   check_inputs_real(inputs, key_extra, s.config.name, tracing);
   // Called while another compiled function traces: its inputs are that trace's fakes. Traced
   // through, so its ops land in the outer graph (PyTorch inlines nested compiled calls too).
-  if (tracing) return make_fn()(inputs);
+  if (tracing) return make_fn().fn(inputs);
   aot::InputPlan plan = aot::plan_inputs(inputs, s.config.name);
   bool grad_mode = autograd::grad_mode_enabled();
   std::string key = aot::guard_key(inputs, plan, grad_mode, key_extra);
   if (const Entry* e = s.find(key)) {
     ++s.hits;
+    if (s.log_cache.load(std::memory_order_relaxed)) s.log_event("hit", key);
     return s.run(*e, inputs);
   }
   return s.resolve_miss(std::move(key), inputs, plan, grad_mode, key_extra, make_fn);
@@ -343,7 +335,15 @@ CompiledGraphs CompiledFunction::graphs() const {
   if (!e)
     throw std::logic_error(impl_->config.name +
                            ": graphs() before anything was compiled; call the function first");
-  return e->spec->text;
+  return e->text;
+}
+
+Artifact CompiledFunction::artifact() const {
+  const Entry* e = impl_->last.load(std::memory_order_acquire);
+  if (!e)
+    throw std::logic_error(impl_->config.name +
+                           ": artifact() before anything was compiled; call the function first");
+  return Artifact(e->artifact);
 }
 
 size_t CompiledFunction::num_compilations() const {

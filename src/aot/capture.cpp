@@ -19,17 +19,30 @@ std::string describe_inputs(const std::vector<Tensor>& inputs) {
   return s;
 }
 
+// The descriptor of each graph input: the user input's own, or a synthetic base of its members'.
+std::vector<Descriptor> graph_input_descs(const InputPlan& plan,
+                                          const std::vector<Descriptor>& user_descs) {
+  std::vector<Descriptor> out;
+  for (const InputPlan::GraphInput& gi : plan.graph_inputs) {
+    if (!gi.is_base) {
+      out.push_back(user_descs[gi.index]);
+      continue;
+    }
+    const SyntheticBase& b = plan.bases[gi.index];
+    std::vector<Descriptor> members;
+    for (size_t m : b.members) members.push_back(user_descs[m]);
+    out.push_back(Descriptor::base(b.common_base, std::move(members)));
+  }
+  return out;
+}
+
 // The fake tensors the user function sees, one per user input, following the plan.
 std::vector<Tensor> make_user_fakes(trace::Tracer& tracer, const std::vector<Tensor>& inputs,
-                                    const InputPlan& plan,
-                                    const std::vector<Tensor>& graph_inputs) {
+                                    const InputPlan& plan, const std::vector<Tensor>& graph_inputs,
+                                    const std::vector<Descriptor>& descs) {
   std::vector<Tensor> graph_fakes;
-  for (size_t g = 0; g < plan.graph_inputs.size(); ++g) {
-    const InputPlan::GraphInput& gi = plan.graph_inputs[g];
-    std::string desc = gi.is_base ? "synthetic_base(" + std::to_string(gi.index) + ")"
-                                  : "input(" + std::to_string(gi.index) + ")";
-    graph_fakes.push_back(tracer.add_input(graph_inputs[g], "arg" + std::to_string(g), desc));
-  }
+  for (size_t g = 0; g < plan.graph_inputs.size(); ++g)
+    graph_fakes.push_back(tracer.add_input(graph_inputs[g], "arg" + std::to_string(g), descs[g]));
   std::vector<size_t> graph_input_of_base(plan.bases.size());
   for (size_t g = 0; g < plan.graph_inputs.size(); ++g)
     if (plan.graph_inputs[g].is_base) graph_input_of_base[plan.graph_inputs[g].index] = g;
@@ -50,7 +63,9 @@ std::vector<Tensor> make_user_fakes(trace::Tracer& tracer, const std::vector<Ten
 
 struct OutputPlan {
   std::vector<graph::ValueId> user_values;  // non-aliased user outputs, in graph order
+  std::vector<size_t> user_index;           // the user output each of them is
   std::vector<graph::ValueId> bases;        // intermediate bases
+  std::vector<size_t> base_first_user;      // the first user output aliasing each base
 };
 
 // Classifies every user output (ViewAndMutationMeta::output_info) and collects the values the
@@ -74,6 +89,7 @@ OutputPlan classify_outputs(trace::Tracer& tracer, const std::vector<Tensor>& us
       info.type = type;
       info.graph_output = static_cast<int>(plan.user_values.size());
       plan.user_values.push_back(values[o]);
+      plan.user_index.push_back(o);
     };
     if (!ts) {
       as_value(OutputType::non_alias);
@@ -87,7 +103,7 @@ OutputPlan classify_outputs(trace::Tracer& tracer, const std::vector<Tensor>& us
       } else {
         info.type = OutputType::alias_of_input;
         info.base = s->input_index;
-        info.view_chain = ts->chain;
+        info.view_chain = to_replay_chain(ts->chain);
       }
     } else {
       // A root-like output is its storage's own tensor in eager terms: the root, or the root after
@@ -125,15 +141,18 @@ OutputPlan classify_outputs(trace::Tracer& tracer, const std::vector<Tensor>& us
       } else if (root_output >= 0) {
         info.type = OutputType::alias_of_intermediate_base_is_user_output;
         info.base = root_output;
-        info.view_chain = std::move(from_root);
+        info.view_chain = to_replay_chain(from_root);
       } else {
         auto [it, fresh] =
             base_of_storage.emplace(ts->storage, static_cast<int>(plan.bases.size()));
-        if (fresh) plan.bases.push_back(s->root);
+        if (fresh) {
+          plan.bases.push_back(s->root);
+          plan.base_first_user.push_back(o);
+        }
         info.type = fresh ? OutputType::alias_of_intermediate_save_as_output
                           : OutputType::alias_of_intermediate;
         info.base = it->second;
-        info.view_chain = ts->chain;
+        info.view_chain = to_replay_chain(ts->chain);
       }
     }
     if (!info.view_chain.empty() && autograd::written_since_special_view_creation(outs[o]))
@@ -233,11 +252,12 @@ void record_metadata_mutations(const trace::Tracer& tracer, const std::vector<Te
 // constant (its fake in its place).
 std::vector<Tensor> run_traced(trace::Tracer& tracer, const FlatFn& fn,
                                const std::vector<Tensor>& inputs, const InputPlan& plan,
-                               const std::vector<Tensor>& graph_inputs, const AotConfig& config,
+                               const std::vector<Tensor>& graph_inputs,
+                               const std::vector<Descriptor>& graph_descs, const AotConfig& config,
                                std::vector<Tensor>& user_fakes) {
   try {
     ops::InterpreterGuard guard(tracer);
-    user_fakes = make_user_fakes(tracer, inputs, plan, graph_inputs);
+    user_fakes = make_user_fakes(tracer, inputs, plan, graph_inputs, graph_descs);
     std::vector<Tensor> outs = fn(user_fakes);
     for (size_t o = 0; o < outs.size(); ++o) {
       tracer.value_of(outs[o], "output " + std::to_string(o));
@@ -265,35 +285,17 @@ std::vector<bool> values_requiring_grad(const trace::Tracer& tracer, size_t num_
   return rg;
 }
 
-}  // namespace
-
-CapturedForward capture_forward(const FlatFn& fn, const std::vector<Tensor>& inputs,
-                                const InputPlan& plan, const std::vector<Tensor>& graph_inputs,
-                                const AotConfig& config) {
-  CapturedForward c;
-  trace::Tracer tracer(c.graph);
-  std::vector<Tensor> user_fakes;
-  std::vector<Tensor> outs = run_traced(tracer, fn, inputs, plan, graph_inputs, config, user_fakes);
-  c.node_budgets = tracer.node_budgets();
-  ViewAndMutationMeta& meta = c.meta;
-  meta.keep_input_mutations = config.keep_inference_input_mutations;
-  OutputPlan out_plan = classify_outputs(tracer, user_fakes, outs, meta);
-  record_requires_grad_changes(tracer, plan, user_fakes, outs, config.name, meta);
-  outs.clear();  // the function's literals must be gone now; a tensor still alive was captured
-  if (std::string captured = tracer.captured_constant(); !captured.empty())
-    throw std::invalid_argument(
-        config.name + ": the function uses " + captured +
-        " it did not receive as an input (a "
-        "captured tensor: it outlives the call, so aot_function cannot write it into the graph "
-        "as a literal). Pass it to the function as an argument.");
-  std::vector<bool> rg = values_requiring_grad(tracer, c.graph.values().size());
-
-  // Mutated graph inputs, and whether anything the caller gets needs autograd.
+// ViewAndMutationMeta::input_info and mutated_inputs from the trace's storages; returns the
+// graph value holding each mutated input's new value.
+std::vector<graph::ValueId> record_input_mutations(const trace::Tracer& tracer,
+                                                   const std::vector<Tensor>& graph_inputs,
+                                                   const InputPlan& plan,
+                                                   ViewAndMutationMeta& meta) {
   std::vector<graph::ValueId> mutated_values;
-  for (size_t g = 0; g < graph_inputs.size(); ++g) {
+  for (const Tensor& t : graph_inputs) {
     InputAliasInfo info;
-    info.requires_grad = graph_inputs[g].requires_grad();
-    info.is_leaf = graph_inputs[g].is_leaf();
+    info.requires_grad = t.requires_grad();
+    info.is_leaf = t.is_leaf();
     meta.input_info.push_back(info);
   }
   for (const trace::StorageState& s : tracer.storages()) {
@@ -309,48 +311,104 @@ CapturedForward capture_forward(const FlatFn& fn, const std::vector<Tensor>& inp
     for (size_t m : u.members)
       if (meta.input_info[plan.inputs[m].index].mutates_data)
         throw trace::UnsupportedError(u.reason);
-  record_metadata_mutations(tracer, inputs, plan, user_fakes, meta);
-  // A mutation under no_grad or through detach() is invisible to autograd: alone it needs no
-  // training graph (the value is still written back, without history).
+  return mutated_values;
+}
+
+// Whether anything the caller gets needs autograd. A mutation under no_grad or through detach()
+// is invisible to autograd: alone it needs no training graph (the value is still written back,
+// without history).
+bool needs_autograd(const ViewAndMutationMeta& meta, const std::vector<bool>& rg,
+                    const std::vector<graph::ValueId>& mutated_values, const OutputPlan& out_plan) {
+  bool needs = false;
   for (size_t k = 0; k < mutated_values.size(); ++k) {
     const InputAliasInfo& info = meta.input_info[meta.mutated_inputs[k]];
     bool visible = !info.mutations_under_no_grad && !info.mutations_hidden_from_autograd;
-    c.needs_autograd = c.needs_autograd || (visible && rg[mutated_values[k].index]);
+    needs = needs || (visible && rg[mutated_values[k].index]);
   }
-  for (graph::ValueId v : out_plan.user_values) c.needs_autograd = c.needs_autograd || rg[v.index];
-  for (graph::ValueId v : out_plan.bases) c.needs_autograd = c.needs_autograd || rg[v.index];
+  for (graph::ValueId v : out_plan.user_values) needs = needs || rg[v.index];
+  for (graph::ValueId v : out_plan.bases) needs = needs || rg[v.index];
+  return needs;
+}
 
-  // Eager's leaf now has the new geometry, and so has its gradient; the training graph's
-  // gradient for the input has the old one. Refused rather than accumulated with the wrong shape.
+// The graph's outputs, with their descriptors: new values of mutated inputs (or, kept in an
+// inference graph, copy_ nodes into the inputs instead), non-aliased user outputs, intermediate
+// bases.
+void add_forward_outputs(CapturedForward& c, const std::vector<graph::ValueId>& mutated_values,
+                         const OutputPlan& out_plan, bool keep_in_graph) {
+  ViewAndMutationMeta& meta = c.meta;
+  graph::Graph& g = c.graph;
+  if (keep_in_graph) {
+    const ops::OpDef& copy = ops::lookup("aten.copy_.default");
+    for (size_t k = 0; k < meta.mutated_inputs.size(); ++k) {
+      size_t i = meta.mutated_inputs[k];
+      graph::ValueId input = g.inputs()[i];
+      g.add_node(copy, {input, mutated_values[k], false}, {g.value(input).meta});
+      meta.input_info[i].keep_in_graph = true;
+    }
+  } else {
+    for (size_t k = 0; k < mutated_values.size(); ++k)
+      g.add_output(mutated_values[k],
+                   Descriptor::wrapping(DescriptorKind::mutated_input,
+                                        g.input_descs()[meta.mutated_inputs[k]]));
+  }
+  for (size_t k = 0; k < out_plan.user_values.size(); ++k)
+    g.add_output(out_plan.user_values[k],
+                 Descriptor::output(static_cast<int64_t>(out_plan.user_index[k])));
+  for (size_t k = 0; k < out_plan.bases.size(); ++k)
+    g.add_output(out_plan.bases[k],
+                 Descriptor::wrapping(
+                     DescriptorKind::intermediate_base,
+                     Descriptor::output(static_cast<int64_t>(out_plan.base_first_user[k]))));
+  meta.num_user_graph_outputs = out_plan.user_values.size();
+  meta.num_intermediate_bases = out_plan.bases.size();
+}
+
+// Eager's leaf now has the new geometry, and so has its gradient; the training graph's
+// gradient for the input has the old one. Refused rather than accumulated with the wrong shape.
+void check_metadata_mutations_of_leaves(const ViewAndMutationMeta& meta,
+                                        const std::vector<Tensor>& inputs,
+                                        const std::string& fn_name) {
   for (const MetadataMutation& m : meta.metadata_mutations)
-    if (c.needs_autograd && m.changed && !m.under_grad && inputs[m.input].is_leaf() &&
-        inputs[m.input].requires_grad())
+    if (m.changed && !m.under_grad && inputs[m.input].is_leaf() && inputs[m.input].requires_grad())
       throw trace::UnsupportedError(
-          config.name + ": input " + std::to_string(m.input) +
+          fn_name + ": input " + std::to_string(m.input) +
           " is a leaf that requires grad "
           "and had its geometry changed in place under no_grad (t_, transpose_, as_strided_, ...); "
           "aot_function cannot give its gradient the new geometry. Change the geometry before "
           "the call.");
-  bool keep_in_graph = config.keep_inference_input_mutations && !c.needs_autograd;
-  if (keep_in_graph) {
-    const ops::OpDef& copy = ops::lookup("aten.copy_.default");
-    for (size_t k = 0; k < meta.mutated_inputs.size(); ++k) {
-      size_t g = meta.mutated_inputs[k];
-      graph::ValueId input = c.graph.inputs()[g];
-      c.graph.add_node(copy, {input, mutated_values[k], false}, {c.graph.value(input).meta});
-      meta.input_info[g].keep_in_graph = true;
-    }
-  } else {
-    for (size_t k = 0; k < mutated_values.size(); ++k)
-      c.graph.add_output(mutated_values[k],
-                         "mutated_input(" + std::to_string(meta.mutated_inputs[k]) + ")");
-  }
-  for (size_t k = 0; k < out_plan.user_values.size(); ++k)
-    c.graph.add_output(out_plan.user_values[k], "output(" + std::to_string(k) + ")");
-  for (size_t k = 0; k < out_plan.bases.size(); ++k)
-    c.graph.add_output(out_plan.bases[k], "intermediate_base(" + std::to_string(k) + ")");
-  meta.num_user_graph_outputs = out_plan.user_values.size();
-  meta.num_intermediate_bases = out_plan.bases.size();
+}
+
+}  // namespace
+
+CapturedForward capture_forward(const FlatFn& fn, const std::vector<Tensor>& inputs,
+                                const InputPlan& plan, const std::vector<Descriptor>& input_descs,
+                                const AotConfig& config) {
+  CapturedForward c;
+  trace::Tracer tracer(c.graph);
+  std::vector<Tensor> graph_inputs = graph_inputs_for(plan, inputs);
+  std::vector<Tensor> user_fakes;
+  std::vector<Tensor> outs = run_traced(tracer, fn, inputs, plan, graph_inputs,
+                                        graph_input_descs(plan, input_descs), config, user_fakes);
+  c.node_budgets = tracer.node_budgets();
+  ViewAndMutationMeta& meta = c.meta;
+  meta.keep_input_mutations = config.keep_inference_input_mutations;
+  OutputPlan out_plan = classify_outputs(tracer, user_fakes, outs, meta);
+  record_requires_grad_changes(tracer, plan, user_fakes, outs, config.name, meta);
+  outs.clear();  // the function's literals must be gone now; a tensor still alive was captured
+  if (std::string captured = tracer.captured_constant(); !captured.empty())
+    throw std::invalid_argument(
+        config.name + ": the function uses " + captured +
+        " it did not receive as an input (a "
+        "captured tensor: it outlives the call, so aot_function cannot write it into the graph "
+        "as a literal). Pass it to the function as an argument.");
+  std::vector<bool> rg = values_requiring_grad(tracer, c.graph.values().size());
+  std::vector<graph::ValueId> mutated_values =
+      record_input_mutations(tracer, graph_inputs, plan, meta);
+  record_metadata_mutations(tracer, inputs, plan, user_fakes, meta);
+  c.needs_autograd = needs_autograd(meta, rg, mutated_values, out_plan);
+  if (c.needs_autograd) check_metadata_mutations_of_leaves(meta, inputs, config.name);
+  add_forward_outputs(c, mutated_values, out_plan,
+                      config.keep_inference_input_mutations && !c.needs_autograd);
   rg.resize(c.graph.values().size(), false);  // copy_ results (inference only)
   c.value_requires_grad = rg;
   c.backward_errors = tracer.backward_errors();

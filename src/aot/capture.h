@@ -32,8 +32,10 @@ struct CapturedForward {
   std::vector<double> node_budgets;
 };
 
+// `input_descs` describes each user input (param(fqn), buffer(fqn), input(k)); graph inputs
+// that are synthetic bases are described by their members'.
 CapturedForward capture_forward(const FlatFn& fn, const std::vector<Tensor>& inputs,
-                                const InputPlan& plan, const std::vector<Tensor>& graph_inputs,
+                                const InputPlan& plan, const std::vector<Descriptor>& input_descs,
                                 const AotConfig& config);
 
 }  // namespace aotgrad::aot

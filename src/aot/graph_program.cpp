@@ -1,26 +1,34 @@
-// GraphProgram: a graph file run the way aot_function runs a traced function.
+// GraphProgram: a graph file run through the pipeline aot_function uses.
 //
-// Reading guide: parse() turns text into a verified forward graph (Impl::forward). run() either
-// interprets that graph directly, or builds the training pair exactly as aot_function.cpp does —
-// build_joint (aot/joint.h) from the values that require grad, run_partitioner, and the
-// interpreter on the partitioned forward and backward — then calls forward, splits its results
-// into user outputs and saved values, and calls backward with (saved..., tangents...).
-// Thread-safety: a GraphProgram is immutable after parse(); run() and show() build everything
-// they use (joint, partition, compiled callables) in the call, so several threads may share one
-// program.
+// Reading guide: parse() turns text into a verified forward graph (Impl::forward). compiled()
+// lowers it (aot/lower.h, LoadedGraph: the inputs that require grad come from the options) into
+// an Artifact and instantiates it with the compiler the options name, once per distinct options;
+// run() calls that runtime on detached copies of the inputs and, for a backward run, takes the
+// gradients with autograd::grad through its CompiledBackward node, as a compiled function's
+// caller would. show() prints the same artifact.
+// Thread-safety: the parsed graph is immutable; the cache of compiled runtimes is guarded by a
+// mutex (a compile holds it, so each options' runtime is compiled once), and runtimes may be
+// called from any number of threads at once.
 #include "aotgrad/graph_program.h"
 
 #include <climits>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
+#include <map>
+#include <mutex>
 #include <sstream>
 
-#include "aot/joint.h"
+#include "aot/graph_function.h"
+#include "aot/log.h"
+#include "aot/lower.h"
+#include "aot/runtime.h"
+#include "aotgrad/autograd.h"
 #include "aotgrad/ops.h"
-#include "backends/backend.h"
 #include "graph/parser.h"
 #include "graph/printer.h"
 #include "graph/verifier.h"
+#include "partition/memory_budget.h"
 #include "partition/registry.h"
 
 namespace aotgrad {
@@ -33,10 +41,31 @@ GraphParseError::GraphParseError(std::string source, int line, int column, std::
       column_(column),
       message_(std::move(message)) {}
 
+namespace {
+
+// One options' artifact and runtime.
+struct Compiled {
+  std::vector<bool> input_rg;
+  std::shared_ptr<const aot::Artifact> artifact;
+  std::shared_ptr<const aot::Runtime> runtime;
+};
+
+}  // namespace
+
 struct GraphProgram::Impl {
   std::string source;
   graph::Graph forward{"forward"};
   std::vector<GraphInputInfo> inputs;
+  // A graph with in-place nodes is traced as a function (aot/graph_function.h) rather than
+  // lowered as it stands; `written` marks the inputs it writes into.
+  bool mutating = false;
+  std::vector<bool> written;
+  mutable std::mutex mutex;
+  mutable std::map<std::string, std::shared_ptr<const Compiled>> compiled;  // by options_key
+
+  std::shared_ptr<const Compiled> get(const GraphRunOptions& options) const;
+  aot::Artifact lower_graph(const std::vector<bool>& rg, bool backward, const AotConfig& config,
+                            size_t index) const;
 };
 
 namespace {
@@ -54,40 +83,14 @@ std::string type_text(DType dtype, const IntList& sizes) {
   throw std::invalid_argument(source + ": " + what);
 }
 
-// The interpreter runs functional graphs only; in-place nodes would need functionalization,
-// which happens when tracing, not when loading text.
-void reject_inplace(const graph::Graph& g, const std::string& source) {
-  for (const graph::Node& n : g.nodes()) {
-    if (!n.op->is_inplace()) continue;
-    std::string name =
-        n.outputs.empty() ? std::string("(no result)") : "%" + g.value(n.outputs[0]).name;
-    std::string fix =
-        n.op->functional_variant.empty()
-            ? "rewrite it with functional ops"
-            : "use the functional op " + std::string(n.op->functional_variant) + " instead";
-    throw std::invalid_argument(source + ": node " + name + " = " + std::string(n.op->name) +
-                                " mutates its input; graph programs must be functional: " + fix);
-  }
-}
-
-// Which graph values require grad, from which inputs do (see graph_program.h).
-std::vector<bool> values_requiring_grad(const graph::Graph& g, const std::vector<bool>& input_rg) {
-  std::vector<bool> rg(g.values().size(), false);
-  for (size_t i = 0; i < g.inputs().size(); ++i) rg[g.inputs()[i].index] = input_rg[i];
-  for (const graph::Node& n : g.nodes()) {
-    bool any = false;
-    for (const graph::NodeArg& a : n.args)
-      for (graph::ValueId v : graph::arg_values(a)) any = any || rg[v.index];
-    if (!any || !n.op->vjp) continue;
-    for (graph::ValueId o : n.outputs) rg[o.index] = is_floating(g.value(o).meta.dtype);
-  }
-  return rg;
-}
-
+// An input the graph writes into is state (batch norm's running statistics, a buffer): it never
+// requires grad, as a buffer does not in PyTorch (eagerly, writing into a leaf that requires grad
+// is an error).
 std::vector<bool> inputs_requiring_grad(const std::vector<GraphInputInfo>& inputs,
+                                        const std::vector<bool>& written,
                                         const GraphRunOptions& options) {
   std::vector<bool> rg(inputs.size());
-  for (size_t i = 0; i < inputs.size(); ++i) rg[i] = is_floating(inputs[i].dtype);
+  for (size_t i = 0; i < inputs.size(); ++i) rg[i] = is_floating(inputs[i].dtype) && !written[i];
   for (size_t i : options.no_grad) {
     if (i >= inputs.size())
       throw std::invalid_argument("no_grad names input " + std::to_string(i) +
@@ -98,28 +101,25 @@ std::vector<bool> inputs_requiring_grad(const std::vector<GraphInputInfo>& input
   return rg;
 }
 
-struct TrainingPair {
-  aot::JointGraph joint;
-  partition::Partition part;
-  std::vector<bool> input_rg;
-};
-
-TrainingPair build_training_pair(const graph::Graph& forward,
-                                 const std::vector<GraphInputInfo>& inputs,
-                                 const GraphRunOptions& options) {
-  TrainingPair p;
-  p.input_rg = inputs_requiring_grad(inputs, options);
-  p.joint = aot::build_joint(forward, values_requiring_grad(forward, p.input_rg));
-  p.part = partition::run_partitioner(
-      options.partitioner, p.joint.graph, {p.joint.num_primals, p.joint.num_fw_outputs, {}},
-      {.activation_memory_budget = options.activation_memory_budget});
-  return p;
+// What the compiled form depends on: which inputs require grad, the partitioner, the budget and
+// the compiler (a forward-only run: only the compiler).
+std::string options_key(const std::vector<bool>& input_rg, const GraphRunOptions& o) {
+  std::string key = o.compiler + '|';
+  if (!o.backward) return key + 'F';
+  uint64_t bits;
+  std::memcpy(&bits, &o.activation_memory_budget, sizeof bits);
+  key += "B|" + o.partitioner + '|' + std::to_string(bits) + '|';
+  for (bool b : input_rg) key += b ? '1' : '0';
+  return key;
 }
 
-// The tangents the backward graph takes, in joint tangent order; ones where none were given.
-std::vector<Tensor> tangents_for(const graph::Graph& forward, const aot::JointGraph& joint,
+// The tangents for the outputs that require grad (in output order); ones where none were given.
+std::vector<Tensor> tangents_for(const graph::Graph& forward, const aot::Artifact& a,
                                  const std::vector<Tensor>& given) {
-  size_t n_out = forward.outputs().size(), n_tan = joint.tangent_of_output.size();
+  std::vector<size_t> with_grad;
+  for (size_t o = 0; o < a.meta.output_info.size(); ++o)
+    if (a.meta.output_info[o].requires_grad) with_grad.push_back(o);
+  size_t n_out = forward.outputs().size(), n_tan = with_grad.size();
   if (!given.empty() && given.size() != n_tan && given.size() != n_out)
     throw std::invalid_argument("got " + std::to_string(given.size()) +
                                 " tangents; the graph has " + std::to_string(n_tan) +
@@ -128,7 +128,7 @@ std::vector<Tensor> tangents_for(const graph::Graph& forward, const aot::JointGr
                                 "that requires grad, one per output, or none for ones");
   std::vector<Tensor> out;
   for (size_t k = 0; k < n_tan; ++k) {
-    size_t o = joint.tangent_of_output[k];
+    size_t o = with_grad[k];
     const ops::TensorMeta& m = forward.value(forward.outputs()[o]).meta;
     if (given.empty()) {
       out.push_back(ones(m.sizes, m.dtype));
@@ -148,6 +148,64 @@ std::vector<Tensor> tangents_for(const graph::Graph& forward, const aot::JointGr
 
 }  // namespace
 
+// Example inputs for tracing a mutating graph: zeros of each input's declared type (the trace
+// reads only their geometry), requiring grad as `rg` says.
+std::vector<Tensor> example_inputs(const graph::Graph& g, const std::vector<bool>& rg) {
+  std::vector<Tensor> out;
+  for (size_t i = 0; i < g.inputs().size(); ++i) {
+    const ops::TensorMeta& m = g.value(g.inputs()[i]).meta;
+    Tensor t = zeros(m.sizes, m.dtype);
+    if (rg[i]) t.requires_grad_();
+    out.push_back(t);
+  }
+  return out;
+}
+
+aot::Artifact GraphProgram::Impl::lower_graph(const std::vector<bool>& rg, bool backward,
+                                              const AotConfig& config, size_t index) const {
+  aot::GraphHook hook = aot::dump_and_log_graphs(source, index);
+  if (!mutating) return aot::lower(aot::LoadedGraph{forward, rg}, config, hook);
+  // Functionalize on load: trace the graph as a function, under the grad mode of the run.
+  aot::TracedFunction traced{aot::graph_as_function(std::make_shared<const graph::Graph>(forward)),
+                             example_inputs(forward, rg),
+                             "",
+                             {}};
+  if (backward) {
+    EnableGradGuard grad;
+    return aot::lower(traced, config, hook);
+  }
+  NoGradGuard no_grad;
+  return aot::lower(traced, config, hook);
+}
+
+std::shared_ptr<const Compiled> GraphProgram::Impl::get(const GraphRunOptions& options) const {
+  std::vector<bool> rg(inputs.size(), false);
+  if (options.backward) {
+    rg = inputs_requiring_grad(inputs, written, options);
+    partition::partitioner(options.partitioner);  // an unknown name fails even with no gradient
+    partition::check_memory_budget(options.activation_memory_budget, "activation_memory_budget");
+  }
+  std::string key = options_key(rg, options);
+  std::lock_guard lock(mutex);
+  if (auto it = compiled.find(key); it != compiled.end()) return it->second;
+  AotConfig config;
+  config.name = source;
+  config.fw_compiler = options.compiler;
+  config.partitioner = options.partitioner;
+  config.activation_memory_budget = options.activation_memory_budget;
+  size_t index = compiled.size();
+  if (aot::log_enabled(aot::LogTopic::cache))
+    aot::log_line("cache fn=" + source + " event=compile index=" + std::to_string(index) +
+                  " options=" + aot::key_digest(key));
+  auto c = std::make_shared<Compiled>();
+  c->input_rg = rg;
+  c->artifact =
+      std::make_shared<const aot::Artifact>(lower_graph(rg, options.backward, config, index));
+  c->runtime = aot::instantiate(*c->artifact, aot::named_compilers(config));
+  compiled.emplace(key, c);
+  return c;
+}
+
 GraphProgram GraphProgram::parse(std::string_view text, const std::string& source) {
   auto impl = std::make_shared<Impl>();
   impl->source = source;
@@ -166,7 +224,8 @@ GraphProgram GraphProgram::parse(std::string_view text, const std::string& sourc
                             e.what());
     throw std::invalid_argument(source + ": " + e.what());
   }
-  reject_inplace(impl->forward, source);
+  impl->mutating = aot::has_mutation(impl->forward);
+  impl->written = aot::written_inputs(impl->forward);
   for (graph::ValueId v : impl->forward.inputs()) {
     const graph::Value& val = impl->forward.value(v);
     impl->inputs.push_back({val.name, val.meta.dtype, val.meta.sizes});
@@ -218,25 +277,43 @@ GraphRunResult GraphProgram::run(const std::vector<Tensor>& inputs, const GraphR
     throw std::invalid_argument("graph " + s.source + " takes " + std::to_string(s.inputs.size()) +
                                 " inputs, got " + std::to_string(inputs.size()));
   for (size_t i = 0; i < inputs.size(); ++i) check_input(i, inputs[i]);
-  backends::Compiler compile = backends::compiler("interpreter");
+  if (!options.backward && !tangents.empty())
+    throw std::invalid_argument("tangents are only read by a backward run");
+  std::shared_ptr<const Compiled> c = s.get(options);
   GraphRunResult r;
+  // The graph writes into copies of the inputs it mutates; the caller's tensors stay as they
+  // were, and the new values come back in r.mutated.
+  std::vector<Tensor> args = inputs;
+  r.mutated.resize(inputs.size());
+  for (size_t i = 0; i < inputs.size(); ++i)
+    if (s.written[i]) r.mutated[i] = args[i] = inputs[i].detach().clone();
   if (!options.backward) {
-    if (!tangents.empty()) throw std::invalid_argument("tangents are only read by a backward run");
-    r.outputs = compile(s.forward)(std::vector<Tensor>(inputs));
+    NoGradGuard no_grad;  // the artifact was traced without grad; run it as it was traced
+    r.outputs = c->runtime->run(args);
     return r;
   }
-
-  TrainingPair p = build_training_pair(s.forward, s.inputs, options);
-  std::vector<Tensor> tan = tangents_for(s.forward, p.joint, tangents);
-  std::vector<Tensor> fw = compile(p.part.forward)(std::vector<Tensor>(inputs));
-  size_t n_out = p.joint.num_fw_outputs;
-  r.outputs.assign(fw.begin(), fw.begin() + static_cast<std::ptrdiff_t>(n_out));
-  std::vector<Tensor> bw_args(fw.begin() + static_cast<std::ptrdiff_t>(n_out), fw.end());
-  bw_args.insert(bw_args.end(), tan.begin(), tan.end());
-  std::vector<Tensor> grads = compile(p.part.backward)(std::move(bw_args));
+  std::vector<Tensor> tan = tangents_for(s.forward, *c->artifact, tangents);
+  // Leaves of our own, so that the caller's tensors keep their flags and gain no history.
+  std::vector<Tensor> leaves, with_grad;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    leaves.push_back(args[i].detach());
+    if (c->input_rg[i]) with_grad.push_back(leaves.back().requires_grad_());
+  }
+  EnableGradGuard grad_mode;
+  std::vector<Tensor> outs = c->runtime->run(leaves);
+  std::vector<Tensor> roots;
+  for (size_t o = 0; o < outs.size(); ++o)
+    if (c->artifact->meta.output_info[o].requires_grad) roots.push_back(outs[o]);
+  std::vector<Tensor> grads;
+  if (!roots.empty() && !with_grad.empty())
+    grads = autograd::grad(roots, with_grad, tan, /*retain_graph=*/false, /*allow_unused=*/true);
   r.grads.resize(inputs.size());
-  for (size_t k = 0; k < p.joint.grad_of_primal.size() && k < grads.size(); ++k)
-    r.grads[p.joint.grad_of_primal[k]] = grads[k];
+  for (size_t i = 0, k = 0; i < inputs.size(); ++i)
+    if (c->input_rg[i]) {
+      if (k < grads.size()) r.grads[i] = grads[k];
+      ++k;
+    }
+  for (Tensor& t : outs) r.outputs.push_back(t.detach());
   return r;
 }
 
@@ -246,20 +323,26 @@ std::string GraphProgram::show(const GraphRunOptions& options) const {
   os << "# graph " << s.source << "\n" << graph::print_graph(s.forward);
   if (!options.backward) return os.str();
 
-  TrainingPair p = build_training_pair(s.forward, s.inputs, options);
+  std::shared_ptr<const Compiled> c = s.get(options);
+  const aot::Artifact& a = *c->artifact;
   std::string with_grad;
   for (size_t i = 0; i < s.inputs.size(); ++i) {
-    if (!p.input_rg[i]) continue;
+    if (!c->input_rg[i]) continue;
     with_grad +=
         (with_grad.empty() ? " " : ", ") + std::to_string(i) + " (%" + s.inputs[i].name + ")";
   }
   os << "\n# inputs that require grad:" << (with_grad.empty() ? " none" : with_grad) << "\n";
-  os << "\n# joint graph\n" << graph::print_graph(p.joint.graph);
+  if (a.is_inference) {
+    os << "\n# inference graph (no output requires grad: nothing to differentiate)\n"
+       << graph::print_graph(a.inference);
+    return os.str();
+  }
+  os << "\n# joint graph\n" << graph::print_graph(a.joint);
   os << "\n# forward graph (partitioner " << options.partitioner << ", activation_memory_budget "
      << options.activation_memory_budget << ")\n"
-     << graph::print_graph(p.part.forward);
-  os << "\n# backward graph\n" << graph::print_graph(p.part.backward);
-  os << "\n# saved values\n" << p.part.report();
+     << graph::print_graph(a.forward);
+  os << "\n# backward graph\n" << graph::print_graph(a.backward);
+  os << "\n# saved values\n" << partition::saved_report(a.saved);
   return os.str();
 }
 

@@ -50,23 +50,41 @@ void append_plan(std::string& key, const InputPlan& plan) {
   }
 }
 
+void append_tensor(std::string& key, DType dtype, bool requires_grad, const IntList& sizes,
+                   const IntList& strides, int64_t storage_offset) {
+  key += static_cast<char>(dtype);
+  key += requires_grad ? 'r' : 'n';
+  append_ints(key, sizes);
+  append_ints(key, strides);
+  append_u64(key, static_cast<uint64_t>(storage_offset));
+}
+
+void append_head(std::string& key, bool grad_mode, const std::string& key_extra, size_t n) {
+  key.reserve(24 + key_extra.size() + n * 64);
+  key += grad_mode ? 'G' : 'N';
+  append_u64(key, key_extra.size());
+  key += key_extra;
+  append_u64(key, n);
+}
+
 }  // namespace
 
 std::string guard_key(const std::vector<Tensor>& inputs, const InputPlan& plan, bool grad_mode,
                       const std::string& key_extra) {
   std::string key;
-  key.reserve(24 + key_extra.size() + inputs.size() * 64);
-  key += grad_mode ? 'G' : 'N';
-  append_u64(key, key_extra.size());
-  key += key_extra;
-  append_u64(key, inputs.size());
-  for (const Tensor& t : inputs) {
-    key += static_cast<char>(t.dtype());
-    key += t.requires_grad() ? 'r' : 'n';
-    append_ints(key, t.sizes());
-    append_ints(key, t.strides());
-    append_u64(key, static_cast<uint64_t>(t.storage_offset()));
-  }
+  append_head(key, grad_mode, key_extra, inputs.size());
+  for (const Tensor& t : inputs)
+    append_tensor(key, t.dtype(), t.requires_grad(), t.sizes(), t.strides(), t.storage_offset());
+  append_plan(key, plan);
+  return key;
+}
+
+std::string guard_key(const std::vector<InputGuard>& inputs, const InputPlan& plan, bool grad_mode,
+                      const std::string& key_extra) {
+  std::string key;
+  append_head(key, grad_mode, key_extra, inputs.size());
+  for (const InputGuard& g : inputs)
+    append_tensor(key, g.dtype, g.requires_grad, g.sizes, g.strides, g.storage_offset);
   append_plan(key, plan);
   return key;
 }

@@ -22,12 +22,16 @@ std::string guard_key(const std::vector<Tensor>& inputs, const InputPlan& plan, 
 
 // One tensor input's guards in readable form, for "why did it recompile" messages.
 struct InputGuard {
-  DType dtype;
+  DType dtype = DType::f32;
   IntList sizes, strides;
-  int64_t storage_offset;
-  bool requires_grad;
+  int64_t storage_offset = 0;
+  bool requires_grad = false;
   bool operator==(const InputGuard&) const = default;
 };
+// The same key from guards already read (an Artifact's): equal to the key of every call whose
+// inputs have these guards.
+std::string guard_key(const std::vector<InputGuard>& inputs, const InputPlan& plan, bool grad_mode,
+                      const std::string& key_extra);
 std::vector<InputGuard> input_guards(const std::vector<Tensor>& inputs);
 std::string describe(const InputGuard& g);
 

@@ -54,8 +54,10 @@ bool overlap(const Tensor& a, const Footprint& fa, const Tensor& b, const Footpr
   if (fa.offsets.empty() || fb.offsets.empty() || a.dtype() != b.dtype()) return true;
   for (size_t x = 0, y = 0; x < fa.offsets.size() && y < fb.offsets.size();) {
     if (fa.offsets[x] == fb.offsets[y]) return true;
-    if (fa.offsets[x] < fb.offsets[y]) ++x;
-    else ++y;
+    if (fa.offsets[x] < fb.offsets[y])
+      ++x;
+    else
+      ++y;
   }
   return false;
 }
@@ -65,8 +67,10 @@ Tensor common_base(const std::vector<Tensor>& members) {
   Tensor base;
   for (const Tensor& m : members) {
     Tensor b = m.is_view() ? m._base() : m;
-    if (!base.defined()) base = b;
-    else if (!base.is_same(b)) return Tensor();
+    if (!base.defined())
+      base = b;
+    else if (!base.is_same(b))
+      return Tensor();
   }
   return base;
 }
@@ -88,44 +92,47 @@ std::string InputPlan::to_string() const {
 
 namespace {
 
-// The result of the pairwise pass: which inputs repeat an earlier one, and the union-find forest
-// of inputs that overlap in memory.
-struct AliasStructure {
-  std::vector<InputPlan::Entry> entries;  // duplicates filled in; the rest are set later
-  std::vector<bool> is_dup;
-  std::vector<size_t> group;
+// The pairwise search: which inputs repeat an earlier one, and the union-find forest of inputs
+// that overlap in memory.
+struct AliasSearch {
+  InputAliasing a;
   std::vector<std::optional<Footprint>> footprints;  // computed once per input, when first needed
 
-  explicit AliasStructure(size_t n) : entries(n), is_dup(n, false), group(n), footprints(n) {
-    for (size_t i = 0; i < n; ++i) group[i] = i;
+  explicit AliasSearch(size_t n) : footprints(n) {
+    a.duplicate_of.assign(n, -1);
+    a.group.resize(n);
+    for (size_t i = 0; i < n; ++i) a.group[i] = i;
   }
   size_t find(size_t i) {
-    while (group[i] != i) i = group[i] = group[group[i]];
+    while (a.group[i] != i) i = a.group[i] = a.group[a.group[i]];
     return i;
   }
-  // Input j against an earlier input i (the order of calls is part of the result: a duplicate
-  // refers to the first earlier non-duplicate that is the same tensor, and stops the scan).
+  // Input j against an earlier input i (a duplicate refers to the first earlier non-duplicate that
+  // is the same tensor, and stops the scan).
   bool visit(const std::vector<Tensor>& inputs, size_t i, size_t j) {
-    if (is_dup[i]) return false;
+    if (a.duplicate_of[i] >= 0) return false;
     if (inputs[i].is_same(inputs[j])) {
-      entries[j] = {InputPlan::Kind::duplicate, i};
-      is_dup[j] = true;
+      a.duplicate_of[j] = static_cast<int64_t>(i);
       return true;
     }
     if (inputs[i].storage() == inputs[j].storage() &&
         overlap(inputs[i], footprint_of(inputs, i), inputs[j], footprint_of(inputs, j)))
-      group[find(j)] = find(i);
+      a.group[find(j)] = find(i);
     return false;
   }
   const Footprint& footprint_of(const std::vector<Tensor>& inputs, size_t i) {
     if (!footprints[i]) footprints[i] = footprint(inputs[i]);
     return *footprints[i];
   }
+  InputAliasing result() {
+    for (size_t i = 0; i < a.group.size(); ++i) a.group[i] = find(i);
+    return std::move(a);
+  }
 };
 
 // Why the overlapping inputs `members` cannot be passed as one synthetic base, or "" when they can.
-std::string unmergeable_reason(const std::vector<Tensor>& inputs, const std::vector<size_t>& members,
-                               const std::string& fn_name) {
+std::string unmergeable_reason(const std::vector<Tensor>& inputs,
+                               const std::vector<size_t>& members, const std::string& fn_name) {
   std::vector<Tensor> tensors;
   bool any_grad = false;
   for (size_t m : members) {
@@ -133,26 +140,40 @@ std::string unmergeable_reason(const std::vector<Tensor>& inputs, const std::vec
     any_grad = any_grad || inputs[m].requires_grad();
     if (inputs[m].dtype() != inputs[members[0]].dtype())
       return fn_name + ": inputs " + std::to_string(members[0]) + " and " + std::to_string(m) +
-             " overlap in memory but have different dtypes, and one is mutated; pass copies instead.";
+             " overlap in memory but have different dtypes, and one is mutated; pass copies "
+             "instead.";
   }
   if (any_grad && !common_base(tensors).defined())
-    return fn_name + ": inputs " + std::to_string(members[0]) + " and " + std::to_string(members[1]) +
+    return fn_name + ": inputs " + std::to_string(members[0]) + " and " +
+           std::to_string(members[1]) +
            " overlap in memory, require grad, are not views of one common base, and one is "
            "mutated; pass clones or views of one tensor.";
   return "";
 }
 
-// Graph inputs and synthetic bases from the alias structure. A group that cannot become a
-// synthetic base is passed as plain inputs and remembered: that is exact while none of them is
-// mutated, and capture refuses the call when one is (PyTorch, too, builds synthetic bases only for
-// groups with a mutation).
-InputPlan plan_from(AliasStructure a, const std::vector<Tensor>& inputs, const std::string& fn_name) {
+}  // namespace
+
+// Groups are numbered by their first member, so the plan does not depend on which representative
+// the search picked. A group that cannot become a synthetic base is passed as plain inputs and
+// remembered: that is exact while none of them is mutated, and capture refuses the call when one
+// is (PyTorch, too, builds synthetic bases only for groups with a mutation).
+InputPlan plan_from_aliasing(const std::vector<Tensor>& inputs, const InputAliasing& aliasing,
+                             const std::string& fn_name) {
   size_t n = inputs.size();
   InputPlan plan;
-  plan.inputs = std::move(a.entries);
+  plan.inputs.resize(n);
+  std::vector<size_t> first_of_group(n, n), root(n, n);
   std::vector<std::vector<size_t>> members_of_root(n);
-  for (size_t i = 0; i < n; ++i)
-    if (!a.is_dup[i]) members_of_root[a.find(i)].push_back(i);
+  for (size_t i = 0; i < n; ++i) {
+    if (aliasing.duplicate_of[i] >= 0) {
+      plan.inputs[i] = {InputPlan::Kind::duplicate, static_cast<size_t>(aliasing.duplicate_of[i])};
+      continue;
+    }
+    size_t g = aliasing.group[i];
+    if (first_of_group[g] == n) first_of_group[g] = i;
+    root[i] = first_of_group[g];
+    members_of_root[root[i]].push_back(i);
+  }
   std::vector<bool> mergeable(n, false);
   for (size_t r = 0; r < n; ++r) {
     if (members_of_root[r].size() < 2) continue;
@@ -162,20 +183,20 @@ InputPlan plan_from(AliasStructure a, const std::vector<Tensor>& inputs, const s
   }
   std::vector<int> base_of_group(n, -1);
   for (size_t i = 0; i < n; ++i) {
-    if (a.is_dup[i]) continue;
-    size_t root = a.find(i);
-    if (!mergeable[root]) {
+    if (aliasing.duplicate_of[i] >= 0) continue;
+    size_t r = root[i];
+    if (!mergeable[r]) {
       plan.inputs[i] = {InputPlan::Kind::plain, plan.graph_inputs.size()};
       plan.graph_inputs.push_back({false, i});
       continue;
     }
-    if (base_of_group[root] < 0) {
-      base_of_group[root] = static_cast<int>(plan.bases.size());
+    if (base_of_group[r] < 0) {
+      base_of_group[r] = static_cast<int>(plan.bases.size());
       plan.bases.push_back({});
       plan.graph_inputs.push_back({true, plan.bases.size() - 1});
     }
-    plan.bases[base_of_group[root]].members.push_back(i);
-    plan.inputs[i] = {InputPlan::Kind::member, static_cast<size_t>(base_of_group[root])};
+    plan.bases[base_of_group[r]].members.push_back(i);
+    plan.inputs[i] = {InputPlan::Kind::member, static_cast<size_t>(base_of_group[r])};
   }
   for (SyntheticBase& b : plan.bases) {
     std::vector<Tensor> members;
@@ -185,34 +206,22 @@ InputPlan plan_from(AliasStructure a, const std::vector<Tensor>& inputs, const s
   return plan;
 }
 
-}  // namespace
-
-// Only inputs that share a storage can repeat or overlap, so the pairwise pass runs within each
-// storage's bucket (found by sorting the storage pointers). Within a bucket it visits the pairs
-// in the order plan_inputs_pairwise does, which makes the two plans equal; a call whose inputs
-// all have storages of their own costs one sort.
+// Only inputs that share a storage can repeat or overlap, so the pairwise search runs within each
+// storage's bucket (found by sorting the storage pointers), visiting the pairs in input order; a
+// call whose inputs all have storages of their own costs one sort.
 InputPlan plan_inputs(const std::vector<Tensor>& inputs, const std::string& fn_name) {
   size_t n = inputs.size();
   std::vector<std::pair<const Storage*, size_t>> by_storage(n);
   for (size_t i = 0; i < n; ++i) by_storage[i] = {inputs[i].storage().get(), i};
   std::sort(by_storage.begin(), by_storage.end());
-  AliasStructure a(n);
+  AliasSearch search(n);
   for (size_t lo = 0, hi = 0; lo < n; lo = hi) {
     while (hi < n && by_storage[hi].first == by_storage[lo].first) ++hi;
     for (size_t jj = lo + 1; jj < hi; ++jj)
       for (size_t ii = lo; ii < jj; ++ii)
-        if (a.visit(inputs, by_storage[ii].second, by_storage[jj].second)) break;
+        if (search.visit(inputs, by_storage[ii].second, by_storage[jj].second)) break;
   }
-  return plan_from(std::move(a), inputs, fn_name);
-}
-
-InputPlan plan_inputs_pairwise(const std::vector<Tensor>& inputs, const std::string& fn_name) {
-  size_t n = inputs.size();
-  AliasStructure a(n);
-  for (size_t j = 0; j < n; ++j)
-    for (size_t i = 0; i < j; ++i)
-      if (a.visit(inputs, i, j)) break;
-  return plan_from(std::move(a), inputs, fn_name);
+  return plan_from_aliasing(inputs, search.result(), fn_name);
 }
 
 std::vector<Tensor> graph_inputs_for(const InputPlan& plan, const std::vector<Tensor>& inputs) {

@@ -26,7 +26,7 @@ struct InputPlan {
     size_t index = 0;  // plain: graph input; duplicate: the user input it repeats; member: base
     bool operator==(const Entry&) const = default;
   };
-  std::vector<Entry> inputs;        // one per user input
+  std::vector<Entry> inputs;  // one per user input
   std::vector<SyntheticBase> bases;
   // Graph inputs in order: each is a plain user input or a synthetic base (by index).
   struct GraphInput {
@@ -53,8 +53,20 @@ struct InputPlan {
 // The plan for this call's inputs.
 // Runs on every call: pairs of inputs are compared only within groups that share a storage.
 InputPlan plan_inputs(const std::vector<Tensor>& inputs, const std::string& fn_name);
-// The same plan by comparing every pair (O(n^2)); the reference plan_inputs is tested against.
-InputPlan plan_inputs_pairwise(const std::vector<Tensor>& inputs, const std::string& fn_name);
+
+// What plan_inputs finds before it builds the plan: which inputs repeat an earlier one, and which
+// of the others overlap in memory.
+struct InputAliasing {
+  // The first earlier input that is the same tensor (and not itself a repeat), or -1.
+  std::vector<int64_t> duplicate_of;
+  // Inputs that are not repeats and overlap in memory, directly or through others, have equal
+  // entries (any representative; repeats' entries are ignored).
+  std::vector<size_t> group;
+};
+// The plan for a given aliasing (the part of plan_inputs after the search; tests check the fast
+// search against a slow reference through it). Whether two inputs overlap is the caller's claim.
+InputPlan plan_from_aliasing(const std::vector<Tensor>& inputs, const InputAliasing& aliasing,
+                             const std::string& fn_name);
 
 // The tensors to pass to the graph for this call (bases built from the caller's inputs).
 std::vector<Tensor> graph_inputs_for(const InputPlan& plan, const std::vector<Tensor>& inputs);

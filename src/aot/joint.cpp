@@ -1,3 +1,9 @@
+// build_joint (aot/joint.h). Reading guide: JointBuilder copies the forward graph into the joint
+// graph (copy_forward), adds a tangent per forward output that requires grad (add_tangents), then
+// walks the forward nodes in reverse running each one's VJP rule under the Trace interpreter
+// (run_vjps), and returns (forward outputs..., gradients...) (add_outputs). `fake_` maps every
+// forward value to the fake tensor standing for it in the joint graph; `grads_` accumulates the
+// gradient of each forward value.
 #include "aot/joint.h"
 
 #include <stdexcept>
@@ -9,134 +15,187 @@
 namespace aotgrad::aot {
 namespace {
 
-bool needs(const std::vector<bool>& rg, graph::ValueId v) {
-  return v.index < rg.size() && rg[v.index];
-}
+class JointBuilder {
+ public:
+  JointBuilder(const graph::Graph& forward, const std::vector<bool>& rg)
+      : fw_(forward),
+        rg_(rg),
+        tracer_(j_.graph),
+        fake_(forward.values().size()),
+        grads_(forward.values().size()) {}
+
+  JointGraph build() {
+    copy_forward();
+    add_tangents();
+    run_vjps();
+    add_outputs();
+    return std::move(j_);
+  }
+
+ private:
+  bool needs(graph::ValueId v) const { return v.index < rg_.size() && rg_[v.index]; }
+  graph::ValueId joint_value(graph::ValueId fw) const {
+    return graph::ValueId{fake_[fw.index].impl()->trace.value};
+  }
+  Descriptor primal_desc(size_t i) const {
+    const Descriptor& d = fw_.input_descs()[i];
+    return d.empty() ? Descriptor::input(static_cast<int64_t>(i)) : d;
+  }
+  Descriptor output_desc(size_t i) const {
+    const Descriptor& d = fw_.output_descs()[i];
+    return d.empty() ? Descriptor::output(static_cast<int64_t>(i)) : d;
+  }
+
+  // Primals, then every forward node with its values' names (fakes bound to the copies).
+  void copy_forward() {
+    graph::Graph& g = j_.graph;
+    j_.num_primals = fw_.inputs().size();
+    for (size_t i = 0; i < fw_.inputs().size(); ++i) {
+      graph::ValueId v = fw_.inputs()[i];
+      graph::ValueId nv =
+          g.add_input("primals_" + std::to_string(i + 1), fw_.value(v).meta, primal_desc(i));
+      fake_[v.index] = tracer_.bind(nv, needs(v));
+    }
+    for (const graph::Node& n : fw_.nodes()) {
+      std::vector<graph::NodeArg> args = n.args;
+      for (graph::NodeArg& a : args) {
+        if (auto* v = std::get_if<graph::ValueId>(&a)) *v = joint_value(*v);
+        if (auto* l = std::get_if<graph::ValueList>(&a))
+          for (graph::ValueId& e : *l) e = joint_value(e);
+      }
+      std::vector<ops::TensorMeta> metas;
+      std::vector<std::string> names;
+      for (graph::ValueId o : n.outputs) {
+        metas.push_back(fw_.value(o).meta);
+        names.push_back(fw_.value(o).name);
+      }
+      std::vector<graph::ValueId> outs = g.add_node(*n.op, std::move(args), metas, names);
+      for (size_t k = 0; k < outs.size(); ++k)
+        fake_[n.outputs[k].index] = tracer_.bind(outs[k], needs(n.outputs[k]));
+    }
+  }
+
+  // A tangent input for each forward output that requires grad: tangent(<its descriptor>).
+  void add_tangents() {
+    j_.num_fw_outputs = fw_.outputs().size();
+    for (size_t i = 0; i < fw_.outputs().size(); ++i) {
+      graph::ValueId v = fw_.outputs()[i];
+      if (!needs(v)) continue;
+      const ops::TensorMeta& m = fw_.value(v).meta;
+      graph::ValueId t =
+          j_.graph.add_input("tangents_" + std::to_string(j_.tangent_of_output.size() + 1),
+                             ops::TensorMeta::contiguous(m.sizes, m.dtype),
+                             Descriptor::wrapping(DescriptorKind::tangent, output_desc(i)));
+      j_.tangent_of_output.push_back(i);
+      tangents_.push_back(tracer_.bind(t, false));
+    }
+  }
+
+  void accumulate(graph::ValueId v, const Tensor& gr) {
+    if (!gr.defined()) return;
+    Tensor& slot = grads_[v.index];
+    slot = slot.defined() ? add(slot, gr) : gr;
+  }
+
+  // The VJP rule of forward node `n` on the traced gradients of its outputs; accumulates the
+  // gradients of its inputs (nothing when no output has a gradient or no input needs one).
+  void vjp_of(const graph::Node& n) {
+    bool any_grad = false;
+    for (graph::ValueId o : n.outputs) any_grad = any_grad || grads_[o.index].defined();
+    if (!any_grad) return;
+    ops::OpArgs args;
+    std::vector<bool> needs_grad;
+    bool any_needed = false;
+    for (const graph::NodeArg& a : n.args) {
+      if (auto* v = std::get_if<graph::ValueId>(&a)) {
+        args.emplace_back(fake_[v->index]);
+        needs_grad.push_back(needs(*v));
+      } else if (auto* l = std::get_if<graph::ValueList>(&a)) {
+        ops::TensorList list;
+        for (graph::ValueId e : *l) {
+          list.push_back(fake_[e.index]);
+          needs_grad.push_back(needs(e));
+        }
+        args.emplace_back(std::move(list));
+      } else {
+        args.push_back(std::visit(
+            [](const auto& x) -> ops::Arg {
+              using T = std::decay_t<decltype(x)>;
+              if constexpr (std::is_same_v<T, graph::ValueId> ||
+                            std::is_same_v<T, graph::ValueList>)
+                return std::monostate{};  // handled above
+              else
+                return x;
+            },
+            a));
+      }
+    }
+    for (bool b : needs_grad) any_needed = any_needed || b;
+    if (!any_needed) return;
+    std::vector<Tensor> outs, out_grads;
+    for (graph::ValueId o : n.outputs) {
+      outs.push_back(fake_[o.index]);
+      Tensor gr = grads_[o.index];
+      // As in the eager engine: a multi-output op gets zeros for outputs without a gradient.
+      if (!gr.defined() && n.outputs.size() > 1)
+        gr = zeros(fw_.value(o).meta.sizes, fw_.value(o).meta.dtype);
+      out_grads.push_back(gr);
+    }
+    ops::VjpContext ctx{*n.op, args, outs, out_grads, needs_grad};
+    std::vector<Tensor> in_grads = n.op->vjp(ctx);
+    size_t k = 0;
+    for (const graph::NodeArg& a : n.args)
+      for (graph::ValueId v : graph::arg_values(a)) {
+        if (k < in_grads.size() && needs(v)) accumulate(v, in_grads[k]);
+        ++k;
+      }
+  }
+
+  // Forward nodes in reverse; every node a VJP rule records (the accumulation of its results
+  // included) gets the forward node's first value as its origin.
+  void run_vjps() {
+    ops::InterpreterGuard guard(tracer_);
+    NoGradGuard no_grad;  // the backward itself is not differentiated (no double backward)
+    for (size_t k = 0; k < j_.tangent_of_output.size(); ++k)
+      accumulate(fw_.outputs()[j_.tangent_of_output[k]], tangents_[k]);
+    for (size_t ni = fw_.nodes().size(); ni-- > 0;) {
+      const graph::Node& n = fw_.nodes()[ni];
+      if (!n.op->vjp) continue;
+      size_t first = j_.graph.nodes().size();
+      vjp_of(n);
+      std::string origin = n.outputs.empty() ? "" : fw_.value(n.outputs[0]).name;
+      for (size_t i = first; i < j_.graph.nodes().size(); ++i)
+        j_.graph.mutable_nodes()[i].origin = origin;
+    }
+  }
+
+  // Forward outputs keep the forward graph's descriptors; each gradient is grad(<primal's>).
+  void add_outputs() {
+    for (size_t i = 0; i < fw_.outputs().size(); ++i)
+      j_.graph.add_output(joint_value(fw_.outputs()[i]), output_desc(i));
+    for (size_t i = 0; i < fw_.inputs().size(); ++i) {
+      graph::ValueId v = fw_.inputs()[i];
+      if (!needs(v) || !grads_[v.index].defined()) continue;
+      graph::ValueId gv =
+          tracer_.value_of(grads_[v.index], "gradient of input " + std::to_string(i));
+      j_.graph.add_output(gv, Descriptor::wrapping(DescriptorKind::grad, primal_desc(i)));
+      j_.grad_of_primal.push_back(i);
+    }
+  }
+
+  const graph::Graph& fw_;
+  const std::vector<bool>& rg_;
+  JointGraph j_;
+  trace::Tracer tracer_;
+  std::vector<Tensor> fake_;
+  std::vector<Tensor> grads_;
+  std::vector<Tensor> tangents_;
+};
 
 }  // namespace
 
 JointGraph build_joint(const graph::Graph& forward, const std::vector<bool>& rg) {
-  JointGraph j;
-  graph::Graph& g = j.graph;
-  trace::Tracer tracer(g);
-  // Fake tensors for every forward value, in the joint graph (same ids: values are copied first).
-  std::vector<Tensor> fake(forward.values().size());
-  j.num_primals = forward.inputs().size();
-  for (size_t i = 0; i < forward.inputs().size(); ++i) {
-    graph::ValueId v = forward.inputs()[i];
-    const graph::Value& val = forward.value(v);
-    std::string desc = forward.input_descs()[i].empty() ? "primal(" + std::to_string(i) + ")"
-                                                        : forward.input_descs()[i];
-    graph::ValueId nv = g.add_input("primals_" + std::to_string(i + 1), val.meta, desc);
-    fake[v.index] = tracer.bind(nv, needs(rg, v));
-  }
-  // Replay the forward nodes into the joint graph (value names preserved where possible).
-  for (const graph::Node& n : forward.nodes()) {
-    std::vector<graph::NodeArg> args = n.args;
-    for (graph::NodeArg& a : args) {
-      if (auto* v = std::get_if<graph::ValueId>(&a)) *v = graph::ValueId{fake[v->index].impl()->trace.value};
-      if (auto* l = std::get_if<graph::ValueList>(&a))
-        for (graph::ValueId& e : *l) e = graph::ValueId{fake[e.index].impl()->trace.value};
-    }
-    std::vector<ops::TensorMeta> metas;
-    std::vector<std::string> names;
-    for (graph::ValueId o : n.outputs) {
-      metas.push_back(forward.value(o).meta);
-      names.push_back(forward.value(o).name);
-    }
-    std::vector<graph::ValueId> outs = g.add_node(*n.op, std::move(args), metas, names);
-    for (size_t k = 0; k < outs.size(); ++k) fake[n.outputs[k].index] = tracer.bind(outs[k], needs(rg, n.outputs[k]));
-  }
-  auto joint_value = [&](graph::ValueId fw) { return graph::ValueId{fake[fw.index].impl()->trace.value}; };
-
-  // Tangents for the forward outputs that require grad.
-  std::vector<Tensor> grads(forward.values().size());
-  auto accumulate = [&](graph::ValueId v, const Tensor& gr) {
-    if (!gr.defined()) return;
-    Tensor& slot = grads[v.index];
-    slot = slot.defined() ? add(slot, gr) : gr;
-  };
-  j.num_fw_outputs = forward.outputs().size();
-  std::vector<Tensor> tangents;
-  for (size_t i = 0; i < forward.outputs().size(); ++i) {
-    graph::ValueId v = forward.outputs()[i];
-    if (!needs(rg, v)) continue;
-    ops::TensorMeta m = ops::TensorMeta::contiguous(forward.value(v).meta.sizes, forward.value(v).meta.dtype);
-    graph::ValueId t = g.add_input("tangents_" + std::to_string(j.tangent_of_output.size() + 1), m,
-                                   "tangent(output " + std::to_string(i) + ")");
-    j.tangent_of_output.push_back(i);
-    tangents.push_back(tracer.bind(t, false));
-  }
-  {
-    ops::InterpreterGuard guard(tracer);
-    NoGradGuard no_grad;  // the backward itself is not differentiated (no double backward)
-    for (size_t k = 0; k < j.tangent_of_output.size(); ++k)
-      accumulate(forward.outputs()[j.tangent_of_output[k]], tangents[k]);
-    for (size_t ni = forward.nodes().size(); ni-- > 0;) {
-      const graph::Node& n = forward.nodes()[ni];
-      if (!n.op->vjp) continue;
-      bool any_grad = false;
-      for (graph::ValueId o : n.outputs) any_grad = any_grad || grads[o.index].defined();
-      if (!any_grad) continue;
-      ops::OpArgs args;
-      std::vector<bool> needs_grad;
-      for (const graph::NodeArg& a : n.args) {
-        std::visit(
-            [&](const auto& x) {
-              using T = std::decay_t<decltype(x)>;
-              if constexpr (std::is_same_v<T, graph::ValueId>) {
-                args.emplace_back(fake[x.index]);
-                needs_grad.push_back(needs(rg, x));
-              } else if constexpr (std::is_same_v<T, graph::ValueList>) {
-                ops::TensorList l;
-                for (graph::ValueId e : x) {
-                  l.push_back(fake[e.index]);
-                  needs_grad.push_back(needs(rg, e));
-                }
-                args.emplace_back(std::move(l));
-              } else {
-                args.emplace_back(x);
-              }
-            },
-            a);
-      }
-      bool any_needed = false;
-      for (bool b : needs_grad) any_needed = any_needed || b;
-      if (!any_needed) continue;
-      std::vector<Tensor> outs, out_grads;
-      for (graph::ValueId o : n.outputs) {
-        outs.push_back(fake[o.index]);
-        Tensor gr = grads[o.index];
-        // As in the eager engine: a multi-output op gets zeros for outputs without a gradient.
-        if (!gr.defined() && n.outputs.size() > 1)
-          gr = zeros(forward.value(o).meta.sizes, forward.value(o).meta.dtype);
-        out_grads.push_back(gr);
-      }
-      ops::VjpContext ctx{*n.op, args, outs, out_grads, needs_grad};
-      std::vector<Tensor> in_grads = n.op->vjp(ctx);
-      size_t k = 0;
-      for (const graph::NodeArg& a : n.args)
-        for (graph::ValueId v : graph::arg_values(a)) {
-          if (k < in_grads.size() && needs(rg, v)) accumulate(v, in_grads[k]);
-          ++k;
-        }
-    }
-  }
-  // Forward outputs keep capture's descriptors (mutated_input(k), output(k),
-  // intermediate_base(k)), so the training forward graph reads like the inference graph.
-  for (size_t i = 0; i < forward.outputs().size(); ++i) {
-    const std::string& desc = forward.output_descs()[i];
-    g.add_output(joint_value(forward.outputs()[i]),
-                 desc.empty() ? "output(" + std::to_string(i) + ")" : desc);
-  }
-  for (size_t i = 0; i < forward.inputs().size(); ++i) {
-    graph::ValueId v = forward.inputs()[i];
-    if (!needs(rg, v) || !grads[v.index].defined()) continue;
-    graph::ValueId gv = tracer.value_of(grads[v.index], "gradient of input " + std::to_string(i));
-    g.add_output(gv, "grad(input " + std::to_string(i) + ")");
-    j.grad_of_primal.push_back(i);
-  }
-  return j;
+  return JointBuilder(forward, rg).build();
 }
 
 }  // namespace aotgrad::aot

@@ -3,7 +3,10 @@
 // Needs: a traced forward graph and which of its values require grad. Guarantees: a graph with
 // inputs (primals..., tangents...) and outputs (forward outputs..., gradients of the primals that
 // require grad and receive one), built by running each forward node's VJP rule, in reverse, under
-// the Trace interpreter: the only derivative formulas are the op table's.
+// the Trace interpreter: the only derivative formulas are the op table's. Descriptors: primals and
+// forward outputs keep the forward graph's (input(i) / output(i) where it has none), tangents are
+// tangent(<output's>), gradients grad(<primal's>); every node a VJP rule made has its forward
+// node's first value as its origin (Node::origin).
 #pragma once
 
 #include <vector>

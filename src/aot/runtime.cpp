@@ -1,37 +1,43 @@
+// The per-call path of a Runtime (aot/runtime.h): the CompiledBackward autograd node, each
+// wrapper's before/after, the two bodies, and Runtime::run composing them. Everything here reads
+// lists instantiate (aot/instantiate.cpp) computed; nothing is decided per call that was known
+// when the artifact was made.
 #include "aot/runtime.h"
 
 #include <algorithm>
 #include <optional>
 #include <stdexcept>
 
+#include "aot/runtime_wrappers.h"
 #include "aotgrad/autograd.h"
 #include "aotgrad/inplace_view.h"
 #include "aotgrad/ops.h"
 #include "autograd/nodes.h"
 
 namespace aotgrad::aot {
-namespace {
 
 // The backward half of a compiled call, as an eager autograd node.
 class CompiledBackward final : public autograd::Node {
  public:
-  CompiledBackward(std::shared_ptr<const Specialization> spec, std::vector<Tensor> saved)
+  CompiledBackward(std::shared_ptr<const BackwardSpec> spec, std::vector<Tensor> saved)
       : spec_(std::move(spec)) {
     // Detached aliases: a saved value that is also a user output must not hold this node
     // through its grad_fn (a reference cycle).
+    saved_.reserve(saved.size());
+    versions_.reserve(saved.size());
     for (const Tensor& t : saved) {
       saved_.push_back(autograd::SavedTensor::save(t, true).data);
       versions_.push_back(t.version());
     }
-    for (size_t o : spec_->tangent_of_output) {
-      output_sizes.push_back(spec_->output_metas[o].sizes);
-      output_dtypes.push_back(spec_->output_metas[o].dtype);
+    for (const ops::TensorMeta& m : spec_->tangent_metas) {
+      output_sizes.push_back(m.sizes);
+      output_dtypes.push_back(m.dtype);
     }
   }
 
   std::string name() const override { return "CompiledFunctionBackward(" + spec_->fn_name + ")"; }
   uint32_t num_outputs() const override {
-    return static_cast<uint32_t>(spec_->tangent_of_output.size());
+    return static_cast<uint32_t>(spec_->tangent_metas.size());
   }
 
   std::vector<Tensor> apply(std::vector<Tensor>&& grads) override {
@@ -46,16 +52,21 @@ class CompiledBackward final : public autograd::Node {
         const partition::SavedValue& s = spec_->saved[i];
         throw std::runtime_error(
             "one of the variables needed for gradient computation has been modified by an "
-            "inplace operation: %" + s.name + " (from " + s.producer + ") saved by compiled "
-            "function '" + spec_->fn_name + "' is at version " + std::to_string(saved_[i].version()) +
+            "inplace operation: %" +
+            s.name + " (from " + s.producer +
+            ") saved by compiled "
+            "function '" +
+            spec_->fn_name + "' is at version " + std::to_string(saved_[i].version()) +
             "; expected version " + std::to_string(versions_[i]) + " instead.");
       }
       args.push_back(saved_[i]);
     }
     for (size_t k = 0; k < grads.size(); ++k) {
-      const ops::TensorMeta& m = spec_->output_metas[spec_->tangent_of_output[k]];
-      if (!grads[k].defined()) grads[k] = zeros(m.sizes, m.dtype);
-      else if (grads[k].dtype() != m.dtype) grads[k] = to(grads[k], m.dtype);
+      const ops::TensorMeta& m = spec_->tangent_metas[k];
+      if (!grads[k].defined())
+        grads[k] = zeros(m.sizes, m.dtype);
+      else if (grads[k].dtype() != m.dtype)
+        grads[k] = to(grads[k], m.dtype);
       args.push_back(std::move(grads[k]));
     }
     return spec_->backward(std::move(args));
@@ -75,141 +86,185 @@ class CompiledBackward final : public autograd::Node {
   }
 
  private:
-  std::shared_ptr<const Specialization> spec_;
+  std::shared_ptr<const BackwardSpec> spec_;
   std::vector<Tensor> saved_;
   std::vector<uint64_t> versions_;
   bool released_ = false;
 };
 
-std::vector<Tensor> run_graphs(const std::shared_ptr<const Specialization>& spec,
-                               const std::vector<Tensor>& graph_inputs,
-                               std::shared_ptr<CompiledBackward>& node_out) {
-  NoGradGuard no_grad;  // the compiled graphs are not recorded by eager autograd
-  if (spec->is_inference) return spec->inference(std::vector<Tensor>(graph_inputs));
-  std::vector<autograd::Edge> edges;
-  edges.reserve(spec->grad_of_primal.size());
-  for (size_t p : spec->grad_of_primal) edges.push_back(autograd::gradient_edge(graph_inputs[p]));
-  std::vector<Tensor> outs = spec->forward(std::vector<Tensor>(graph_inputs));
-  std::vector<Tensor> saved(std::make_move_iterator(outs.begin() + spec->num_graph_outputs),
-                            std::make_move_iterator(outs.end()));
-  outs.resize(spec->num_graph_outputs);
-  auto node = std::make_shared<CompiledBackward>(spec, std::move(saved));
-  node->next_edges = std::move(edges);
-  node_out = node;
-  for (size_t k = 0; k < spec->tangent_of_output.size(); ++k) {
-    Tensor& out = outs[spec->tangent_of_output[k]];
-    if (out.grad_fn()) continue;  // the same tensor returned twice keeps its first slot
-    autograd::set_history(out, node, static_cast<uint32_t>(k));
-  }
-  return outs;
-}
-
-// The graph inputs for a training call: a mutated input, and any input sharing its storage, is
-// passed as a clone (recorded by autograd), so the old values the forward saves for backward are
-// not overwritten, nor their version counter moved, by the copy_ of the epilogue (PyTorch clones
-// mutated inputs in the graph for the same reason). Eager's own version errors are reported
-// separately (Specialization::backward_error).
-std::vector<Tensor> with_fresh_mutated(const Specialization& spec, const std::vector<Tensor>& graph_inputs) {
-  std::vector<const Storage*> written;
-  for (size_t g : spec.meta.mutated_inputs)
-    if (!spec.meta.input_info[g].keep_in_graph) written.push_back(graph_inputs[g].storage().get());
-  if (written.empty()) return graph_inputs;
-  std::vector<Tensor> call = graph_inputs;
-  for (Tensor& t : call)
-    if (std::find(written.begin(), written.end(), t.storage().get()) != written.end()) t = clone(t);
-  return call;
-}
-
-// Writes the new value of each mutated input into the tensor the caller passed.
-void apply_mutations(const Specialization& spec, const std::vector<Tensor>& graph_inputs,
-                     const std::vector<Tensor>& outs) {
-  for (size_t k = 0; k < spec.meta.mutated_inputs.size(); ++k) {
-    size_t g = spec.meta.mutated_inputs[k];
-    const InputAliasInfo& info = spec.meta.input_info[g];
-    if (info.keep_in_graph) continue;
-    Tensor target = graph_inputs[g];
-    // Eager autograd records the write only when it was made with grad on, not through detach().
-    bool recorded = !info.mutations_under_no_grad && !info.mutations_hidden_from_autograd &&
-                    outs[k].requires_grad();
-    std::optional<NoGradGuard> no_grad;
-    std::optional<EnableGradGuard> grad;
-    if (recorded) grad.emplace();
-    else no_grad.emplace();
-    copy_(target, outs[k]);
-  }
+void RequiresGradChanges::before(CallFrame& f) const {
+  for (const RequiresGradChange& c : changes_)
+    Tensor(f.inputs[c.input]).requires_grad_(c.requires_grad);
 }
 
 // Gives each caller's tensor the geometry the function left its input in (after the outputs
 // were regenerated: aliases of an input replay their chain from its original geometry).
-void apply_metadata_mutations(const ViewAndMutationMeta& meta, const std::vector<Tensor>& inputs,
-                              CompiledBackward* node) {
-  for (const MetadataMutation& m : meta.metadata_mutations) {
-    Tensor target = inputs[m.input];
+void MetadataMutations::after(CallFrame& f) const {
+  for (const MetadataMutation& m : mutations_) {
+    Tensor target = f.inputs[m.input];
     uint64_t before = target.version();
     if (!m.changed) {
       target.storage()->bump_version();
     } else {
       std::optional<NoGradGuard> no_grad;
       std::optional<EnableGradGuard> grad;
-      if (m.under_grad) grad.emplace();
-      else no_grad.emplace();
+      if (m.under_grad)
+        grad.emplace();
+      else
+        no_grad.emplace();
       as_strided_(target, m.sizes, m.strides, m.storage_offset);
     }
-    if (node) node->forgive_version_bump(target.storage().get(), before, target.version());
+    if (f.node) f.node->forgive_version_bump(target.storage().get(), before, target.version());
   }
 }
 
-}  // namespace
+void Dedupe::before(CallFrame& f) const {
+  std::vector<Tensor> kept;
+  kept.reserve(kept_.size());
+  for (size_t i : kept_) kept.push_back(f.graph_inputs[i]);
+  f.graph_inputs = std::move(kept);
+}
 
-std::vector<Tensor> run_specialization(const std::shared_ptr<const Specialization>& spec,
-                                       const std::vector<Tensor>& inputs) {
-  const Specialization& s = *spec;
-  for (const RequiresGradChange& c : s.meta.input_requires_grad_changes)
-    Tensor(inputs[c.input]).requires_grad_(c.requires_grad);
-  std::vector<Tensor> graph_inputs = s.plan.trivial() ? inputs : graph_inputs_for(s.plan, inputs);
-  std::shared_ptr<CompiledBackward> node;  // null for inference
-  std::vector<Tensor> outs = s.is_inference ? run_graphs(spec, graph_inputs, node)
-                                            : run_graphs(spec, with_fresh_mutated(s, graph_inputs), node);
-  if (!s.meta.mutated_inputs.empty()) apply_mutations(s, graph_inputs, outs);
+void SyntheticBases::before(CallFrame& f) const {
+  std::vector<Tensor> out;
+  out.reserve(sources_.size());
+  for (const Source& s : sources_) {
+    const Tensor& t = f.graph_inputs[s.input];
+    if (s.kind == Source::Kind::plain) {
+      out.push_back(t);
+    } else if (s.kind == Source::Kind::common_base) {
+      out.push_back(t.is_view() ? t._base() : t);
+    } else {
+      NoGradGuard no_grad;
+      int64_t numel = static_cast<int64_t>(t.storage()->nbytes() / itemsize(t.dtype()));
+      out.push_back(as_strided(t, {numel}, {1}, 0));
+    }
+  }
+  f.graph_inputs = std::move(out);
+}
 
-  const ViewAndMutationMeta& m = s.meta;
-  size_t first_user = 0;
-  for (size_t g : m.mutated_inputs)
-    if (!m.input_info[g].keep_in_graph) ++first_user;
-  size_t first_base = first_user + m.num_user_graph_outputs;
-  std::vector<Tensor> result(m.output_info.size());
+void MutationEpilogue::after(CallFrame& f) const {
+  for (const Write& w : writes_) {
+    const Tensor& value = f.outs[w.output];
+    // Eager autograd records the write only when it was made with grad on, not through detach().
+    bool recorded = w.visible && value.requires_grad();
+    std::optional<NoGradGuard> no_grad;
+    std::optional<EnableGradGuard> grad;
+    if (recorded)
+      grad.emplace();
+    else
+      no_grad.emplace();
+    Tensor target = f.graph_inputs[w.graph_input];
+    copy_(target, value);
+  }
+}
+
+void AliasedOutputs::after(CallFrame& f) const {
+  if (identity_) {
+    f.result = std::move(f.outs);
+    for (size_t o = 0; o < outputs_.size(); ++o) {
+      Tensor& t = f.result[o];
+      if (outputs_[o].plain_tensor && t.defined() && t.is_view()) t.impl()->base.reset();
+    }
+    return;
+  }
+  using Kind = Output::Kind;
+  std::vector<Tensor>& result = f.result;
+  result.resize(outputs_.size());
   // Values first: aliases of user outputs replay from them.
-  for (size_t o = 0; o < m.output_info.size(); ++o) {
-    const OutputAliasInfo& info = m.output_info[o];
-    if (info.graph_output >= 0) result[o] = outs[first_user + info.graph_output];
-    // A graph output computed by a view op (the value of an intermediate after t_()) is a plain
-    // tensor in eager: it must not keep the backend's buffer as its _base.
-    if (info.type == OutputType::non_alias && result[o].defined() && result[o].is_view())
-      result[o].impl()->base.reset();
-    else if (info.type == OutputType::is_input) result[o] = inputs[info.base];
-    if (info.requires_grad_set_inside && info.graph_output >= 0) result[o].requires_grad_();
+  for (size_t o = 0; o < outputs_.size(); ++o) {
+    const Output& out = outputs_[o];
+    if (out.kind == Kind::graph_output) {
+      result[o] = f.outs[out.index];
+      // A graph output computed by a view op (the value of an intermediate after t_()) is a
+      // plain tensor in eager: it must not keep the backend's buffer as its _base.
+      if (out.plain_tensor && result[o].defined() && result[o].is_view())
+        result[o].impl()->base.reset();
+      if (out.make_leaf) result[o].requires_grad_();
+    } else if (out.kind == Kind::user_input) {
+      result[o] = f.inputs[out.index];
+    }
   }
   trace::PieceCache pieces;
-  for (size_t o = 0; o < m.output_info.size(); ++o) {
-    const OutputAliasInfo& info = m.output_info[o];
-    switch (info.type) {
-      case OutputType::alias_of_input:
-        result[o] = trace::replay_view(graph_inputs[info.base], info.view_chain, pieces);
+  for (size_t o = 0; o < outputs_.size(); ++o) {
+    const Output& out = outputs_[o];
+    switch (out.kind) {
+      case Kind::alias_of_graph_input:
+        result[o] = trace::replay_view(f.graph_inputs[out.index], out.chain, pieces);
         break;
-      case OutputType::alias_of_intermediate:
-      case OutputType::alias_of_intermediate_save_as_output:
-        result[o] = trace::replay_view(outs[first_base + info.base], info.view_chain, pieces);
+      case Kind::alias_of_graph_output:
+        result[o] = trace::replay_view(f.outs[out.index], out.chain, pieces);
         break;
-      case OutputType::alias_of_intermediate_base_is_user_output:
-        result[o] = trace::replay_view(result[info.base], info.view_chain, pieces);
+      case Kind::alias_of_user_output:
+        result[o] = trace::replay_view(result[out.index], out.chain, pieces);
         break;
       default:
-        break;
+        continue;  // graph outputs and inputs were placed above
     }
-    if (info.requires_grad_set_inside && info.graph_output < 0) result[o].requires_grad_();
+    if (out.make_leaf) result[o].requires_grad_();
   }
-  if (!m.metadata_mutations.empty()) apply_metadata_mutations(m, inputs, node.get());
-  return result;
+}
+
+void InferenceBody::call(CallFrame& f) const {
+  NoGradGuard no_grad;  // the compiled graphs are not recorded by eager autograd
+  f.outs =
+      graph_(keep_graph_inputs_ ? std::vector<Tensor>(f.graph_inputs) : std::move(f.graph_inputs));
+}
+
+// A written input, and any input sharing its storage, is passed as a clone (recorded by
+// autograd), so the old values the forward saves for backward are not overwritten, nor their
+// version counter moved, by the copy_ of the epilogue (PyTorch clones mutated inputs in the graph
+// for the same reason). Eager's own version errors are reported separately
+// (BackwardSpec::backward_error).
+void AutogradBody::call(CallFrame& f) const {
+  std::vector<Tensor> args =
+      s_.keep_graph_inputs ? std::vector<Tensor>(f.graph_inputs) : std::move(f.graph_inputs);
+  if (!s_.written_inputs.empty()) {
+    std::vector<const Storage*> written;
+    for (size_t g : s_.written_inputs) written.push_back(args[g].storage().get());
+    for (Tensor& t : args)
+      if (std::find(written.begin(), written.end(), t.storage().get()) != written.end())
+        t = clone(t);
+  }
+  NoGradGuard no_grad;  // the compiled graphs are not recorded by eager autograd
+  std::vector<autograd::Edge> edges;
+  edges.reserve(s_.grad_of_primal.size());
+  for (size_t p : s_.grad_of_primal) edges.push_back(autograd::gradient_edge(args[p]));
+  std::vector<Tensor> outs = s_.forward(std::move(args));
+  std::vector<Tensor> saved(std::make_move_iterator(outs.begin() + s_.num_outputs),
+                            std::make_move_iterator(outs.end()));
+  outs.resize(s_.num_outputs);
+  auto node = std::make_shared<CompiledBackward>(s_.backward, std::move(saved));
+  node->next_edges = std::move(edges);
+  for (size_t k = 0; k < s_.tangent_of_output.size(); ++k) {
+    Tensor& out = outs[s_.tangent_of_output[k]];
+    if (out.grad_fn()) continue;  // the same tensor returned twice keeps its first slot
+    autograd::set_history(out, node, static_cast<uint32_t>(k));
+  }
+  f.outs = std::move(outs);
+  f.node = std::move(node);
+}
+
+Runtime::Runtime(std::vector<std::unique_ptr<const RuntimeWrapper>> wrappers,
+                 std::unique_ptr<const CompiledBody> body)
+    : wrappers_(std::move(wrappers)), body_(std::move(body)) {}
+
+Runtime::~Runtime() = default;
+
+std::vector<Tensor> Runtime::run(const std::vector<Tensor>& inputs) const {
+  CallFrame f(inputs);
+  f.graph_inputs = inputs;
+  for (const auto& w : wrappers_) w->before(f);
+  body_->call(f);
+  for (auto it = wrappers_.rbegin(); it != wrappers_.rend(); ++it) (*it)->after(f);
+  return std::move(f.result);
+}
+
+std::vector<std::string> Runtime::describe() const {
+  std::vector<std::string> out;
+  for (const auto& w : wrappers_) out.emplace_back(w->name());
+  out.emplace_back(body_->name());
+  return out;
 }
 
 }  // namespace aotgrad::aot

@@ -1,44 +1,69 @@
-// Stage 3: the runtime of one compiled specialization.
+// Stage 3: instantiate — an Artifact and compilers in, a Runtime out.
 //
-// Reading guide: run_specialization() is the whole per-call path. Prologue: build the graph
-// inputs from the caller's inputs (InputPlan: duplicates dropped, synthetic bases built). Body:
-// run the inference graph, or the forward graph without recording and put a CompiledBackward
-// node (an ordinary eager autograd node) behind the graph outputs that require grad. Epilogue:
-// write the new values of mutated inputs back into the caller's tensors (copy_, recorded by
-// autograd only when eager would record it), then assemble the user outputs, regenerating each
-// aliased output by replaying its view chain on its base, and last give the caller's tensors the
-// geometry that metadata-mutating ops (t_, as_strided_, ...) left them in (as_strided_).
+// A Runtime is the compiled graphs behind a list of wrappers built once, as PyTorch's
+// runtime_wrappers compose them (outermost first):
+//   RequiresGradChanges  before: requires_grad_() the function applied to caller's inputs
+//   MetadataMutations    after (last): as_strided_ the caller's tensors whose geometry the
+//                        function changed (t_, as_strided_, ...), or bump their version
+//   Dedupe               before: drop inputs that repeat an earlier one
+//   SyntheticBases       before: pass overlapping inputs as one base (their _base, or a flat view
+//                        of their storage)
+//   AliasedOutputs       after: assemble the user outputs, regenerating each alias of an input,
+//                        of an intermediate base or of another output by replaying its view chain
+//   MutationEpilogue     after (first): copy_ the new value of each mutated input into the
+//                        caller's tensor, recorded by autograd when eager would record it
+// and the body: the inference graph, or the forward graph behind a CompiledBackward autograd node
+// (the training body passes written inputs as clones, so saved old values survive the epilogue).
+// Each wrapper holds the index lists it walks, computed at instantiate; the per-call path plans
+// nothing. Only the wrappers an artifact needs are in its list.
+//
+// Thread-safety: a Runtime is immutable; run() may be called from any number of threads at once,
+// and the autograd nodes it creates keep what they need alive after the Runtime is gone.
 #pragma once
 
 #include <memory>
+#include <string>
 #include <vector>
 
-#include "aot/analysis.h"
-#include "aot/input_plan.h"
-#include "aotgrad/aot.h"
+#include "aot/artifact.h"
 #include "backends/backend.h"
-#include "partition/partition.h"
 
 namespace aotgrad::aot {
 
-struct Specialization {
-  bool is_inference = false;
-  backends::CompiledGraph forward;    // training: graph inputs -> (graph outputs..., saved...)
-  backends::CompiledGraph backward;   // (saved..., tangents...) -> grads
-  backends::CompiledGraph inference;  // inference: graph inputs -> graph outputs
-  InputPlan plan;
-  ViewAndMutationMeta meta;
-  size_t num_graph_outputs = 0;
-  std::vector<size_t> tangent_of_output;  // graph output index of each tangent
-  std::vector<size_t> grad_of_primal;     // graph input index of each backward output
-  std::vector<ops::TensorMeta> output_metas;  // per graph output
-  std::vector<partition::SavedValue> saved;
-  std::string backward_error;  // raised by backward (an eager version-check error), if any
-  std::string fn_name;
-  CompiledGraphs text;  // for graphs()
+// The compiler each graph of an artifact is handed to.
+struct Compilers {
+  backends::Compiler forward, backward, inference;
+};
+// The compilers `config` names (bw_compiler / inference_compiler default to fw_compiler); throws
+// naming an unknown one.
+Compilers named_compilers(const AotConfig& config);
+Compilers named_compilers(const ArtifactConfig& config);
+
+struct CallFrame;
+class RuntimeWrapper;
+class CompiledBody;
+
+class Runtime {
+ public:
+  Runtime(std::vector<std::unique_ptr<const RuntimeWrapper>> wrappers,
+          std::unique_ptr<const CompiledBody> body);
+  ~Runtime();
+  Runtime(const Runtime&) = delete;
+  Runtime& operator=(const Runtime&) = delete;
+
+  // One call on the caller's flat inputs, which must satisfy the artifact's guards (unchecked:
+  // the caller matched the guard key).
+  std::vector<Tensor> run(const std::vector<Tensor>& inputs) const;
+  // The wrappers' names, outermost first, then the body's ("Dedupe", ..., "AutogradBody").
+  std::vector<std::string> describe() const;
+
+ private:
+  std::vector<std::unique_ptr<const RuntimeWrapper>> wrappers_;
+  std::unique_ptr<const CompiledBody> body_;
 };
 
-std::vector<Tensor> run_specialization(const std::shared_ptr<const Specialization>& spec,
-                                       const std::vector<Tensor>& inputs);
+// Compiles the artifact's graphs and builds its wrappers. Throws what a compiler throws, or
+// std::invalid_argument for a view op the artifact names that this build does not have.
+std::shared_ptr<const Runtime> instantiate(const Artifact& artifact, const Compilers& compilers);
 
 }  // namespace aotgrad::aot

@@ -125,20 +125,59 @@ void OpNode::release_saved() {
   outputs_.clear();
 }
 
+namespace {
+
+// The incoming gradient has the leaf's layout (PyTorch's layout contract): same sizes, and the
+// same strides or both contiguous.
+bool has_layout_of(const Tensor& g, const TensorImpl& leaf) {
+  if (g.sizes() != leaf.sizes) return false;
+  return g.strides() == leaf.strides || (g.is_contiguous() && leaf.is_contiguous());
+}
+
+// A view whose memory nobody else can reach: this handle, its base and the storage are held only
+// by each other, and the view spans the whole storage (a slice would pin the rest).
+bool is_sole_view(const Tensor& g) {
+  const std::shared_ptr<TensorImpl>& impl = g.impl_ptr();
+  const std::shared_ptr<Storage>& storage = impl->storage;
+  return impl.use_count() == 1 && impl->base.use_count() == 1 && storage.use_count() == 2 &&
+         !storage->is_fake() && impl->storage_offset == 0 &&
+         static_cast<size_t>(g.numel()) * itemsize(g.dtype()) == storage->nbytes();
+}
+
+// What becomes .grad() on the first accumulation: the incoming tensor itself where it has the
+// leaf's layout and is not an alias of something else, else a copy. A product's gradient for a
+// transposed operand (linear's weight) arrives as the transpose of a fresh product: a sole view,
+// re-made as a plain tensor over the same storage, with no copy (the MLP step once spent half
+// its time cloning it).
+Tensor first_grad(Tensor incoming, const TensorImpl& leaf) {
+  if (!incoming.is_view() && incoming.is_contiguous() && incoming.sizes() == leaf.sizes)
+    return incoming;
+  if (incoming.is_view() && has_layout_of(incoming, leaf) && is_sole_view(incoming)) {
+    auto impl = std::make_shared<TensorImpl>();
+    impl->dtype = incoming.dtype();
+    impl->sizes = incoming.sizes();
+    impl->strides = incoming.strides();
+    impl->storage = incoming.storage();
+    return Tensor(std::move(impl));
+  }
+  // Own the gradient: a broadcast or aliased incoming tensor must not become .grad().
+  return clone(incoming.expand(leaf.sizes));
+}
+
+}  // namespace
+
 std::vector<Tensor> AccumulateGrad::apply(std::vector<Tensor>&& grad_outputs) {
   auto leaf = leaf_.lock();
-  const Tensor& g = grad_outputs.at(0);
+  Tensor g = std::move(grad_outputs.at(0));
+  grad_outputs.clear();
   // A leaf whose requires_grad was turned off after the graph was recorded gets nothing.
   if (!leaf || !g.defined() || !leaf->autograd || !leaf->autograd->requires_grad) return {};
   NoGradGuard no_grad;
-  Tensor incoming = g.dtype() == leaf->dtype ? g : to(g, leaf->dtype);
+  Tensor incoming = g.dtype() == leaf->dtype ? std::move(g) : to(g, leaf->dtype);
   std::lock_guard<std::mutex> lock(leaf_mutex(leaf.get()));
   AutogradMeta& meta = leaf->autograd_meta();
   if (!meta.grad.defined()) {
-    // Own the gradient: a broadcast or aliased incoming tensor must not become .grad().
-    meta.grad = incoming.is_contiguous() && !incoming.is_view() && incoming.sizes() == leaf->sizes
-                    ? incoming
-                    : clone(incoming.expand(leaf->sizes));
+    meta.grad = first_grad(std::move(incoming), *leaf);
   } else {
     kernels::add_into(meta.grad, incoming);
   }

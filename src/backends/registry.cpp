@@ -2,6 +2,7 @@
 
 #include "backends/backend.h"
 #include "backends/interpreter.h"
+#include "tensor/message_text.h"
 
 namespace aotgrad::backends {
 
@@ -9,9 +10,12 @@ Compiler compiler(const std::string& name) {
   if (name == "interpreter") return compile_interpreter;
   std::string known;
   for (const std::string& n : compiler_names()) known += (known.empty() ? "" : ", ") + n;
-  throw std::invalid_argument("unknown compiler '" + name + "' (known: " + known + ")");
+  throw std::invalid_argument("unknown compiler '" + escape_for_message(name) +
+                              "' (known: " + known + ")");
 }
 
-std::vector<std::string> compiler_names() { return {"interpreter"}; }
+std::vector<std::string> compiler_names() {
+  return {"interpreter"};
+}
 
 }  // namespace aotgrad::backends

@@ -17,7 +17,7 @@ std::string Graph::fresh_name(std::string_view hint) {
   return name;
 }
 
-ValueId Graph::add_input(std::string_view name_hint, const ops::TensorMeta& meta, std::string desc) {
+ValueId Graph::add_input(std::string_view name_hint, const ops::TensorMeta& meta, Descriptor desc) {
   ValueId id{static_cast<uint32_t>(values_.size())};
   values_.push_back(Value{fresh_name(name_hint), meta, -1, static_cast<uint32_t>(inputs_.size())});
   inputs_.push_back(id);
@@ -43,7 +43,7 @@ std::vector<ValueId> Graph::add_node(const ops::OpDef& op, std::vector<NodeArg> 
   return nodes_.back().outputs;
 }
 
-void Graph::add_output(ValueId v, std::string desc) {
+void Graph::add_output(ValueId v, Descriptor desc) {
   if (v.index >= values_.size()) throw std::out_of_range("add_output: no such value");
   outputs_.push_back(v);
   output_descs_.push_back(std::move(desc));

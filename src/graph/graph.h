@@ -14,6 +14,7 @@
 #include <variant>
 #include <vector>
 
+#include "aotgrad/descriptor.h"
 #include "ops/op.h"
 
 namespace aotgrad::graph {
@@ -44,6 +45,9 @@ struct Node {
   const ops::OpDef* op = nullptr;
   std::vector<NodeArg> args;  // one per schema argument, defaults filled in
   std::vector<ValueId> outputs;
+  // Backward nodes: the name of the forward value whose node they came from (its VJP made them,
+  // or they recompute it); printed as "# from %name". Empty for forward nodes.
+  std::string origin;
 };
 
 class Graph {
@@ -53,13 +57,13 @@ class Graph {
   const std::string& name() const { return name_; }
   void set_name(std::string n) { name_ = std::move(n); }
 
-  // Adds a graph input. `desc` is its descriptor ("param(fc1.weight)", "tangent(0)"), or "".
-  ValueId add_input(std::string_view name_hint, const ops::TensorMeta& meta, std::string desc = "");
+  // Adds a graph input with its descriptor (aotgrad/descriptor.h; none when left out).
+  ValueId add_input(std::string_view name_hint, const ops::TensorMeta& meta, Descriptor desc = {});
   // Appends a node; returns its output values (named after `name_hints` or the op).
   std::vector<ValueId> add_node(const ops::OpDef& op, std::vector<NodeArg> args,
                                 const std::vector<ops::TensorMeta>& output_metas,
                                 const std::vector<std::string>& name_hints = {});
-  void add_output(ValueId v, std::string desc = "");
+  void add_output(ValueId v, Descriptor desc = {});
 
   const Value& value(ValueId v) const { return values_.at(v.index); }
   Value& value(ValueId v) { return values_.at(v.index); }
@@ -69,9 +73,11 @@ class Graph {
   const std::vector<ValueId>& inputs() const { return inputs_; }
   const std::vector<ValueId>& outputs() const { return outputs_; }
   std::vector<ValueId>& mutable_outputs() { return outputs_; }
-  const std::vector<std::string>& input_descs() const { return input_descs_; }
-  const std::vector<std::string>& output_descs() const { return output_descs_; }
-  std::vector<std::string>& mutable_output_descs() { return output_descs_; }
+  const std::vector<Descriptor>& input_descs() const { return input_descs_; }
+  const std::vector<Descriptor>& output_descs() const { return output_descs_; }
+  std::vector<Descriptor>& mutable_input_descs() { return input_descs_; }
+  std::vector<Descriptor>& mutable_output_descs() { return output_descs_; }
+  GraphDescriptors descriptors() const { return {input_descs_, output_descs_}; }
   // Rewrites the node list (after a pass) and renumbers producers.
   void replace_nodes(std::vector<Node> nodes);
 
@@ -83,14 +89,15 @@ class Graph {
   std::vector<Value> values_;
   std::vector<Node> nodes_;
   std::vector<ValueId> inputs_, outputs_;
-  std::vector<std::string> input_descs_, output_descs_;
+  std::vector<Descriptor> input_descs_, output_descs_;
   std::unordered_map<std::string, uint32_t> name_counts_;
 };
 
 // The values a node argument refers to (none, one, or a list).
 std::vector<ValueId> arg_values(const NodeArg& a);
 
-// The default value name for an op's result: "aten.native_layer_norm.default" -> "native_layer_norm".
+// The default value name for an op's result: "aten.native_layer_norm.default" ->
+// "native_layer_norm".
 std::string default_value_name(const ops::OpDef& op);
 
 }  // namespace aotgrad::graph

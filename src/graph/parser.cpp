@@ -221,18 +221,43 @@ class Parser {
   }
 
   // After a signature or return entry: consumes the separating comma, if any, and the entry's
-  // descriptor comment (a '#' comment on the same line). Returns whether a comma followed.
-  bool entry_end(std::string& desc) {
+  // descriptor (a '#' comment on the same line that starts like one; other comments are just
+  // comments). Returns whether a comma followed.
+  bool entry_end(Descriptor& desc) {
     skip_inline_space();
     bool comma = peek() == ',';
     if (comma) ++pos_;
-    if (auto d = trailing_comment()) desc = *d;
+    skip_inline_space();
+    size_t comment_pos = pos_;
+    if (auto d = trailing_comment(); d && looks_like_descriptor(*d)) {
+      try {
+        desc = parse_descriptor(*d);
+      } catch (const std::invalid_argument& e) {
+        fail(comment_pos, e.what());
+      }
+    }
     if (!comma) {
       skip_space();
       comma = peek() == ',';
       if (comma) ++pos_;
     }
     return comma;
+  }
+
+  // After a node statement: "# from %name" records the forward value the node came from (a
+  // backward node's origin); any other comment is just a comment.
+  void node_origin(Node& node) {
+    skip_inline_space();
+    if (peek() != '#') return;
+    size_t save = pos_++;
+    skip_inline_space();
+    if (text_.substr(pos_, 6) != "from %") {
+      pos_ = save;
+      return;
+    }
+    pos_ += 6;
+    node.origin = name();
+    while (!at_end() && text_[pos_] != '\n') ++pos_;  // the rest of the comment
   }
 
   int64_t integer() {
@@ -278,7 +303,7 @@ class Parser {
       skip_space();
       Binding b = binding();
       check_new(b);
-      std::string desc;
+      Descriptor desc;
       bool more = entry_end(desc);
       define(b, g_.add_input(b.name, b.meta, std::move(desc)));
       if (!more) break;
@@ -446,7 +471,7 @@ class Parser {
       size_t p = pos_;
       expect('%', "before a returned value");
       ValueId v = use(name(), p);
-      std::string desc;
+      Descriptor desc;
       bool more = entry_end(desc);
       g_.add_output(v, std::move(desc));
       if (!more) break;
@@ -495,6 +520,7 @@ class Parser {
     }
     std::vector<ValueId> ids = g_.add_node(op, std::move(args), metas, names);
     for (size_t i = 0; i < ids.size(); ++i) define(outs[i], ids[i]);
+    node_origin(g_.mutable_nodes().back());
   }
 
   std::vector<CallArg> call_args() {

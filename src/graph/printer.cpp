@@ -136,21 +136,12 @@ std::string node_call(const Graph& g, const Node& n) {
   return out + ")";
 }
 
-// Descriptors are one line of text after '#'; the parser trims them, so print them trimmed.
-std::string desc_text(const std::vector<std::string>& descs, size_t i) {
-  if (i >= descs.size()) return "";
-  std::string d = descs[i];
-  for (char& c : d)
-    if (c == '\n' || c == '\r') c = ' ';
-  size_t b = d.find_first_not_of(" \t"), e = d.find_last_not_of(" \t");
-  return b == std::string::npos ? "" : d.substr(b, e - b + 1);
-}
-
-// One entry per line with "  # desc" when any entry has a descriptor, else all on one line.
+// One entry per line with "  # descriptor" when any entry has a descriptor, else all on one line.
 std::string entry_list(const std::vector<std::string>& entries,
-                       const std::vector<std::string>& descs, const char* close_indent) {
+                       const std::vector<Descriptor>& descs, const char* close_indent) {
+  auto desc_text = [&](size_t i) { return i < descs.size() ? descs[i].to_string() : ""; };
   bool any = false;
-  for (size_t i = 0; i < entries.size(); ++i) any = any || !desc_text(descs, i).empty();
+  for (size_t i = 0; i < entries.size(); ++i) any = any || !desc_text(i).empty();
   std::string out = "(";
   if (!any) {
     for (size_t i = 0; i < entries.size(); ++i) out += (i ? ", " : "") + entries[i];
@@ -159,7 +150,7 @@ std::string entry_list(const std::vector<std::string>& entries,
   out += "\n";
   for (size_t i = 0; i < entries.size(); ++i) {
     out += "    " + entries[i] + (i + 1 < entries.size() ? "," : "");
-    std::string d = desc_text(descs, i);
+    std::string d = desc_text(i);
     if (!d.empty()) out += "  # " + d;
     out += "\n";
   }
@@ -187,7 +178,9 @@ std::string print_graph(const Graph& g) {
       out += (i ? ", " : "") + value_ref(g, v) + ": " + type;
     }
     if (!n.outputs.empty()) out += " = ";
-    out += node_call(g, n) + "\n";
+    out += node_call(g, n);
+    if (!n.origin.empty()) out += "  # from %" + name_text(n.origin);
+    out += "\n";
   }
 
   std::vector<std::string> results;

@@ -1,10 +1,13 @@
 // Binary and ternary pointwise kernels: arithmetic, comparisons, where, activation backwards.
+// Floating results run the runtime-dispatched vector kernels of kernels/vec; integral and bool
+// ones (and comparisons, where) a plain loop.
 #include <cmath>
 #include <stdexcept>
 
 #include "kernels/arith.h"
 #include "kernels/elementwise.h"
 #include "kernels/pointwise.h"
+#include "kernels/vec/vec.h"
 #include "ops/promotion.h"
 
 namespace aotgrad::kernels {
@@ -25,9 +28,22 @@ DType result_of(const Input& a, const Input& b) {
   return s.result();
 }
 
+// out = f(a, b) through the best vector kernel this CPU runs, for a floating `out`.
+void run_vec(const Tensor& out, const Input& a, const Input& b, vec::BinaryFn fn, double p = 0) {
+  visit_float(out.dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    elementwise::run_vec<T>(out, a, b, vec::active().of<T>()(fn, vec::Broadcast::none),
+                            static_cast<T>(p));
+  });
+}
+
 // a + alpha * b (sign = +1) or a - alpha * b (sign = -1), in the promoted dtype.
 Tensor add_impl(const Input& a, const Input& b, const Scalar& alpha, int sign) {
   Tensor out = make_tensor(out_shape(a, b), result_of(a, b));
+  if (is_floating(out.dtype())) {
+    run_vec(out, a, b, sign > 0 ? vec::BinaryFn::add : vec::BinaryFn::sub, alpha.to_double());
+    return out;
+  }
   visit_compute(out.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     const T al = elementwise::scalar_as<T>(alpha);
@@ -43,6 +59,10 @@ Tensor add_impl(const Input& a, const Input& b, const Scalar& alpha, int sign) {
 
 Tensor mul_impl(const Input& a, const Input& b) {
   Tensor out = make_tensor(out_shape(a, b), result_of(a, b));
+  if (is_floating(out.dtype())) {
+    run_vec(out, a, b, vec::BinaryFn::mul);
+    return out;
+  }
   visit_compute(out.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     elementwise::run<T, T, T>(out, {a, b}, [](T x, T y) -> T { return arith::mul(x, y); });
@@ -53,10 +73,7 @@ Tensor mul_impl(const Input& a, const Input& b) {
 // True division: integral operands are read as the default float.
 Tensor div_impl(const Input& a, const Input& b) {
   Tensor out = make_tensor(out_shape(a, b), ops::float_op_dtype(result_of(a, b)));
-  visit_float(out.dtype(), [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    elementwise::run<T, T, T>(out, {a, b}, [](T x, T y) -> T { return x / y; });
-  });
+  run_vec(out, a, b, vec::BinaryFn::div);
   return out;
 }
 
@@ -89,16 +106,12 @@ Tensor compare_impl(Compare op, const Input& a, const Input& b) {
 }
 
 // Backward kernels of float activations: f(grad, x) in the promoted floating dtype.
-template <typename Make>
-Tensor float_binary(const Tensor& grad, const Tensor& x, const char* what, Make&& make) {
+Tensor float_binary(const Tensor& grad, const Tensor& x, const char* what, vec::BinaryFn fn) {
   Tensor out = make_tensor(broadcast_shapes(grad.sizes(), x.sizes()), ops::result_type(grad, x));
   if (!is_floating(out.dtype()))
     throw std::invalid_argument(std::string(what) + ": expected floating tensors, got " +
                                 std::string(dtype_name(out.dtype())));
-  visit_float(out.dtype(), [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    elementwise::run<T, T, T>(out, {grad, x}, make(tag));
-  });
+  run_vec(out, grad, x, fn);
   return out;
 }
 
@@ -148,22 +161,20 @@ Tensor where(const Tensor& condition, const Tensor& a, const Tensor& b) {
 }
 
 Tensor tanh_backward(const Tensor& grad, const Tensor& output) {
-  return float_binary(grad, output, "tanh_backward", [](auto tag) {
-    using T = typename decltype(tag)::type;
-    return [](T g, T y) -> T { return g * (T(1) - y * y); };
-  });
+  return float_binary(grad, output, "tanh_backward", vec::BinaryFn::tanh_backward);
 }
 
 Tensor sigmoid_backward(const Tensor& grad, const Tensor& output) {
-  return float_binary(grad, output, "sigmoid_backward", [](auto tag) {
-    using T = typename decltype(tag)::type;
-    return [](T g, T y) -> T { return g * (T(1) - y) * y; };
-  });
+  return float_binary(grad, output, "sigmoid_backward", vec::BinaryFn::sigmoid_backward);
 }
 
 Tensor threshold_backward(const Tensor& grad, const Tensor& self, const Scalar& threshold) {
   Tensor out =
       make_tensor(broadcast_shapes(grad.sizes(), self.sizes()), ops::result_type(grad, self));
+  if (is_floating(out.dtype())) {
+    run_vec(out, grad, self, vec::BinaryFn::threshold_backward, threshold.to_double());
+    return out;
+  }
   visit_compute(out.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     const T th = elementwise::scalar_as<T>(threshold);
@@ -174,15 +185,9 @@ Tensor threshold_backward(const Tensor& grad, const Tensor& self, const Scalar& 
 }
 
 Tensor gelu_backward(const Tensor& grad, const Tensor& self, bool tanh_approximation) {
-  if (tanh_approximation)
-    return float_binary(grad, self, "gelu_backward", [](auto tag) {
-      using T = typename decltype(tag)::type;
-      return [](T g, T x) -> T { return g * arith::gelu_tanh_derivative(x); };
-    });
-  return float_binary(grad, self, "gelu_backward", [](auto tag) {
-    using T = typename decltype(tag)::type;
-    return [](T g, T x) -> T { return g * arith::gelu_erf_derivative(x); };
-  });
+  return float_binary(
+      grad, self, "gelu_backward",
+      tanh_approximation ? vec::BinaryFn::gelu_tanh_backward : vec::BinaryFn::gelu_erf_backward);
 }
 
 }  // namespace aotgrad::kernels

@@ -7,7 +7,9 @@
 //   - "direct": already contiguous over the whole output and of the compute type -> no copy;
 //   - "constant": a Scalar, or a tensor whose strides are all 0 -> a buffer filled once;
 //   - otherwise a Reader gathers the block, converting from the stored dtype as it reads.
-// Then one tight loop applies `op` to the arrays (vectorised by `omp simd`). This keeps the
+// Then one tight loop applies `op` to the arrays (vectorised by `omp simd`), or run_vec calls a
+// runtime-dispatched vector kernel (kernels/vec/vec.h) on them: the floating ops whose element
+// math is a transcendental or must vectorize on AVX2/AVX-512 take that path. This keeps the
 // instantiations per op to one loop per compute type; the dtype conversions live in the Readers,
 // shared by every op. Dims are coalesced per input, so a transposed or sliced view gathers in
 // long strided runs rather than element by element.
@@ -25,6 +27,7 @@
 
 #include "aotgrad/tensor.h"
 #include "kernels/parallel.h"
+#include "kernels/vec/vec.h"
 #include "tensor/dtype_dispatch.h"
 #include "tensor/iter.h"
 
@@ -157,10 +160,12 @@ void init_feed(Feed<T>& f, const Input& in, const Strided& s, int64_t numel) {
   f.base = f.kind == Feed<T>::Kind::direct ? reinterpret_cast<const T*>(s.data) : f.buf.data();
 }
 
-// out[i] = op(ins[0][i], ins[1][i], ...) for every i of `out` (fresh, contiguous). Each input is
-// converted to the matching T in Ts as it is read; op returns R, stored into out's dtype.
-template <typename R, typename... Ts, typename Op>
-void run(const Tensor& out, const std::array<Input, sizeof...(Ts)>& ins, const Op& op) {
+// Fills `out` (fresh, contiguous) block by block: block_op(dst, len, in0, in1, ...) writes len
+// results of type R to dst from contiguous arrays in_k of the matching T in Ts, each input
+// converted as it is read; the results are stored into out's dtype.
+template <typename R, typename... Ts, typename BlockOp>
+void run_blocks(const Tensor& out, const std::array<Input, sizeof...(Ts)>& ins,
+                const BlockOp& block_op) {
   constexpr size_t N = sizeof...(Ts);
   const int64_t n = out.numel();
   if (n == 0) return;
@@ -194,7 +199,7 @@ void run(const Tensor& out, const std::array<Input, sizeof...(Ts)>& ins, const O
             return static_cast<decltype(feed.base)>(feed.buf.data());
           };
           R* dst = out_direct ? reinterpret_cast<R*>(out_bytes) + start : out_buf.data();
-          apply_block(dst, len, op, ptr(std::get<I>(feeds), std::get<I>(readers))...);
+          block_op(dst, len, ptr(std::get<I>(feeds), std::get<I>(readers))...);
           if (!out_direct)
             store_converted(out_buf.data(), out.dtype(),
                             out_bytes + start * static_cast<int64_t>(itemsize(out.dtype())), len);
@@ -203,6 +208,30 @@ void run(const Tensor& out, const std::array<Input, sizeof...(Ts)>& ins, const O
       (std::make_index_sequence<N>{});
     }
   }
+}
+
+// out[i] = op(ins[0][i], ins[1][i], ...) for every i of `out` (fresh, contiguous). Each input is
+// converted to the matching T in Ts as it is read; op returns R, stored into out's dtype.
+template <typename R, typename... Ts, typename Op>
+void run(const Tensor& out, const std::array<Input, sizeof...(Ts)>& ins, const Op& op) {
+  run_blocks<R, Ts...>(
+      out, ins, [&op](R* dst, int64_t len, const Ts*... in) { apply_block(dst, len, op, in...); });
+}
+
+// out = f(a) through a vector kernel of kernels/vec (one call per block of contiguous values).
+template <typename T>
+void run_vec(const Tensor& out, const Input& a, vec::UnaryKernel<T> kernel, T p = T(0)) {
+  run_blocks<T, T>(out, {a},
+                   [kernel, p](T* dst, int64_t len, const T* x) { kernel(x, dst, len, p); });
+}
+
+// out = f(a, b) through a vector kernel of kernels/vec.
+template <typename T>
+void run_vec(const Tensor& out, const Input& a, const Input& b, vec::BinaryKernel<T> kernel,
+             T p = T(0)) {
+  run_blocks<T, T, T>(out, {a, b}, [kernel, p](T* dst, int64_t len, const T* x, const T* y) {
+    kernel(x, y, dst, len, p);
+  });
 }
 
 }  // namespace aotgrad::kernels::elementwise

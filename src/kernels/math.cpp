@@ -21,6 +21,7 @@
 #include "kernels/data.h"
 #include "kernels/elementwise.h"
 #include "kernels/parallel.h"
+#include "kernels/vec/vec.h"
 #include "tensor/dtype_dispatch.h"
 #include "tensor/iter.h"
 
@@ -321,7 +322,17 @@ Tensor logsumexp(const Tensor& a, const IntList& dims, bool keepdim, DType out_d
         // ATen shifts by 0 when the maximum is infinite: inf stays inf, all -inf gives -inf.
         if (std::isinf(m)) m = 0;
         double sum = 0;
-        if (s == 1) {
+        if (s == 1 && std::is_same_v<T, C>) {
+          // exp(x - m) by the vector kernel, a chunk at a time; the sum stays in double.
+          const auto exp = vec::active().of<C>()[vec::UnaryFn::exp];
+          C buf[256];
+          for (int64_t j0 = 0; j0 < len; j0 += 256) {
+            const int64_t n = std::min<int64_t>(256, len - j0);
+            for (int64_t j = 0; j < n; ++j) buf[j] = convert<C>(p[j0 + j]) - m;
+            exp(buf, buf, n, C(0));
+            for (int64_t j = 0; j < n; ++j) sum += static_cast<double>(buf[j]);
+          }
+        } else if (s == 1) {
           for (int64_t j = 0; j < len; ++j)
             sum += static_cast<double>(std::exp(convert<C>(p[j]) - m));
         } else {

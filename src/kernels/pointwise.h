@@ -23,7 +23,8 @@ Tensor div(const Tensor& a, const Tensor& b);
 Tensor div(const Tensor& a, const Scalar& b);
 
 // ---- unary: neg and relu keep the dtype; the others return float_op_dtype(a) ----
-enum class Unary : uint8_t { neg, exp, log, sqrt, rsqrt, sin, cos, tanh, sigmoid, relu };
+// erf has a kernel but no op row yet; silu is aten.silu's kernel (kernels/activation.h).
+enum class Unary : uint8_t { neg, exp, log, sqrt, rsqrt, sin, cos, tanh, sigmoid, relu, erf, silu };
 Tensor unary(Unary op, const Tensor& a);
 Tensor gelu(const Tensor& a, bool tanh_approximation);
 // result_type(a, exponent).

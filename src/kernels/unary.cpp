@@ -1,10 +1,13 @@
 // Unary pointwise kernels: neg, the float math functions, activations, pow with a scalar exponent.
+// Floating inputs run the runtime-dispatched vector kernels of kernels/vec (AVX-512, AVX2, SSE4 or
+// portable; SLEEF's transcendentals); integral and bool ones a plain loop.
 #include <cmath>
 #include <stdexcept>
 
 #include "kernels/arith.h"
 #include "kernels/elementwise.h"
 #include "kernels/pointwise.h"
+#include "kernels/vec/vec.h"
 #include "ops/promotion.h"
 
 namespace aotgrad::kernels {
@@ -17,83 +20,86 @@ Tensor map(const Tensor& a, DType out_dtype, const Op& op) {
   return out;
 }
 
-// exp, log, ...: integral inputs are read as the default float. `op` is generic over T.
-template <typename Op>
-Tensor float_map(const Tensor& a, const Op& op) {
-  DType dt = ops::float_op_dtype(a.dtype());
-  return visit_float(dt, [&](auto tag) {
+// f(a) in the floating dtype `dt` (f16/bf16 compute in f32) through the best vector kernel this
+// CPU runs; p is the kernel's parameter (pow's exponent).
+Tensor vec_map(const Tensor& a, DType dt, vec::UnaryFn fn, double p = 0) {
+  Tensor out = make_tensor(a.sizes(), dt);
+  visit_float(dt, [&](auto tag) {
     using T = typename decltype(tag)::type;
-    return map<T>(a, dt, [&op](T x) -> T { return op(x); });
+    elementwise::run_vec<T>(out, a, vec::active().of<T>()[fn], static_cast<T>(p));
+  });
+  return out;
+}
+
+// exp, log, ...: integral inputs are read as the default float.
+Tensor float_map(const Tensor& a, vec::UnaryFn fn) {
+  return vec_map(a, ops::float_op_dtype(a.dtype()), fn);
+}
+
+// neg and relu keep the dtype: floating ones vectorize, integral and bool ones run `op`.
+template <typename Op>
+Tensor same_dtype_map(const Tensor& a, vec::UnaryFn fn, const Op& op) {
+  if (is_floating(a.dtype())) return vec_map(a, a.dtype(), fn);
+  return visit_compute(a.dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    return map<T>(a, a.dtype(), [&op](T x) -> T { return op(x); });
   });
 }
 
-// x^e for floating T; the common exponents take exact, faster forms, as ATen does.
-template <typename T>
-Tensor float_pow(const Tensor& a, DType dt, const Scalar& exponent) {
-  const double e = exponent.to_double();
-  if (e == 1) return map<T>(a, dt, [](T x) -> T { return x; });
-  if (e == 2) return map<T>(a, dt, [](T x) -> T { return x * x; });
-  if (e == 3) return map<T>(a, dt, [](T x) -> T { return x * x * x; });
-  if (e == 0.5) return map<T>(a, dt, [](T x) -> T { return std::sqrt(x); });
-  if (e == -0.5) return map<T>(a, dt, [](T x) -> T { return T(1) / std::sqrt(x); });
-  if (e == -1) return map<T>(a, dt, [](T x) -> T { return T(1) / x; });
-  if (e == -2) return map<T>(a, dt, [](T x) -> T { return T(1) / (x * x); });
-  const T te = static_cast<T>(e);
-  return map<T>(a, dt, [te](T x) -> T { return std::pow(x, te); });
+vec::UnaryFn vec_fn(Unary op) {
+  switch (op) {
+    case Unary::neg:
+      return vec::UnaryFn::neg;
+    case Unary::exp:
+      return vec::UnaryFn::exp;
+    case Unary::log:
+      return vec::UnaryFn::log;
+    case Unary::sqrt:
+      return vec::UnaryFn::sqrt;
+    case Unary::rsqrt:
+      return vec::UnaryFn::rsqrt;
+    case Unary::sin:
+      return vec::UnaryFn::sin;
+    case Unary::cos:
+      return vec::UnaryFn::cos;
+    case Unary::tanh:
+      return vec::UnaryFn::tanh;
+    case Unary::sigmoid:
+      return vec::UnaryFn::sigmoid;
+    case Unary::relu:
+      return vec::UnaryFn::relu;
+    case Unary::erf:
+      return vec::UnaryFn::erf;
+    case Unary::silu:
+      return vec::UnaryFn::silu;
+  }
+  throw std::logic_error("unary: unknown op");
 }
 
 }  // namespace
 
 Tensor unary(Unary op, const Tensor& a) {
-  switch (op) {
-    case Unary::neg:
-      return visit_compute(a.dtype(), [&](auto tag) {
-        using T = typename decltype(tag)::type;
-        return map<T>(a, a.dtype(), [](T x) -> T { return arith::neg(x); });
-      });
-    case Unary::relu:
-      // x < 0 rather than x > 0, so NaN passes through like ATen's clamp_min(x, 0).
-      return visit_compute(a.dtype(), [&](auto tag) {
-        using T = typename decltype(tag)::type;
-        return map<T>(a, a.dtype(), [](T x) -> T { return x < T(0) ? T(0) : x; });
-      });
-    case Unary::exp:
-      return float_map(a, [](auto x) { return std::exp(x); });
-    case Unary::log:
-      return float_map(a, [](auto x) { return std::log(x); });
-    case Unary::sqrt:
-      return float_map(a, [](auto x) { return std::sqrt(x); });
-    case Unary::rsqrt:
-      return float_map(a, [](auto x) { return decltype(x)(1) / std::sqrt(x); });
-    case Unary::sin:
-      return float_map(a, [](auto x) { return std::sin(x); });
-    case Unary::cos:
-      return float_map(a, [](auto x) { return std::cos(x); });
-    case Unary::tanh:
-      return float_map(a, [](auto x) { return std::tanh(x); });
-    case Unary::sigmoid:
-      return float_map(a, [](auto x) { return decltype(x)(1) / (decltype(x)(1) + std::exp(-x)); });
-  }
-  throw std::logic_error("unary: unknown op");
+  if (op == Unary::neg)
+    return same_dtype_map(a, vec::UnaryFn::neg, [](auto x) { return arith::neg(x); });
+  // x < 0 rather than x > 0, so NaN passes through like ATen's clamp_min(x, 0).
+  if (op == Unary::relu)
+    return same_dtype_map(a, vec::UnaryFn::relu,
+                          [](auto x) { return x < decltype(x)(0) ? decltype(x)(0) : x; });
+  return float_map(a, vec_fn(op));
 }
 
 Tensor gelu(const Tensor& a, bool tanh_approximation) {
-  if (tanh_approximation) return float_map(a, [](auto x) { return arith::gelu_tanh(x); });
-  return float_map(a, [](auto x) { return arith::gelu_erf(x); });
+  return float_map(a, tanh_approximation ? vec::UnaryFn::gelu_tanh : vec::UnaryFn::gelu_erf);
 }
 
+// x^e; for floating results the exponents ATen special-cases (1, 2, 3, +-0.5, -1, -2) take the
+// same exact forms in the vector kernel.
 Tensor pow(const Tensor& a, const Scalar& exponent) {
   DType dt = ops::result_type(a, exponent);
-  return visit_compute(dt, [&](auto tag) -> Tensor {
-    using T = typename decltype(tag)::type;
-    if constexpr (std::is_floating_point_v<T>) {
-      return float_pow<T>(a, dt, exponent);
-    } else {
-      // Integral base and exponent (the ops layer refuses negative ones, as torch does).
-      const int64_t e = exponent.to_int();
-      return map<int64_t>(a, dt, [e](int64_t x) -> int64_t { return arith::ipow(x, e); });
-    }
-  });
+  if (is_floating(dt)) return vec_map(a, dt, vec::UnaryFn::pow, exponent.to_double());
+  // Integral base and exponent (the ops layer refuses negative ones, as torch does).
+  const int64_t e = exponent.to_int();
+  return map<int64_t>(a, dt, [e](int64_t x) -> int64_t { return arith::ipow(x, e); });
 }
 
 }  // namespace aotgrad::kernels

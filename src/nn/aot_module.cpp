@@ -12,6 +12,8 @@
 #include <shared_mutex>
 #include <stdexcept>
 
+#include "aotgrad/autograd.h"
+
 namespace aotgrad::nn_detail {
 namespace {
 
@@ -92,6 +94,7 @@ LiftedState lift(nn::Module& module) {
   nn::TensorSlots buffers = module.buffer_slots(/*with_names=*/false);
   s.tensors.reserve(params.slots.size() + buffers.slots.size());
   s.slots.reserve(params.slots.size() + buffers.slots.size());
+  s.num_parameters = params.slots.size();
   for (auto* group : {&params, &buffers})
     for (auto& slots : group->slots) {
       s.tensors.push_back(*slots.front());
@@ -108,7 +111,57 @@ LiftedState lift(nn::Module& module) {
   return s;
 }
 
+void lifted_names(nn::Module& module, std::vector<std::string>& parameters,
+                  std::vector<std::string>& buffers) {
+  SlotsReadLock read;
+  parameters = module.parameter_slots(/*with_names=*/true).names;
+  buffers = module.buffer_slots(/*with_names=*/true).names;
+}
+
+namespace {
+
+// After a traced forward: slots the forward reassigned (the module attribute now holds another
+// tensor than the stand-in swapped in). A buffer's new value is copied into the stand-in, which
+// makes it a mutation of the lifted buffer, written back after every call like BatchNorm's
+// running statistics; a parameter cannot be written back, so it is an error.
+void write_back_reassigned(const std::vector<std::vector<Tensor*>>& slots, size_t num_parameters,
+                           const std::vector<std::string>& names,
+                           const std::vector<Tensor>& inputs) {
+  for (size_t i = 0; i < slots.size(); ++i) {
+    const Tensor* assigned = nullptr;
+    for (Tensor* slot : slots[i])
+      if (!slot->is_same(inputs[i])) assigned = slot;
+    if (!assigned) continue;
+    std::string name = i < names.size() ? "'" + names[i] + "'" : std::to_string(i);
+    std::string which = (i < num_parameters ? "parameter " : "buffer ") + name;
+    if (i < num_parameters)
+      throw std::invalid_argument(
+          "aot_module: the forward assigned a new tensor to " + which +
+          "; a parameter cannot be replaced inside a compiled forward. Update it in place under "
+          "no_grad (or outside the forward) instead.");
+    const Tensor& value = *assigned;
+    const Tensor& buffer = inputs[i];
+    if (!value.defined() || value.dtype() != buffer.dtype() || value.sizes() != buffer.sizes())
+      throw std::invalid_argument(
+          "aot_module: the forward assigned " +
+          (value.defined() ? std::string(dtype_name(value.dtype())) + shape_to_string(value.sizes())
+                           : std::string("an undefined tensor")) +
+          " to " + which + ", which is " + std::string(dtype_name(buffer.dtype())) +
+          shape_to_string(buffer.sizes()) +
+          "; a reassigned buffer is written back into the buffer, so keep its dtype and shape.");
+    if (value.requires_grad())
+      throw std::invalid_argument(
+          "aot_module: the forward assigned a tensor that requires grad to " + which +
+          "; a reassigned buffer is written back without history. Assign value.detach().");
+    NoGradGuard no_grad;
+    Tensor(buffer).copy_(value);
+  }
+}
+
+}  // namespace
+
 std::vector<Tensor> run_with_slots(const std::vector<std::vector<Tensor*>>& slots,
+                                   size_t num_parameters, const std::vector<std::string>& names,
                                    const std::vector<Tensor>& inputs,
                                    const std::function<std::vector<Tensor>()>& forward) {
   bool tracing = false;
@@ -116,7 +169,9 @@ std::vector<Tensor> run_with_slots(const std::vector<std::vector<Tensor*>>& slot
   if (tracing) {
     SlotsWriteLock write;
     SlotSwap swap(slots, inputs);
-    return forward();
+    std::vector<Tensor> outs = forward();
+    write_back_reassigned(slots, num_parameters, names, inputs);
+    return outs;
   }
   SlotsReadLock read;
   aot_detail::EagerOnlyScope eager_only;

@@ -49,6 +49,42 @@ Tensor scaled(const Tensor& t, const Scalar& s) {
   return s.to_double() == 1.0 ? t : mul(t, s);
 }
 
+// ---- the layout contract of product gradients ----
+//
+// A gradient comes back in the memory layout of the tensor it belongs to, as PyTorch's
+// mm_mat1_backward / mm_mat2_backward choose: for an operand stored transposed (the weight of
+// linear, which reaches addmm as t(weight)), the product is computed in the transposed order,
+// (a @ b)^T = b^T @ a^T, so its transpose is the operand's layout and AccumulateGrad keeps it
+// without a copy. A product is contiguous, so nothing else is needed for row-major operands.
+
+// The matrices of `m` (its last two dims) are stored transposed: swapping them gives a
+// contiguous tensor, and m itself is not contiguous (size-1 dims make both true; keep row-major).
+bool stored_transposed(const Tensor& m) {
+  return !m.is_contiguous() && transpose(m, -2, -1).is_contiguous();
+}
+
+// d(a @ b)/da = g @ b^T, laid out like `a`.
+Tensor mm_grad_a(const Tensor& g, const Tensor& a, const Tensor& b) {
+  if (stored_transposed(a)) return t(mm(b, t(g)));
+  return mm(g, t(b));
+}
+
+// d(a @ b)/db = a^T @ g, laid out like `b`.
+Tensor mm_grad_b(const Tensor& g, const Tensor& a, const Tensor& b) {
+  if (stored_transposed(b)) return t(mm(t(g), a));
+  return mm(t(a), g);
+}
+
+Tensor bmm_grad_a(const Tensor& g, const Tensor& a, const Tensor& b) {
+  if (stored_transposed(a)) return transpose(bmm(b, transpose(g, 1, 2)), 1, 2);
+  return bmm(g, transpose(b, 1, 2));
+}
+
+Tensor bmm_grad_b(const Tensor& g, const Tensor& a, const Tensor& b) {
+  if (stored_transposed(b)) return transpose(bmm(transpose(g, 1, 2), a), 1, 2);
+  return bmm(transpose(a, 1, 2), g);
+}
+
 // ---- mm ----
 
 std::vector<TensorMeta> mm_meta(const OpArgs& a) {
@@ -66,8 +102,8 @@ std::vector<Tensor> mm_kernel(const OpArgs& a) {
 }
 std::vector<Tensor> mm_vjp(const VjpContext& c) {
   const Tensor& g = c.grad();
-  Tensor ga = c.needs(0) ? mm(g, t(c.input(1))) : Tensor();
-  Tensor gb = c.needs(1) ? mm(t(c.input(0)), g) : Tensor();
+  Tensor ga = c.needs(0) ? mm_grad_a(g, c.input(0), c.input(1)) : Tensor();
+  Tensor gb = c.needs(1) ? mm_grad_b(g, c.input(0), c.input(1)) : Tensor();
   return {ga, gb};
 }
 
@@ -93,8 +129,8 @@ std::vector<Tensor> bmm_kernel(const OpArgs& a) {
 }
 std::vector<Tensor> bmm_vjp(const VjpContext& c) {
   const Tensor& g = c.grad();
-  Tensor ga = c.needs(0) ? bmm(g, transpose(c.input(1), 1, 2)) : Tensor();
-  Tensor gb = c.needs(1) ? bmm(transpose(c.input(0), 1, 2), g) : Tensor();
+  Tensor ga = c.needs(0) ? bmm_grad_a(g, c.input(0), c.input(1)) : Tensor();
+  Tensor gb = c.needs(1) ? bmm_grad_b(g, c.input(0), c.input(1)) : Tensor();
   return {ga, gb};
 }
 
@@ -125,8 +161,8 @@ std::vector<Tensor> addmm_vjp(const VjpContext& c) {
   const Tensor& g = c.grad();
   const Scalar beta = scalar_arg(c.args, 3), alpha = scalar_arg(c.args, 4);
   Tensor gs = c.needs(0) ? sum_to_size(scaled(g, beta), c.input(0).sizes()) : Tensor();
-  Tensor g1 = c.needs(1) ? scaled(mm(g, t(c.input(2))), alpha) : Tensor();
-  Tensor g2 = c.needs(2) ? scaled(mm(t(c.input(1)), g), alpha) : Tensor();
+  Tensor g1 = c.needs(1) ? scaled(mm_grad_a(g, c.input(1), c.input(2)), alpha) : Tensor();
+  Tensor g2 = c.needs(2) ? scaled(mm_grad_b(g, c.input(1), c.input(2)), alpha) : Tensor();
   return {gs, g1, g2};
 }
 

@@ -1,7 +1,10 @@
 #include "partition/extract.h"
 
+#include <algorithm>
 #include <stdexcept>
 #include <unordered_map>
+
+#include "partition/cost_model.h"
 
 namespace aotgrad::partition {
 
@@ -22,14 +25,15 @@ std::vector<bool> needed_nodes(const graph::Graph& g, const std::vector<graph::V
 
 graph::Graph extract_subgraph(const graph::Graph& joint, const std::string& name,
                               const std::vector<graph::ValueId>& inputs,
-                              const std::vector<std::string>& input_descs,
+                              const std::vector<Descriptor>& input_descs,
                               const std::vector<graph::ValueId>& outputs,
-                              const std::vector<std::string>& output_descs) {
+                              const std::vector<Descriptor>& output_descs) {
   graph::Graph out(name);
   std::unordered_map<uint32_t, graph::ValueId> map;  // joint value -> new value
   for (size_t i = 0; i < inputs.size(); ++i) {
     const graph::Value& v = joint.value(inputs[i]);
-    map[inputs[i].index] = out.add_input(v.name, v.meta, i < input_descs.size() ? input_descs[i] : "");
+    map[inputs[i].index] =
+        out.add_input(v.name, v.meta, i < input_descs.size() ? input_descs[i] : Descriptor{});
   }
   // Nodes needed, stopping at the given inputs.
   std::vector<bool> needed(joint.nodes().size(), false);
@@ -63,11 +67,63 @@ graph::Graph extract_subgraph(const graph::Graph& joint, const std::string& name
       names.push_back(joint.value(o).name);
     }
     std::vector<graph::ValueId> outs = out.add_node(*n.op, std::move(args), metas, names);
+    out.mutable_nodes().back().origin = n.origin;
     for (size_t k = 0; k < outs.size(); ++k) map[n.outputs[k].index] = outs[k];
   }
   for (size_t i = 0; i < outputs.size(); ++i)
-    out.add_output(map.at(outputs[i].index), i < output_descs.size() ? output_descs[i] : "");
+    out.add_output(map.at(outputs[i].index),
+                   i < output_descs.size() ? output_descs[i] : Descriptor{});
   return out;
+}
+
+Partition assemble_partition(const graph::Graph& joint, const JointInfo& info,
+                             const std::vector<graph::ValueId>& saved,
+                             const std::vector<std::string>& reasons) {
+  const auto& in = joint.inputs();
+  const auto& out = joint.outputs();
+  const auto& in_desc = joint.input_descs();
+  const auto& out_desc = joint.output_descs();
+  const auto np = static_cast<std::ptrdiff_t>(info.num_primals);
+  const auto nf = static_cast<std::ptrdiff_t>(info.num_fw_outputs);
+  std::vector<graph::ValueId> primals(in.begin(), in.begin() + np);
+
+  Partition p;
+  for (size_t i = 0; i < saved.size(); ++i) {
+    const graph::Value& val = joint.value(saved[i]);
+    SavedValue s;
+    s.name = val.name;
+    s.meta = val.meta;
+    s.bytes = value_bytes(val.meta);
+    s.reason = i < reasons.size() ? reasons[i] : "";
+    if (val.producer < 0) {
+      s.primal_index =
+          static_cast<int>(std::find(primals.begin(), primals.end(), saved[i]) - primals.begin());
+      s.producer = "input";
+    } else {
+      s.producer = std::string(joint.nodes()[val.producer].op->name);
+    }
+    p.saved.push_back(std::move(s));
+  }
+
+  std::vector<graph::ValueId> fw_outs(out.begin(), out.begin() + nf);
+  std::vector<Descriptor> fw_out_desc(out_desc.begin(), out_desc.begin() + nf);
+  std::vector<graph::ValueId> bw_in;
+  std::vector<Descriptor> bw_in_desc;
+  for (size_t i = 0; i < saved.size(); ++i) {
+    fw_outs.push_back(saved[i]);
+    fw_out_desc.push_back(Descriptor::saved(static_cast<int64_t>(i)));
+    bw_in.push_back(saved[i]);
+    bw_in_desc.push_back(Descriptor::saved(static_cast<int64_t>(i)));
+  }
+  p.forward = extract_subgraph(joint, "forward", primals,
+                               std::vector<Descriptor>(in_desc.begin(), in_desc.begin() + np),
+                               fw_outs, fw_out_desc);
+  bw_in.insert(bw_in.end(), in.begin() + np, in.end());
+  bw_in_desc.insert(bw_in_desc.end(), in_desc.begin() + np, in_desc.end());
+  std::vector<graph::ValueId> grads(out.begin() + nf, out.end());
+  p.backward = extract_subgraph(joint, "backward", bw_in, bw_in_desc, grads,
+                                std::vector<Descriptor>(out_desc.begin() + nf, out_desc.end()));
+  return p;
 }
 
 }  // namespace aotgrad::partition

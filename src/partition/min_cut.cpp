@@ -239,46 +239,13 @@ Partition build_partition(const graph::Graph& joint, const JointAnalysis& a,
   }
   std::sort(all_saved.begin(), all_saved.end());
 
-  Partition p;
-  for (graph::ValueId v : all_saved) {
-    const graph::Value& val = joint.value(v);
-    SavedValue s;
-    s.name = val.name;
-    s.meta = val.meta;
-    s.bytes = value_bytes(val.meta);
-    if (val.producer < 0) {
-      s.primal_index =
-          static_cast<int>(std::find(a.primals.begin(), a.primals.end(), v) - a.primals.begin());
-      s.producer = "input";
-      s.reason = "graph input: free to save, it is alive anyway";
-    } else {
-      s.producer = std::string(joint.nodes()[val.producer].op->name);
-      s.reason = reason_of.at(v.index);
-    }
-    p.saved.push_back(std::move(s));
-  }
-
-  const size_t np = a.primals.size();
-  std::vector<std::string> fw_in_desc(joint.input_descs().begin(),
-                                      joint.input_descs().begin() + np);
-  std::vector<graph::ValueId> fw_outs = a.fw_outputs;
-  std::vector<std::string> fw_out_desc(joint.output_descs().begin(),
-                                       joint.output_descs().begin() + a.fw_outputs.size());
-  std::vector<graph::ValueId> bw_in = all_saved;
-  std::vector<std::string> bw_in_desc;
-  for (size_t i = 0; i < all_saved.size(); ++i) {
-    fw_outs.push_back(all_saved[i]);
-    fw_out_desc.push_back("saved(" + std::to_string(i) + ")");
-    bw_in_desc.push_back("saved(" + std::to_string(i) + ")");
-  }
-  p.forward = extract_subgraph(joint, "forward", a.primals, fw_in_desc, fw_outs, fw_out_desc);
-  for (size_t i = 0; i < a.tangents.size(); ++i) {
-    bw_in.push_back(a.tangents[i]);
-    bw_in_desc.push_back(joint.input_descs()[np + i]);
-  }
-  std::vector<std::string> bw_out_desc(joint.output_descs().begin() + a.fw_outputs.size(),
-                                       joint.output_descs().end());
-  p.backward = extract_subgraph(joint, "backward", bw_in, bw_in_desc, a.grads, bw_out_desc);
+  std::vector<std::string> all_reasons;
+  for (graph::ValueId v : all_saved)
+    all_reasons.push_back(joint.value(v).producer < 0
+                              ? "graph input: free to save, it is alive anyway"
+                              : reason_of.at(v.index));
+  JointInfo info{a.primals.size(), a.fw_outputs.size(), {}};
+  Partition p = assemble_partition(joint, info, all_saved, all_reasons);
   place_recomputation_before_use(p.backward, all_saved.size());
   return p;
 }

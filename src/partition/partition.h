@@ -9,12 +9,12 @@
 namespace aotgrad::partition {
 
 struct SavedValue {
-  std::string name;        // value name in the joint graph
-  std::string producer;    // op that made it, or "input" for a primal
+  std::string name;      // value name in the joint graph
+  std::string producer;  // op that made it, or "input" for a primal
   ops::TensorMeta meta;
   size_t bytes = 0;
-  std::string reason;      // why it is kept
-  int primal_index = -1;   // >= 0 when the saved value is a forward input
+  std::string reason;     // why it is kept
+  int primal_index = -1;  // >= 0 when the saved value is a forward input
 };
 
 struct Partition {
@@ -25,9 +25,14 @@ struct Partition {
   std::vector<SavedValue> saved;
 
   size_t saved_bytes() const;
-  // One line per saved value and a total, for humans.
+  // One line per saved value and a total, for humans (saved_report).
   std::string report() const;
 };
+
+// The saved-value report: one line per value (name, type, bytes, producer, reason) and the
+// totals, split into activations and graph inputs.
+std::string saved_report(const std::vector<SavedValue>& saved);
+size_t saved_bytes(const std::vector<SavedValue>& saved);
 
 struct JointInfo {
   size_t num_primals = 0;

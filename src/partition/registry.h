@@ -1,6 +1,7 @@
 // The partitioners by name, as AotConfig::partitioner selects them.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -14,7 +15,14 @@ struct PartitionOptions {
   double activation_memory_budget = 1.0;
 };
 
-// Runs the partitioner called `name` ("default", ...); throws naming the known ones otherwise.
+// A partitioner: splits a joint graph (aot/joint.h) into forward and backward graphs. Needs and
+// guarantees what default_partition.h states; must be callable from several threads at once.
+using PartitionFn =
+    std::function<Partition(const graph::Graph& joint, const JointInfo&, const PartitionOptions&)>;
+
+// The partitioner called `name` ("default", "min_cut"); throws naming the known ones otherwise.
+PartitionFn partitioner(const std::string& name);
+// Runs the partitioner called `name` (after checking the memory budget lies in [0, 1]).
 Partition run_partitioner(const std::string& name, const graph::Graph& joint, const JointInfo& info,
                           const PartitionOptions& options);
 std::vector<std::string> partitioner_names();

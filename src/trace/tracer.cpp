@@ -159,7 +159,7 @@ void Tracer::track_view(const Tensor& view, const Tensor& parent, ViewStep step)
   view.impl()->trace.alias = static_cast<uint32_t>(tensors_.size() - 1);
 }
 
-Tensor Tracer::add_input(const Tensor& example, std::string_view name_hint, std::string desc) {
+Tensor Tracer::add_input(const Tensor& example, std::string_view name_hint, Descriptor desc) {
   ops::TensorMeta m{example.dtype(), example.sizes(), example.strides(), 0};
   graph::ValueId v = graph_.add_input(name_hint, m, std::move(desc));
   Tensor fake = bind(v, example.requires_grad());

@@ -49,7 +49,7 @@ class Tracer final : public ops::Interpreter, public autograd::TracedAutograd {
 
   // A fake tensor standing for a new graph input (the root of its own storage) with `example`'s
   // metadata and requires_grad.
-  Tensor add_input(const Tensor& example, std::string_view name_hint, std::string desc = "");
+  Tensor add_input(const Tensor& example, std::string_view name_hint, Descriptor desc = {});
   // A fake view of `base` (a tracked tensor) with the given geometry, recorded as as_strided.
   Tensor add_strided_view(const Tensor& base, const IntList& sizes, const IntList& strides,
                           int64_t storage_offset, bool requires_grad);

@@ -60,7 +60,7 @@ graph forward(
   %mul: f64[3] = aten.mul.Scalar(%primals_1, other=2.0)
   %sin: f64[3] = aten.sin.default(%mul)
   return (
-    %mul,  # mutated_input(0)
+    %mul,  # mutated_input(input(0))
     %sin,  # output(0)
     %mul  # saved(0)
   )
@@ -89,7 +89,7 @@ graph inference(
   %add: f64[3] = aten.add.Scalar(%arg1, other=1.0)
   %mul: f64[3] = aten.mul.Tensor(%arg0, %add)
   return (
-    %add,  # mutated_input(1)
+    %add,  # mutated_input(input(1))
     %mul  # output(0)
   )
 }
@@ -148,7 +148,7 @@ graph inference(
   %slice_scatter: f64[4] = aten.slice_scatter.default(%arg0, %mul, start=1, end=3)
   %sum: f64[] = aten.sum.default(%slice_scatter)
   return (
-    %slice_scatter,  # mutated_input(0)
+    %slice_scatter,  # mutated_input(input(0))
     %sum  # output(0)
   )
 }
@@ -200,7 +200,7 @@ graph forward(
 ) {
   %exp: f64[2,3] = aten.exp.default(%primals_1)
   return (
-    %exp,  # output(0)
+    %exp,  # output(1)
     %exp  # saved(0)
   )
 }
@@ -246,7 +246,7 @@ graph forward(
 ) {
   %exp: f64[2,3] = aten.exp.default(%primals_1)
   return (
-    %exp,  # intermediate_base(0)
+    %exp,  # intermediate_base(output(0))
     %exp  # saved(0)
   )
 }
@@ -301,7 +301,7 @@ graph inference(
   %add: f64[3] = aten.add.Scalar(%arg0, other=1.0)
   %mul: f64[3] = aten.mul.Tensor(%add, %add)
   return (
-    %add,  # mutated_input(0)
+    %add,  # mutated_input(input(0))
     %mul  # output(0)
   )
 }
@@ -324,7 +324,7 @@ TEST(ExpectedGraph, OverlappingInputsMutatedUseSyntheticBase) {
       },
       {base.slice(0, 0, 3), base.slice(0, 1, 4)}, R"(
 graph inference(
-    %arg0: f64[4]  # synthetic_base(0)
+    %arg0: f64[4]  # view_base(input(0), input(1))
 ) {
   %as_strided: f64[3] = aten.as_strided.default(%arg0, size=[3], stride=[1], storage_offset=0)
   %mul: f64[3] = aten.mul.Scalar(%as_strided, other=2.0)
@@ -332,7 +332,7 @@ graph inference(
   %as_strided_3: f64[3]@1 = aten.as_strided.default(%as_strided_scatter, size=[3], stride=[1], storage_offset=1)
   %add: f64[3] = aten.add.Scalar(%as_strided_3, other=1.0)
   return (
-    %as_strided_scatter,  # mutated_input(0)
+    %as_strided_scatter,  # mutated_input(view_base(input(0), input(1)))
     %add  # output(0)
   )
 }
@@ -365,7 +365,7 @@ graph forward(
   %mul_1: f64[3] = aten.mul.Tensor(%aotgrad, %primals_2)
   %sum: f64[] = aten.sum.default(%mul_1)
   return (
-    %aotgrad,  # mutated_input(0)
+    %aotgrad,  # mutated_input(input(0))
     %sum,  # output(0)
     %primals_2,  # saved(0)
     %aotgrad  # saved(1)
@@ -396,7 +396,7 @@ graph forward(
   %aotgrad: f64[3] = aotgrad.hidden_update.default(%primals_1, %add)
   %sin: f64[3] = aten.sin.default(%aotgrad)
   return (
-    %aotgrad,  # mutated_input(0)
+    %aotgrad,  # mutated_input(input(0))
     %sin,  # output(0)
     %aotgrad  # saved(0)
   )

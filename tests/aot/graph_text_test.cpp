@@ -45,19 +45,19 @@ TEST(GraphGolden, MulBroadcastSum) {
   const std::string joint = R"(graph joint(
     %primals_1: f32[2,3],  # input(0)
     %primals_2: f32[3],  # input(1)
-    %tangents_1: f32[]  # tangent(output 0)
+    %tangents_1: f32[]  # tangent(output(0))
 ) {
   %mul: f32[2,3] = aten.mul.Tensor(%primals_1, %primals_2)
   %sum: f32[] = aten.sum.default(%mul)
-  %expand: f32[2,3]{0,0} = aten.expand.default(%tangents_1, size=[2, 3])
-  %mul_1: f32[2,3] = aten.mul.Tensor(%expand, %primals_2)
-  %mul_2: f32[2,3] = aten.mul.Tensor(%expand, %primals_1)
-  %sum_1: f32[1,3] = aten.sum.dim_IntList(%mul_2, dim=[0], keepdim=true)
-  %view: f32[3] = aten.view.default(%sum_1, size=[3])
+  %expand: f32[2,3]{0,0} = aten.expand.default(%tangents_1, size=[2, 3])  # from %sum
+  %mul_1: f32[2,3] = aten.mul.Tensor(%expand, %primals_2)  # from %mul
+  %mul_2: f32[2,3] = aten.mul.Tensor(%expand, %primals_1)  # from %mul
+  %sum_1: f32[1,3] = aten.sum.dim_IntList(%mul_2, dim=[0], keepdim=true)  # from %mul
+  %view: f32[3] = aten.view.default(%sum_1, size=[3])  # from %mul
   return (
     %sum,  # output(0)
-    %mul_1,  # grad(input 0)
-    %view  # grad(input 1)
+    %mul_1,  # grad(input(0))
+    %view  # grad(input(1))
   )
 }
 )";
@@ -77,16 +77,16 @@ TEST(GraphGolden, MulBroadcastSum) {
   const std::string backward = R"(graph backward(
     %primals_1: f32[2,3],  # saved(0)
     %primals_2: f32[3],  # saved(1)
-    %tangents_1: f32[]  # tangent(output 0)
+    %tangents_1: f32[]  # tangent(output(0))
 ) {
-  %expand: f32[2,3]{0,0} = aten.expand.default(%tangents_1, size=[2, 3])
-  %mul_1: f32[2,3] = aten.mul.Tensor(%expand, %primals_2)
-  %mul_2: f32[2,3] = aten.mul.Tensor(%expand, %primals_1)
-  %sum_1: f32[1,3] = aten.sum.dim_IntList(%mul_2, dim=[0], keepdim=true)
-  %view: f32[3] = aten.view.default(%sum_1, size=[3])
+  %expand: f32[2,3]{0,0} = aten.expand.default(%tangents_1, size=[2, 3])  # from %sum
+  %mul_1: f32[2,3] = aten.mul.Tensor(%expand, %primals_2)  # from %mul
+  %mul_2: f32[2,3] = aten.mul.Tensor(%expand, %primals_1)  # from %mul
+  %sum_1: f32[1,3] = aten.sum.dim_IntList(%mul_2, dim=[0], keepdim=true)  # from %mul
+  %view: f32[3] = aten.view.default(%sum_1, size=[3])  # from %mul
   return (
-    %mul_1,  # grad(input 0)
-    %view  # grad(input 1)
+    %mul_1,  # grad(input(0))
+    %view  # grad(input(1))
   )
 }
 )";
@@ -109,8 +109,9 @@ saved 2 values, 36 B (0 B activations, 36 B graph inputs)
 
 // linear without bias, relu, keepdim row sum; x does not require grad. relu's backward reads its
 // output (threshold_backward), mm's gradient for the weight reads x, so exactly x and relu are
-// saved and no gradient is computed for x. The weight's gradient is the transpose of mm_1: a
-// non-contiguous value, printed with its strides.
+// saved and no gradient is computed for x. mm's gradient for t(w), a transposed operand, is
+// computed in the transposed order (as PyTorch's mm_mat2_backward), so the weight's gradient
+// t(t(mm_1)) is contiguous, as PyTorch's graph for the same function.
 TEST(GraphGolden, LinearReluRowSumAndItsInferenceGraph) {
   auto f = ag::aot_function(
       [](const Tensor& x, const Tensor& w) { return ag::linear(x, w).relu().sum({1}, true); });
@@ -135,15 +136,16 @@ TEST(GraphGolden, LinearReluRowSumAndItsInferenceGraph) {
   const std::string backward = R"(graph backward(
     %primals_1: f32[4,3],  # saved(0)
     %relu: f32[4,2],  # saved(1)
-    %tangents_1: f32[4,1]  # tangent(output 0)
+    %tangents_1: f32[4,1]  # tangent(output(0))
 ) {
-  %expand: f32[4,2]{1,0} = aten.expand.default(%tangents_1, size=[4, 2])
-  %threshold_backward: f32[4,2] = aten.threshold_backward.default(%expand, %relu, threshold=0)
-  %t_1: f32[3,4]{1,3} = aten.t.default(%primals_1)
-  %mm_1: f32[3,2] = aten.mm.default(%t_1, %threshold_backward)
-  %t_2: f32[2,3]{1,2} = aten.t.default(%mm_1)
+  %expand: f32[4,2]{1,0} = aten.expand.default(%tangents_1, size=[4, 2])  # from %sum
+  %threshold_backward: f32[4,2] = aten.threshold_backward.default(%expand, %relu, threshold=0)  # from %relu
+  %t_1: f32[2,4]{1,2} = aten.t.default(%threshold_backward)  # from %mm
+  %mm_1: f32[2,3] = aten.mm.default(%t_1, %primals_1)  # from %mm
+  %t_2: f32[3,2]{1,3} = aten.t.default(%mm_1)  # from %mm
+  %t_3: f32[2,3] = aten.t.default(%t_2)  # from %t
   return (
-    %t_2  # grad(input 1)
+    %t_3  # grad(input(1))
   )
 }
 )";
@@ -193,16 +195,16 @@ TEST(GraphGolden, FunctionalizedInPlaceAndSavedOutput) {
   const std::string joint = R"(graph joint(
     %primals_1: f32[3],  # input(0)
     %primals_2: f32[3],  # input(1)
-    %tangents_1: f32[3]  # tangent(output 0)
+    %tangents_1: f32[3]  # tangent(output(0))
 ) {
   %mul: f32[3] = aten.mul.Scalar(%primals_1, other=2.0)
   %add: f32[3] = aten.add.Tensor(%mul, %primals_2)
   %exp: f32[3] = aten.exp.default(%add)
-  %mul_1: f32[3] = aten.mul.Tensor(%tangents_1, %exp)
-  %mul_2: f32[3] = aten.mul.Scalar(%mul_1, other=2.0)
+  %mul_1: f32[3] = aten.mul.Tensor(%tangents_1, %exp)  # from %exp
+  %mul_2: f32[3] = aten.mul.Scalar(%mul_1, other=2.0)  # from %mul
   return (
     %exp,  # output(0)
-    %mul_2  # grad(input 0)
+    %mul_2  # grad(input(0))
   )
 }
 )";
@@ -221,12 +223,12 @@ TEST(GraphGolden, FunctionalizedInPlaceAndSavedOutput) {
 )";
   const std::string backward = R"(graph backward(
     %exp: f32[3],  # saved(0)
-    %tangents_1: f32[3]  # tangent(output 0)
+    %tangents_1: f32[3]  # tangent(output(0))
 ) {
-  %mul_1: f32[3] = aten.mul.Tensor(%tangents_1, %exp)
-  %mul_2: f32[3] = aten.mul.Scalar(%mul_1, other=2.0)
+  %mul_1: f32[3] = aten.mul.Tensor(%tangents_1, %exp)  # from %exp
+  %mul_2: f32[3] = aten.mul.Scalar(%mul_1, other=2.0)  # from %mul
   return (
-    %mul_2  # grad(input 0)
+    %mul_2  # grad(input(0))
   )
 }
 )";

@@ -173,24 +173,24 @@ TEST(GraphTextPrint, StridesOffsetsAndZeroDim) {
 
 TEST(GraphTextPrint, DescriptorsOneEntryPerLine) {
   Graph g("forward");
-  ValueId x = g.add_input("x", f32({8, 4}), "user_input(0)");
-  ValueId w = g.add_input("fc.weight", f32({4, 2}), "param(fc.weight)");
+  ValueId x = g.add_input("x", f32({8, 4}), Descriptor::input(0));
+  ValueId w = g.add_input("fc.weight", f32({4, 2}), Descriptor::param("fc.weight"));
   ValueId n = g.add_input("n", f32({}));
   ValueId mm = g.add_node(op("aten.mm.default"), {x, w}, {f32({8, 2})})[0];
   ValueId s = g.add_node(op("aten.sum.default"), {mm, std::monostate{}}, {f32({})})[0];
-  g.add_output(s, "user_output(0)");
-  g.add_output(mm, "saved(0)");
+  g.add_output(s, Descriptor::output(0));
+  g.add_output(mm, Descriptor::saved(0));
   g.add_output(n);
   const std::string expected =
       "graph forward(\n"
-      "    %x: f32[8,4],  # user_input(0)\n"
+      "    %x: f32[8,4],  # input(0)\n"
       "    %fc.weight: f32[4,2],  # param(fc.weight)\n"
       "    %n: f32[]\n"
       ") {\n"
       "  %mm: f32[8,2] = aten.mm.default(%x, %fc.weight)\n"
       "  %sum: f32[] = aten.sum.default(%mm)\n"
       "  return (\n"
-      "    %sum,  # user_output(0)\n"
+      "    %sum,  # output(0)\n"
       "    %mm,  # saved(0)\n"
       "    %n\n"
       "  )\n"
@@ -198,19 +198,20 @@ TEST(GraphTextPrint, DescriptorsOneEntryPerLine) {
   EXPECT_EQ(print_graph(g), expected);
   Graph back = parse_graph(expected);
   EXPECT_EQ(back.input_descs(),
-            (std::vector<std::string>{"user_input(0)", "param(fc.weight)", ""}));
-  EXPECT_EQ(back.output_descs(), (std::vector<std::string>{"user_output(0)", "saved(0)", ""}));
+            (std::vector<Descriptor>{Descriptor::input(0), Descriptor::param("fc.weight"), {}}));
+  EXPECT_EQ(back.output_descs(),
+            (std::vector<Descriptor>{Descriptor::output(0), Descriptor::saved(0), {}}));
   EXPECT_EQ(print_graph(back), expected);
 }
 
 TEST(GraphTextPrint, OnlyOutputDescriptorsKeepTheSignatureOnOneLine) {
   Graph g("bw");
   ValueId t = g.add_input("tangent", f32({2}));
-  g.add_output(t, "grad(x)");
+  g.add_output(t, Descriptor::wrapping(DescriptorKind::grad, Descriptor::input(0)));
   const std::string expected =
       "graph bw(%tangent: f32[2]) {\n"
       "  return (\n"
-      "    %tangent  # grad(x)\n"
+      "    %tangent  # grad(input(0))\n"
       "  )\n"
       "}\n";
   EXPECT_EQ(print_graph(g), expected);
@@ -411,7 +412,7 @@ class RandomGraph {
   Graph build() {
     Graph g("random_" + std::to_string(pick(1000)));
     for (int i = 0, n = 1 + pick(4); i < n; ++i)
-      values_.push_back(g.add_input(name(), meta(), pick(2) ? descriptor() : ""));
+      values_.push_back(g.add_input(name(), meta(), pick(2) ? descriptor() : Descriptor{}));
     const char* rows[] = {"aten.add.Tensor",      "aten.mul.Scalar",
                           "aten.sum.dim_IntList", "aten.gelu.default",
                           "aten.slice.Tensor",    "aten.nll_loss_forward.default",
@@ -429,7 +430,8 @@ class RandomGraph {
       }
       for (ValueId v : g.add_node(row, std::move(args), metas, names)) values_.push_back(v);
     }
-    for (int i = 0, n = pick(4); i < n; ++i) g.add_output(value(), pick(2) ? descriptor() : "");
+    for (int i = 0, n = pick(4); i < n; ++i)
+      g.add_output(value(), pick(2) ? descriptor() : Descriptor{});
     return g;
   }
 
@@ -441,9 +443,15 @@ class RandomGraph {
     const char* pool[] = {"x", "mm", "mm_1", "fc1.weight", "a b", "q\"uote", "t\\n", "7", "_"};
     return pool[pick(std::size(pool))];
   }
-  std::string descriptor() {
-    const char* pool[] = {"param(fc1.weight)", "user_input(0)", "tangent(3)", "a # b", "saved"};
-    return pool[pick(std::size(pool))];
+  Descriptor descriptor() {
+    const char* pool[] = {"param(fc1.weight)",
+                          "input(0)",
+                          "tangent(output(3))",
+                          "param(\"a # b\")",
+                          "saved(2)",
+                          "grad(buffer(bn.running_mean))",
+                          "synthetic_base(input(0), input(1))"};
+    return parse_descriptor(pool[pick(std::size(pool))]);
   }
   TensorMeta meta() {
     TensorMeta m;

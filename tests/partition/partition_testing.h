@@ -44,7 +44,7 @@ inline TracedJoint trace_joint(const FlatLoss& fn, const std::vector<Tensor>& ex
     outs = fn(fakes);
   }
   for (size_t i = 0; i < outs.size(); ++i)
-    fw.add_output(tracer.value_of(outs[i], "output"), "output(" + std::to_string(i) + ")");
+    fw.add_output(tracer.value_of(outs[i], "output"), Descriptor::output(int64_t(i)));
   std::vector<bool> rg;
   for (uint32_t v = 0; v < fw.values().size(); ++v)
     rg.push_back(tracer.requires_grad(graph::ValueId{v}));

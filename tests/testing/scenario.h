@@ -12,7 +12,8 @@
 // structure of the inputs (views of one base, one tensor passed twice) is reproduced exactly on
 // every side. For every configuration the harness runs eager on one setup and the compiled
 // function on another, twice (the second compiled call must reuse the specialization), and adds
-// a non-fatal failure, tagged with the configuration, for every difference in:
+// a non-fatal failure, tagged with the configuration, for every difference in (and once more
+// through the function's Artifact, serialized, read back and instantiated):
 //   - outputs: count, defined-ness, dtype, sizes, strides, storage offset, values, requires_grad,
 //     is_leaf, grad_fn defined-ness;
 //   - aliasing: which outputs share storage with which setup tensors and with each other, which
@@ -299,6 +300,28 @@ inline std::string mutate_outputs(Side& s, bool no_grad) {
   return "";
 }
 
+// serialize → deserialize → instantiate; false (with a failure) when the bytes do not read back
+// to an artifact that serializes to the same bytes and prints the same graphs.
+inline bool restore_artifact(const Artifact& a, std::optional<CompiledArtifact>& out) {
+  std::string bytes = serialize_artifact(a);
+  try {
+    Artifact b = deserialize_artifact(bytes);
+    EXPECT_TRUE(serialize_artifact(b) == bytes) << "the artifact did not re-serialize exactly";
+    CompiledGraphs ga = a.graphs(), gb = b.graphs();
+    EXPECT_EQ(gb.forward + gb.backward + gb.joint + gb.inference + gb.meta + gb.saved_report,
+              ga.forward + ga.backward + ga.joint + ga.inference + ga.meta + ga.saved_report);
+    EXPECT_TRUE(gb.forward_descriptors == ga.forward_descriptors &&
+                gb.backward_descriptors == ga.backward_descriptors &&
+                gb.inference_descriptors == ga.inference_descriptors)
+        << "descriptors changed through serialization";
+    out.emplace(instantiate(b));
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << "the artifact did not round-trip: " << e.what();
+    return false;
+  }
+  return true;
+}
+
 template <typename F>
 TensorList call_flat(F& fn, const TensorList& args, bool no_grad, std::string& error) {
   std::optional<NoGradGuard> guard;
@@ -322,8 +345,13 @@ void run_scenario(Make make_inputs, F fn, ScenarioOptions opts = {},
   for (const ScenarioConfig& cfg : scenario_configs()) {
     SCOPED_TRACE(cfg.name());
     auto compiled_fn = aot_function(fn, cfg.aot());
-    for (int call = 1; call <= 2; ++call) {
-      std::string when = call == 1 ? "" : "[second call] ";
+    // Call 3 runs the artifact of the first two, serialized, read back and instantiated: it must
+    // behave exactly as the compiled function did, and serialize to the same bytes.
+    std::optional<CompiledArtifact> restored;
+    auto restored_fn = [&](const TensorList& args) { return (*restored)(args); };
+    for (int call = 1; call <= 3; ++call) {
+      std::string when = call == 1 ? "" : call == 2 ? "[second call] " : "[restored artifact] ";
+      if (call == 3 && !sd::restore_artifact(compiled_fn.artifact(), restored)) return;
       sd::Side e, c;
       e.setup = sd::make_setup(make_inputs);
       c.setup = sd::make_setup(make_inputs);
@@ -335,12 +363,13 @@ void run_scenario(Make make_inputs, F fn, ScenarioOptions opts = {},
         ADD_FAILURE() << "the eager function threw: " << eerr;
         return;
       }
-      c.outs = sd::call_flat(compiled_fn, c.setup.args, opts.no_grad, cerr);
+      c.outs = call == 3 ? sd::call_flat(restored_fn, c.setup.args, opts.no_grad, cerr)
+                         : sd::call_flat(compiled_fn, c.setup.args, opts.no_grad, cerr);
       if (!cerr.empty()) {
         ADD_FAILURE() << when << "the compiled function threw: " << cerr;
         break;
       }
-      CompiledGraphs g = compiled_fn.graphs();
+      CompiledGraphs g = call == 3 ? restored->artifact().graphs() : compiled_fn.graphs();
       std::string graphs = "\nforward:\n" + g.forward + "inference:\n" + g.inference + g.meta;
       if (c.outs.size() != e.outs.size()) {
         ADD_FAILURE() << when << "compiled returned " << c.outs.size() << " outputs, eager "

@@ -130,13 +130,20 @@ const Json& Json::at(const std::string& key) const {
   return it->second;
 }
 
-Json parse_json(const std::string& text) { return JsonReader(text).document(); }
+Json parse_json(const std::string& text) {
+  return JsonReader(text).document();
+}
 
-std::string fixture_root() { return std::string(AOTGRAD_TEST_DATA) + "/torch"; }
+std::string fixture_root() {
+  return std::string(AOTGRAD_TEST_DATA) + "/torch";
+}
+std::string model_fixture_root() {
+  return std::string(AOTGRAD_TEST_DATA) + "/torch_models";
+}
 
-std::vector<std::string> fixture_names() {
+std::vector<std::string> fixture_names(const std::string& root) {
   std::vector<std::string> names;
-  for (const auto& e : std::filesystem::directory_iterator(fixture_root()))
+  for (const auto& e : std::filesystem::directory_iterator(root))
     if (e.is_directory() && std::filesystem::exists(e.path() / "manifest.json"))
       names.push_back(e.path().filename().string());
   std::sort(names.begin(), names.end());
@@ -151,10 +158,10 @@ std::string read_text(const std::string& path) {
   return ss.str();
 }
 
-Fixture load_fixture(const std::string& name) {
+Fixture load_fixture(const std::string& name, const std::string& root) {
   Fixture f;
   f.name = name;
-  f.dir = fixture_root() + "/" + name;
+  f.dir = root + "/" + name;
   Json m;
   try {
     m = parse_json(read_text(f.dir + "/manifest.json"));
@@ -174,13 +181,16 @@ Fixture load_fixture(const std::string& name) {
   for (const Json& g : m.at("grads").items)
     f.grads.emplace_back(static_cast<size_t>(g.at("input").num),
                          read_npy(f.dir + "/" + g.at("file").str));
+  if (m.has("mutated"))
+    for (const Json& g : m.at("mutated").items)
+      f.mutated.emplace_back(static_cast<size_t>(g.at("input").num),
+                             read_npy(f.dir + "/" + g.at("file").str));
   return f;
 }
 
 ::testing::AssertionResult close_to_torch(const Tensor& actual, const Tensor& expected, double rtol,
                                           double atol, const std::string& what) {
-  if (!actual.defined())
-    return ::testing::AssertionFailure() << what << ": aotgrad gave no tensor";
+  if (!actual.defined()) return ::testing::AssertionFailure() << what << ": aotgrad gave no tensor";
   if (actual.dtype() != expected.dtype())
     return ::testing::AssertionFailure() << what << ": dtype " << dtype_name(actual.dtype())
                                          << ", PyTorch " << dtype_name(expected.dtype());

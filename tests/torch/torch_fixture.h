@@ -40,16 +40,20 @@ struct Fixture {
   std::vector<Tensor> inputs;
   std::vector<Tensor> outputs;  // PyTorch's, in graph output order
   std::vector<Tensor> tangents;
-  std::vector<size_t> tangent_of_output;  // output index each tangent belongs to
-  std::vector<std::pair<size_t, Tensor>> grads;  // (input index, PyTorch's gradient)
+  std::vector<size_t> tangent_of_output;           // output index each tangent belongs to
+  std::vector<std::pair<size_t, Tensor>> grads;    // (input index, PyTorch's gradient)
+  std::vector<std::pair<size_t, Tensor>> mutated;  // (input index, its value after the step)
 };
 
 // Directory of the fixtures (AOTGRAD_TEST_DATA/torch).
 std::string fixture_root();
-// Names of every fixture directory (those holding a manifest.json), sorted.
-std::vector<std::string> fixture_names();
+// Directory of the whole-model training steps (AOTGRAD_TEST_DATA/torch_models): raw make_fx
+// graphs, with in-place ops, that run through GraphProgram's functionalization.
+std::string model_fixture_root();
+// Names of every fixture directory under `root` (those holding a manifest.json), sorted.
+std::vector<std::string> fixture_names(const std::string& root = fixture_root());
 // Loads one fixture; throws naming the file on a missing or malformed one.
-Fixture load_fixture(const std::string& name);
+Fixture load_fixture(const std::string& name, const std::string& root = fixture_root());
 std::string read_text(const std::string& path);
 
 // Dtype, shape and every element within atol + rtol * |expected| (equal infinities and NaNs

@@ -49,15 +49,23 @@ namespace nn_detail {
 struct LiftedState {
   std::vector<Tensor> tensors;
   std::vector<std::vector<Tensor*>> slots;
+  size_t num_parameters = 0;  // parameters first, then buffers
   std::string key;
 };
 LiftedState lift(nn::Module& module);
+// The fully-qualified names of the distinct parameters and buffers lift() returns, in its order.
+void lifted_names(nn::Module& module, std::vector<std::string>& parameters,
+                  std::vector<std::string>& buffers);
 
 // Runs `forward` with inputs[i] in every slot of slots[i] (i < slots.size()). When the lifted
 // inputs are a trace's fakes, swaps them in under the slot write lock and puts the originals
-// back afterwards; otherwise (an eager fallback: the slots already hold them) runs under the read
-// lock and an EagerOnlyScope.
+// back afterwards; a buffer slot the forward reassigned (`buf = buf + 1`) becomes a mutation of
+// the buffer (copy_ of the new value, as PyTorch turns such assignments into buffer mutations),
+// and a reassigned parameter slot is an error. Otherwise (an eager fallback: the slots already
+// hold them) runs under the read lock and an EagerOnlyScope.
+// `names` are the lifted tensors' fully-qualified names (parameters, then buffers), for errors.
 std::vector<Tensor> run_with_slots(const std::vector<std::vector<Tensor*>>& slots,
+                                   size_t num_parameters, const std::vector<std::string>& names,
                                    const std::vector<Tensor>& inputs,
                                    const std::function<std::vector<Tensor>()>& forward);
 
@@ -76,12 +84,18 @@ class AotModule {
     std::vector<Tensor> flat = std::move(lifted.tensors);
     std::string key = std::move(lifted.key);
     (aot_detail::flatten_arg(args, flat, key), ...);
-    auto make_fn = [&]() -> FlatFn {
+    auto make_fn = [&]() -> FlatFunction {
       auto model = model_;
       auto slots = std::make_shared<std::vector<std::vector<Tensor*>>>(std::move(lifted.slots));
       auto originals = std::make_shared<std::tuple<Args...>>(args...);
-      return [model, slots, originals](const std::vector<Tensor>& inputs) -> std::vector<Tensor> {
-        return nn_detail::run_with_slots(*slots, inputs, [&] {
+      size_t num_params = lifted.num_parameters;
+      FlatFunction f;
+      nn_detail::lifted_names(*model_, f.parameter_names, f.buffer_names);
+      auto names = std::make_shared<std::vector<std::string>>(f.parameter_names);
+      names->insert(names->end(), f.buffer_names.begin(), f.buffer_names.end());
+      f.fn = [model, slots, originals, num_params,
+              names](const std::vector<Tensor>& inputs) -> std::vector<Tensor> {
+        return nn_detail::run_with_slots(*slots, num_params, *names, inputs, [&] {
           size_t pos = slots->size();
           auto rebuilt = std::apply(
               [&](const auto&... orig) {
@@ -92,11 +106,13 @@ class AotModule {
               std::apply([&](const auto&... a) { return model->forward(a...); }, rebuilt));
         });
       };
+      return f;
     };
     return aot_detail::Outputs<R>::unflatten(engine_->call(std::move(flat), key, make_fn));
   }
 
   CompiledGraphs graphs() const { return engine_->graphs(); }
+  Artifact artifact() const { return engine_->artifact(); }
   size_t num_compilations() const { return engine_->num_compilations(); }
   CacheStats stats() const { return engine_->stats(); }
   M& module() const { return *model_; }

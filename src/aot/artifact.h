@@ -1,0 +1,73 @@
+// The Artifact: everything lowering (aot/lower.h) decided about one specialization, as plain,
+// copyable data — the graphs, ViewAndMutationMeta, the guards, the descriptors (carried by the
+// graphs), the config that shaped it and the saved-value report. instantiate (aot/runtime.h)
+// turns it into a runtime; serialize_artifact writes it in a versioned format (docs/ir.md,
+// "Artifacts") that the persistent cache stores. Nothing here points into the op table or a trace:
+// ops are named, so an Artifact outlives the process that made it.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "aot/analysis.h"
+#include "aot/guard_key.h"
+#include "aot/input_plan.h"
+#include "aotgrad/aot.h"
+#include "graph/graph.h"
+#include "partition/partition.h"
+
+namespace aotgrad::aot {
+
+// The AotConfig fields that shaped the graphs, and the compilers they were lowered for.
+struct ArtifactConfig {
+  std::string name;
+  std::string partitioner;
+  double activation_memory_budget = 1.0;
+  bool keep_inference_input_mutations = false;
+  std::string fw_compiler, bw_compiler, inference_compiler;
+  bool operator==(const ArtifactConfig&) const = default;
+};
+ArtifactConfig artifact_config(const AotConfig& config);
+
+// What the specialization assumed about its call: guard_key(guards) is the key of every call it
+// covers (aot/guard_key.h).
+struct Guards {
+  bool grad_mode = true;
+  std::string key_extra;  // the non-tensor records (aot.h, aot_detail::flatten_arg)
+  std::vector<InputGuard> inputs;
+  InputPlan plan;
+};
+std::string guard_key(const Guards& guards);
+
+struct Artifact {
+  ArtifactConfig config;
+  Guards guards;
+  bool is_inference = false;
+  // Training: forward (graph inputs) -> (mutated inputs, user outputs, intermediate bases,
+  // saved...) and backward (saved..., tangents...) -> gradients, plus the joint they were cut
+  // from. Inference: the inference graph alone. Absent graphs are empty (no inputs, no nodes).
+  graph::Graph forward{"forward"}, backward{"backward"}, joint{"joint"}, inference{"inference"};
+  ViewAndMutationMeta meta;
+  std::vector<size_t> tangent_of_output;  // forward graph output of each backward tangent
+  std::vector<size_t> grad_of_primal;     // graph input of each backward output
+  std::vector<partition::SavedValue> saved;
+  std::string backward_error;  // raised by backward (an eager version-check error), if any
+};
+
+// The text and descriptors of an artifact's graphs, and its saved-value report (what
+// aot_function's graphs() returns).
+CompiledGraphs compiled_graphs(const Artifact& a);
+
+// Versioned serialization (docs/ir.md, "Artifacts"). deserialize_artifact checks the magic,
+// version, length and checksum, then every field (graphs parse, verify and print back to the same
+// text; indices are in range), so any artifact it returns can be instantiated; anything else throws
+// ArtifactError with one line naming the problem. serialize(deserialize(s)) == s.
+constexpr uint32_t kArtifactFormatVersion = 1;
+std::string serialize_artifact(const Artifact& a);
+Artifact deserialize_artifact(std::string_view bytes);
+// Throws ArtifactError naming the first inconsistency (a count or an index that does not match
+// the graphs); what deserialize_artifact checks after reading the fields.
+void validate_artifact(const Artifact& a);
+
+}  // namespace aotgrad::aot

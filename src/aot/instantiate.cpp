@@ -1,0 +1,170 @@
+// instantiate (aot/runtime.h): compiles an artifact's graphs and computes, once, every index list
+// the runtime wrappers walk per call. Reading guide: instantiate() at the bottom is the whole
+// recipe, outermost wrapper first; each helper above it builds one wrapper from the artifact.
+#include <stdexcept>
+
+#include "aot/runtime.h"
+#include "aot/runtime_wrappers.h"
+
+namespace aotgrad::aot {
+namespace {
+
+using Wrappers = std::vector<std::unique_ptr<const RuntimeWrapper>>;
+
+// Dedupe and SyntheticBases for a plan that needs them (a trivial plan needs neither).
+void add_input_wrappers(const InputPlan& plan, Wrappers& w) {
+  std::vector<size_t> kept, position(plan.inputs.size(), 0);
+  for (size_t i = 0; i < plan.inputs.size(); ++i) {
+    if (plan.inputs[i].kind == InputPlan::Kind::duplicate) continue;
+    position[i] = kept.size();
+    kept.push_back(i);
+  }
+  if (kept.size() != plan.inputs.size()) w.push_back(std::make_unique<Dedupe>(kept));
+  if (plan.bases.empty()) return;
+  std::vector<SyntheticBases::Source> sources;
+  for (const InputPlan::GraphInput& g : plan.graph_inputs) {
+    using Kind = SyntheticBases::Source::Kind;
+    if (!g.is_base) {
+      sources.push_back({Kind::plain, position[g.index]});
+      continue;
+    }
+    const SyntheticBase& b = plan.bases[g.index];
+    sources.push_back(
+        {b.common_base ? Kind::common_base : Kind::storage_view, position[b.members.front()]});
+  }
+  w.push_back(std::make_unique<SyntheticBases>(std::move(sources)));
+}
+
+size_t num_written_back(const ViewAndMutationMeta& m) {
+  size_t n = 0;
+  for (size_t g : m.mutated_inputs) n += m.input_info[g].keep_in_graph ? 0 : 1;
+  return n;
+}
+
+std::vector<MutationEpilogue::Write> mutation_writes(const ViewAndMutationMeta& m) {
+  std::vector<MutationEpilogue::Write> writes;
+  for (size_t g : m.mutated_inputs) {
+    const InputAliasInfo& info = m.input_info[g];
+    if (info.keep_in_graph) continue;
+    bool visible = !info.mutations_under_no_grad && !info.mutations_hidden_from_autograd;
+    writes.push_back({g, writes.size(), visible});
+  }
+  return writes;
+}
+
+// Where each user output comes from. Graph outputs are (mutated inputs written back, non-aliased
+// user outputs, intermediate bases).
+std::unique_ptr<AliasedOutputs> aliased_outputs(const ViewAndMutationMeta& m) {
+  using Kind = AliasedOutputs::Output::Kind;
+  size_t first_user = num_written_back(m);
+  size_t first_base = first_user + m.num_user_graph_outputs;
+  std::vector<AliasedOutputs::Output> outputs;
+  bool identity = first_user == 0 && m.num_intermediate_bases == 0 &&
+                  m.num_user_graph_outputs == m.output_info.size();
+  for (size_t o = 0; o < m.output_info.size(); ++o) {
+    const OutputAliasInfo& info = m.output_info[o];
+    AliasedOutputs::Output out;
+    out.make_leaf = info.requires_grad_set_inside;
+    auto base = static_cast<size_t>(info.base);
+    switch (info.type) {
+      case OutputType::non_alias:
+      case OutputType::unsafe_view_alias:
+        out.kind = Kind::graph_output;
+        out.index = first_user + static_cast<size_t>(info.graph_output);
+        out.plain_tensor = info.type == OutputType::non_alias;
+        break;
+      case OutputType::is_input:
+        out.kind = Kind::user_input;
+        out.index = base;
+        break;
+      case OutputType::alias_of_input:
+        out.kind = Kind::alias_of_graph_input;
+        out.index = base;
+        break;
+      case OutputType::alias_of_intermediate:
+      case OutputType::alias_of_intermediate_save_as_output:
+        out.kind = Kind::alias_of_graph_output;
+        out.index = first_base + base;
+        break;
+      case OutputType::alias_of_intermediate_base_is_user_output:
+        out.kind = Kind::alias_of_user_output;
+        out.index = base;
+        break;
+    }
+    if (out.kind != Kind::graph_output) out.chain = resolve(info.view_chain);
+    identity = identity && out.kind == Kind::graph_output && out.index == o && !out.make_leaf;
+    outputs.push_back(std::move(out));
+  }
+  return std::make_unique<AliasedOutputs>(std::move(outputs), identity);
+}
+
+std::unique_ptr<AutogradBody> autograd_body(const Artifact& a, const Compilers& c,
+                                            bool keep_graph_inputs) {
+  AutogradBody::Spec s;
+  s.num_outputs = a.forward.outputs().size() - a.saved.size();
+  s.tangent_of_output = a.tangent_of_output;
+  s.grad_of_primal = a.grad_of_primal;
+  for (size_t g : a.meta.mutated_inputs)
+    if (!a.meta.input_info[g].keep_in_graph) s.written_inputs.push_back(g);
+  s.keep_graph_inputs = keep_graph_inputs;
+  auto bw = std::make_shared<BackwardSpec>();
+  bw->saved = a.saved;
+  for (size_t o : a.tangent_of_output)
+    bw->tangent_metas.push_back(a.forward.value(a.forward.outputs()[o]).meta);
+  bw->backward_error = a.backward_error;
+  bw->fn_name = a.config.name;
+  s.forward = c.forward(a.forward);
+  bw->backward = c.backward(a.backward);
+  s.backward = std::move(bw);
+  return std::make_unique<AutogradBody>(std::move(s));
+}
+
+backends::Compiler or_default(const backends::Compiler& c, const backends::Compiler& fallback) {
+  return c ? c : fallback;
+}
+
+}  // namespace
+
+Compilers named_compilers(const ArtifactConfig& config) {
+  const std::string& fw =
+      config.fw_compiler.empty() ? std::string("interpreter") : config.fw_compiler;
+  Compilers c;
+  c.forward = backends::compiler(fw);
+  c.backward = backends::compiler(config.bw_compiler.empty() ? fw : config.bw_compiler);
+  c.inference =
+      backends::compiler(config.inference_compiler.empty() ? fw : config.inference_compiler);
+  return c;
+}
+
+Compilers named_compilers(const AotConfig& config) {
+  return named_compilers(artifact_config(config));
+}
+
+std::shared_ptr<const Runtime> instantiate(const Artifact& a, const Compilers& compilers) {
+  const ViewAndMutationMeta& m = a.meta;
+  Wrappers w;
+  if (!m.input_requires_grad_changes.empty())
+    w.push_back(std::make_unique<RequiresGradChanges>(m.input_requires_grad_changes));
+  if (!m.metadata_mutations.empty())
+    w.push_back(std::make_unique<MetadataMutations>(m.metadata_mutations));
+  add_input_wrappers(a.guards.plan, w);
+  w.push_back(aliased_outputs(m));
+  std::vector<MutationEpilogue::Write> writes = mutation_writes(m);
+  bool keep_graph_inputs = !writes.empty();
+  for (const OutputAliasInfo& o : m.output_info)
+    keep_graph_inputs = keep_graph_inputs || o.type == OutputType::alias_of_input;
+  if (!writes.empty()) w.push_back(std::make_unique<MutationEpilogue>(std::move(writes)));
+
+  Compilers c = compilers;
+  c.forward = or_default(c.forward, backends::compiler("interpreter"));
+  c.backward = or_default(c.backward, c.forward);
+  c.inference = or_default(c.inference, c.forward);
+  std::unique_ptr<const CompiledBody> body;
+  if (a.is_inference)
+    body = std::make_unique<InferenceBody>(c.inference(a.inference), keep_graph_inputs);
+  else
+    body = autograd_body(a, c, keep_graph_inputs);
+  return std::make_shared<const Runtime>(std::move(w), std::move(body));
+}
+
+}  // namespace aotgrad::aot

@@ -1,0 +1,149 @@
+// lower (aot/lower.h). Reading guide: lower() at the bottom is the pipeline, top to bottom; the
+// two front ends (capture_traced, capture_loaded) each yield a CapturedForward and the guards;
+// lower_inference and lower_training finish the Artifact.
+#include "aot/lower.h"
+
+#include "aot/capture.h"
+#include "aot/joint.h"
+#include "aot/tracing_state.h"
+#include "aotgrad/autograd.h"
+#include "graph/dce.h"
+#include "partition/registry.h"
+
+namespace aotgrad::aot {
+namespace {
+
+CapturedForward capture_traced(const TracedFunction& t, const AotConfig& config, Guards& guards) {
+  guards.grad_mode = autograd::grad_mode_enabled();
+  guards.key_extra = t.key_extra;
+  guards.inputs = input_guards(t.inputs);
+  guards.plan = plan_inputs(t.inputs, config.name);
+  std::vector<Descriptor> descs = t.input_descs;
+  if (descs.size() != t.inputs.size()) {
+    descs.clear();
+    for (size_t i = 0; i < t.inputs.size(); ++i) descs.push_back(Descriptor::input(int64_t(i)));
+  }
+  TracingScope tracing;
+  return capture_forward(t.fn, t.inputs, guards.plan, descs, config);
+}
+
+// The trivial plan: every input its own graph input.
+InputPlan trivial_plan(size_t n) {
+  InputPlan plan;
+  for (size_t i = 0; i < n; ++i) {
+    plan.inputs.push_back({InputPlan::Kind::plain, i});
+    plan.graph_inputs.push_back({false, i});
+  }
+  return plan;
+}
+
+// A loaded graph is functional: no input mutation, and every output is its own value, except an
+// output that is an input itself, which the runtime returns as the caller's tensor.
+CapturedForward capture_loaded(const LoadedGraph& l, Guards& guards) {
+  CapturedForward c;
+  c.graph = l.forward;
+  c.graph.set_name("forward");
+  size_t n = c.graph.inputs().size();
+  std::vector<bool> input_rg(n, false);
+  for (size_t i = 0; i < n && i < l.requires_grad.size(); ++i) input_rg[i] = l.requires_grad[i];
+  guards.grad_mode = true;
+  guards.plan = trivial_plan(n);
+  for (size_t i = 0; i < n; ++i) {
+    const ops::TensorMeta& m = c.graph.value(c.graph.inputs()[i]).meta;
+    guards.inputs.push_back({m.dtype, m.sizes, m.strides, m.storage_offset, input_rg[i]});
+    if (c.graph.input_descs()[i].empty())
+      c.graph.mutable_input_descs()[i] = Descriptor::input(static_cast<int64_t>(i));
+    c.meta.input_info.push_back({.is_leaf = true, .requires_grad = input_rg[i]});
+  }
+  std::vector<graph::ValueId> outputs = c.graph.outputs();
+  std::vector<Descriptor> descs = c.graph.output_descs();
+  c.graph.mutable_outputs().clear();
+  c.graph.mutable_output_descs().clear();
+  c.value_requires_grad = values_requiring_grad(c.graph, input_rg);
+  for (size_t o = 0; o < outputs.size(); ++o) {
+    OutputAliasInfo info;
+    info.requires_grad = c.value_requires_grad[outputs[o].index];
+    const graph::Value& v = c.graph.value(outputs[o]);
+    if (v.producer < 0) {
+      info.type = OutputType::is_input;
+      info.base = static_cast<int>(v.output_index);
+    } else {
+      info.graph_output = static_cast<int>(c.graph.outputs().size());
+      c.graph.add_output(outputs[o], descs[o].empty() ? Descriptor::output(int64_t(o)) : descs[o]);
+      c.needs_autograd = c.needs_autograd || info.requires_grad;
+    }
+    c.meta.output_info.push_back(std::move(info));
+  }
+  c.meta.num_user_graph_outputs = c.graph.outputs().size();
+  return c;
+}
+
+void lower_inference(CapturedForward& c, Artifact& a, const GraphHook& on_graph) {
+  a.is_inference = true;
+  a.inference = std::move(c.graph);
+  a.inference.set_name("inference");
+  graph::eliminate_dead_code(a.inference);
+  if (on_graph) on_graph("inference", a.inference);
+}
+
+// A backward node no VJP rule made recomputes a forward value (min_cut): it came from itself.
+void mark_recomputed(graph::Graph& backward) {
+  for (graph::Node& n : backward.mutable_nodes())
+    if (n.origin.empty() && !n.outputs.empty()) n.origin = backward.value(n.outputs[0]).name;
+}
+
+void lower_training(const CapturedForward& c, const AotConfig& config, Artifact& a,
+                    const GraphHook& on_graph) {
+  JointGraph joint = build_joint(c.graph, c.value_requires_grad);
+  if (on_graph) on_graph("joint", joint.graph);
+  partition::Partition part = partition::run_partitioner(
+      config.partitioner, joint.graph, {joint.num_primals, joint.num_fw_outputs, c.node_budgets},
+      {.activation_memory_budget = config.activation_memory_budget});
+  mark_recomputed(part.backward);
+  if (on_graph) {
+    on_graph("forward", part.forward);
+    on_graph("backward", part.backward);
+  }
+  a.joint = std::move(joint.graph);
+  a.forward = std::move(part.forward);
+  a.backward = std::move(part.backward);
+  a.tangent_of_output = std::move(joint.tangent_of_output);
+  a.grad_of_primal = std::move(joint.grad_of_primal);
+  a.saved = std::move(part.saved);
+}
+
+}  // namespace
+
+std::vector<bool> values_requiring_grad(const graph::Graph& g,
+                                        const std::vector<bool>& input_requires_grad) {
+  std::vector<bool> rg(g.values().size(), false);
+  for (size_t i = 0; i < g.inputs().size() && i < input_requires_grad.size(); ++i)
+    rg[g.inputs()[i].index] = input_requires_grad[i];
+  for (const graph::Node& n : g.nodes()) {
+    bool any = false;
+    for (const graph::NodeArg& a : n.args)
+      for (graph::ValueId v : graph::arg_values(a)) any = any || rg[v.index];
+    if (!any || !n.op->vjp) continue;
+    for (graph::ValueId o : n.outputs) rg[o.index] = is_floating(g.value(o).meta.dtype);
+  }
+  return rg;
+}
+
+Artifact lower(const LowerInput& input, const AotConfig& config, const GraphHook& on_graph) {
+  Artifact a;
+  a.config = artifact_config(config);
+  CapturedForward c;
+  if (const auto* traced = std::get_if<TracedFunction>(&input))
+    c = capture_traced(*traced, config, a.guards);
+  else
+    c = capture_loaded(std::get<LoadedGraph>(input), a.guards);
+  a.meta = std::move(c.meta);
+  if (!c.backward_errors.empty()) a.backward_error = c.backward_errors.front();
+  if (c.needs_autograd)
+    lower_training(c, config, a, on_graph);
+  else
+    lower_inference(c, a, on_graph);
+  return a;
+}
+
+}  // namespace aotgrad::aot

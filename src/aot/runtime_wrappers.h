@@ -1,0 +1,178 @@
+// The pieces a Runtime (aot/runtime.h) is built from: the per-call frame, the wrapper and body
+// interfaces, and the wrappers themselves. Each wrapper is constructed once by instantiate with
+// the index lists it needs; before() and after() only walk them.
+#pragma once
+
+#include <memory>
+#include <string_view>
+#include <vector>
+
+#include "aot/analysis.h"
+#include "aotgrad/tensor.h"
+#include "backends/backend.h"
+#include "partition/partition.h"
+
+namespace aotgrad::aot {
+
+class CompiledBackward;
+
+// Everything one call carries through the wrappers; it lives on the calling thread's stack.
+struct CallFrame {
+  explicit CallFrame(const std::vector<Tensor>& in) : inputs(in) {}
+  const std::vector<Tensor>& inputs;       // the caller's flat inputs
+  std::vector<Tensor> graph_inputs;        // after Dedupe and SyntheticBases: the caller's tensors
+  std::vector<Tensor> outs;                // graph outputs, saved values stripped
+  std::shared_ptr<CompiledBackward> node;  // training: the autograd node of this call
+  std::vector<Tensor> result;              // the user outputs
+};
+
+class RuntimeWrapper {
+ public:
+  virtual ~RuntimeWrapper() = default;
+  virtual std::string_view name() const = 0;
+  virtual void before(CallFrame&) const {}
+  virtual void after(CallFrame&) const {}
+};
+
+class CompiledBody {
+ public:
+  virtual ~CompiledBody() = default;
+  virtual std::string_view name() const = 0;
+  // Runs the graph on f.graph_inputs (moved from when `keep_graph_inputs` is false) and fills
+  // f.outs (and f.node).
+  virtual void call(CallFrame& f) const = 0;
+};
+
+class RequiresGradChanges final : public RuntimeWrapper {
+ public:
+  explicit RequiresGradChanges(std::vector<RequiresGradChange> changes)
+      : changes_(std::move(changes)) {}
+  std::string_view name() const override { return "RequiresGradChanges"; }
+  void before(CallFrame& f) const override;
+
+ private:
+  std::vector<RequiresGradChange> changes_;
+};
+
+class MetadataMutations final : public RuntimeWrapper {
+ public:
+  explicit MetadataMutations(std::vector<MetadataMutation> m) : mutations_(std::move(m)) {}
+  std::string_view name() const override { return "MetadataMutations"; }
+  void after(CallFrame& f) const override;
+
+ private:
+  std::vector<MetadataMutation> mutations_;
+};
+
+// Keeps the inputs that are not repeats (PyTorch's AOTDedupeWrapper, strategy 2).
+class Dedupe final : public RuntimeWrapper {
+ public:
+  explicit Dedupe(std::vector<size_t> kept) : kept_(std::move(kept)) {}
+  std::string_view name() const override { return "Dedupe"; }
+  void before(CallFrame& f) const override;
+
+ private:
+  std::vector<size_t> kept_;  // user input of each deduplicated input
+};
+
+// Builds the graph inputs from the deduplicated inputs (PyTorch's AOTSyntheticBaseWrapper).
+class SyntheticBases final : public RuntimeWrapper {
+ public:
+  struct Source {
+    enum class Kind : uint8_t { plain, common_base, storage_view };
+    Kind kind = Kind::plain;
+    size_t input = 0;  // deduplicated input (for a base: its first member)
+  };
+  explicit SyntheticBases(std::vector<Source> sources) : sources_(std::move(sources)) {}
+  std::string_view name() const override { return "SyntheticBases"; }
+  void before(CallFrame& f) const override;
+
+ private:
+  std::vector<Source> sources_;  // one per graph input
+};
+
+// Writes each mutated input's new value into the caller's tensor.
+class MutationEpilogue final : public RuntimeWrapper {
+ public:
+  struct Write {
+    size_t graph_input = 0;
+    size_t output = 0;    // graph output holding the new value
+    bool visible = true;  // made with grad on and not through detach(): autograd may record it
+  };
+  explicit MutationEpilogue(std::vector<Write> writes) : writes_(std::move(writes)) {}
+  std::string_view name() const override { return "MutationEpilogue"; }
+  void after(CallFrame& f) const override;
+
+ private:
+  std::vector<Write> writes_;
+};
+
+// The user outputs from the graph outputs, with aliases regenerated.
+class AliasedOutputs final : public RuntimeWrapper {
+ public:
+  struct Output {
+    enum class Kind : uint8_t {
+      graph_output,
+      user_input,
+      alias_of_graph_input,
+      alias_of_graph_output,
+      alias_of_user_output
+    };
+    Kind kind = Kind::graph_output;
+    size_t index = 0;
+    std::vector<trace::ViewStep> chain;  // the alias kinds: replayed on the base
+    bool plain_tensor = false;  // non_alias: a view the graph made is returned as a plain tensor
+    bool make_leaf = false;     // the function made it a leaf that requires grad
+  };
+  AliasedOutputs(std::vector<Output> outputs, bool identity)
+      : outputs_(std::move(outputs)), identity_(identity) {}
+  std::string_view name() const override { return "AliasedOutputs"; }
+  void after(CallFrame& f) const override;
+
+ private:
+  std::vector<Output> outputs_;
+  bool identity_;  // every output is graph output k, in order, with nothing else to do
+};
+
+class InferenceBody final : public CompiledBody {
+ public:
+  InferenceBody(backends::CompiledGraph graph, bool keep_graph_inputs)
+      : graph_(std::move(graph)), keep_graph_inputs_(keep_graph_inputs) {}
+  std::string_view name() const override { return "InferenceBody"; }
+  void call(CallFrame& f) const override;
+
+ private:
+  backends::CompiledGraph graph_;
+  bool keep_graph_inputs_;
+};
+
+// What a CompiledBackward node needs after the call, shared by every node of one runtime.
+struct BackwardSpec {
+  backends::CompiledGraph backward;
+  std::vector<partition::SavedValue> saved;  // names and producers, for version errors
+  std::vector<ops::TensorMeta> tangent_metas;
+  std::string backward_error;
+  std::string fn_name;
+};
+
+// The forward graph behind a CompiledBackward autograd node (PyTorch's CompiledFunction).
+class AutogradBody final : public CompiledBody {
+ public:
+  struct Spec {
+    backends::CompiledGraph forward;
+    size_t num_outputs = 0;                 // forward outputs before the saved values
+    std::vector<size_t> tangent_of_output;  // forward output of each tangent
+    std::vector<size_t> grad_of_primal;     // graph input of each gradient
+    std::vector<size_t> written_inputs;     // graph inputs the epilogue writes
+    bool keep_graph_inputs = false;
+    std::shared_ptr<const BackwardSpec> backward;
+  };
+  explicit AutogradBody(Spec spec) : s_(std::move(spec)) {}
+  std::string_view name() const override { return "AutogradBody"; }
+  void call(CallFrame& f) const override;
+
+ private:
+  Spec s_;
+};
+
+}  // namespace aotgrad::aot
