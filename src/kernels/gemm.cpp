@@ -81,14 +81,21 @@ int64_t matrix_extent(const Operand& o) {
 
 // ---- oneDNN ----
 
+// A bias added inside the product (addmm's self): [rows, cols], each 1 (broadcast) or the
+// output's size, row-major contiguous.
+struct Bias {
+  const char* data = nullptr;
+  int64_t rows = 0, cols = 0;
+};
+
 struct Primitive {
   bool usable = false;  // false: oneDNN rejected the case or has only its reference impl
   std::string impl;
   dnnl::matmul matmul;
-  dnnl::memory::desc a_md, b_md, c_md;
+  dnnl::memory::desc a_md, b_md, c_md, bias_md;
 };
 
-using Key = std::array<int64_t, 13>;
+using Key = std::array<int64_t, 15>;
 struct KeyHash {
   size_t operator()(const Key& k) const {
     size_t h = 0;
@@ -102,7 +109,8 @@ dnnl::memory::desc f32_desc(int64_t batch, int64_t rows, int64_t cols, int64_t s
   return dnnl::memory::desc({batch, rows, cols}, dnnl::memory::data_type::f32, {sb, sr, sc});
 }
 
-const Primitive& onednn_primitive(const Operand& a, const Operand& b, int64_t batch) {
+const Primitive& onednn_primitive(const Operand& a, const Operand& b, int64_t batch,
+                                  const Bias& bias) {
   // A long-running program with ever-changing shapes must not grow the cache without bound.
   constexpr size_t kMaxCached = 256;
   thread_local std::unordered_map<Key, std::unique_ptr<Primitive>, KeyHash> cache;
@@ -122,7 +130,9 @@ const Primitive& onednn_primitive(const Operand& a, const Operand& b, int64_t ba
           b_sb,
           b.sr,
           b.sc,
-          omp_get_max_threads()};
+          omp_get_max_threads(),
+          bias.rows,
+          bias.cols};
   auto it = cache.find(key);
   if (it != cache.end()) return *it->second;
   if (cache.size() >= kMaxCached) cache.clear();
@@ -131,7 +141,10 @@ const Primitive& onednn_primitive(const Operand& a, const Operand& b, int64_t ba
     p->a_md = f32_desc(a.batch, a.rows, a.cols, a_sb, a.sr, a.sc);
     p->b_md = f32_desc(b.batch, b.rows, b.cols, b_sb, b.sr, b.sc);
     p->c_md = f32_desc(batch, a.rows, b.cols, a.rows * b.cols, b.cols, 1);
-    dnnl::matmul::desc desc(p->a_md, p->b_md, p->c_md);
+    if (bias.data)
+      p->bias_md = f32_desc(1, bias.rows, bias.cols, bias.rows * bias.cols, bias.cols, 1);
+    dnnl::matmul::desc desc = bias.data ? dnnl::matmul::desc(p->a_md, p->b_md, p->bias_md, p->c_md)
+                                        : dnnl::matmul::desc(p->a_md, p->b_md, p->c_md);
     dnnl::matmul::primitive_desc pd(desc, onednn_engine());
     p->impl = pd.impl_info_str();
     // The reference implementation is a naive scalar loop: the blocked fallback beats it.
@@ -144,12 +157,18 @@ const Primitive& onednn_primitive(const Operand& a, const Operand& b, int64_t ba
   return *cache.emplace(key, std::move(p)).first->second;
 }
 
-void onednn_run(const Primitive& p, const Operand& a, const Operand& b, const Tensor& out) {
+void onednn_run(const Primitive& p, const Operand& a, const Operand& b, const Bias& bias,
+                const Tensor& out) {
   dnnl::stream& stream = onednn_stream();
   dnnl::memory am(p.a_md, onednn_engine(), const_cast<char*>(a.data));
   dnnl::memory bm(p.b_md, onednn_engine(), const_cast<char*>(b.data));
   dnnl::memory cm(p.c_md, onednn_engine(), out.impl()->data_bytes());
-  p.matmul.execute(stream, {{DNNL_ARG_SRC, am}, {DNNL_ARG_WEIGHTS, bm}, {DNNL_ARG_DST, cm}});
+  std::unordered_map<int, dnnl::memory> args{
+      {DNNL_ARG_SRC, am}, {DNNL_ARG_WEIGHTS, bm}, {DNNL_ARG_DST, cm}};
+  if (bias.data)
+    args.emplace(DNNL_ARG_BIAS,
+                 dnnl::memory(p.bias_md, onednn_engine(), const_cast<char*>(bias.data)));
+  p.matmul.execute(stream, args);
   stream.wait();
 }
 
@@ -230,7 +249,8 @@ void loop_into(const Operand& a, const Operand& b, int64_t batch, const Tensor& 
 // The oneDNN primitive for f32 operands, after copying any operand whose layout oneDNN's fast
 // paths do not take. Null when the loop nest must run instead. May replace a / b (and their
 // Operand) by contiguous copies, which the caller keeps alive.
-const Primitive* choose_onednn(Tensor& a, Tensor& b, Operand& oa, Operand& ob, int64_t batch) {
+const Primitive* choose_onednn(Tensor& a, Tensor& b, Operand& oa, Operand& ob, int64_t batch,
+                               const Bias& bias = {}) {
   if (a.dtype() != DType::f32 || !fits_onednn_int({batch, oa.rows, oa.cols, ob.cols}))
     return nullptr;
   if (!make_plain(oa)) {
@@ -243,7 +263,7 @@ const Primitive* choose_onednn(Tensor& a, Tensor& b, Operand& oa, Operand& ob, i
     ob = as_operand(b);
     make_plain(ob);
   }
-  const Primitive& p = onednn_primitive(oa, ob, batch);
+  const Primitive& p = onednn_primitive(oa, ob, batch, bias);
   return p.usable ? &p : nullptr;
 }
 
@@ -267,7 +287,10 @@ class SmallProductScope {
   bool active_;
 };
 
-Tensor run_gemm(Tensor a, Tensor b, const IntList& out_sizes) {
+// a @ b (+ bias, when given: f32 only; *bias_added says whether it was, since the loop nest adds
+// none).
+Tensor run_gemm(Tensor a, Tensor b, const IntList& out_sizes, const Bias& bias = {},
+                bool* bias_added = nullptr) {
   const DType dtype = a.dtype();
   if (dtype == DType::f16 || dtype == DType::bf16) {
     Tensor r = run_gemm(contiguous_copy(a, DType::f32), contiguous_copy(b, DType::f32), out_sizes);
@@ -286,8 +309,9 @@ Tensor run_gemm(Tensor a, Tensor b, const IntList& out_sizes) {
     return out;
   }
   SmallProductScope threads(saturating_product({batch, oa.rows, oa.cols, ob.cols}));
-  if (const Primitive* p = choose_onednn(a, b, oa, ob, batch)) {
-    onednn_run(*p, oa, ob, out);
+  if (const Primitive* p = choose_onednn(a, b, oa, ob, batch, bias)) {
+    onednn_run(*p, oa, ob, bias, out);
+    if (bias_added) *bias_added = bias.data != nullptr;
     return out;
   }
   loop_into(oa, ob, batch, out);
@@ -317,9 +341,30 @@ std::string gemm_backend(const Tensor& a, const Tensor& b) {
   return p ? "onednn:" + p->impl : "loop";
 }
 
+namespace {
+
+// self as addmm's oneDNN bias: f32, beta == alpha == 1 (nn.Linear's case) and at most 2-D; a
+// non-contiguous self is copied (it is at most the output's size). Empty when not applicable.
+Bias as_bias(const Tensor& self, const Tensor& a, const Scalar& beta, const Scalar& alpha,
+             Tensor& keep) {
+  if (a.dtype() != DType::f32 || self.dtype() != DType::f32 || self.dim() > 2 ||
+      beta.to_double() != 1.0 || alpha.to_double() != 1.0)
+    return {};
+  const int64_t rows = self.dim() == 2 ? self.size(0) : 1;
+  const int64_t cols = self.dim() >= 1 ? self.size(self.dim() - 1) : 1;
+  keep = self.is_contiguous() ? self : contiguous_copy(self, DType::f32);
+  return {keep.impl()->data_bytes(), rows, cols};
+}
+
+}  // namespace
+
 Tensor addmm(const Tensor& self, const Tensor& a, const Tensor& b, const Scalar& beta,
              const Scalar& alpha) {
-  Tensor out = mm(a, b);
+  Tensor bias_storage;
+  const Bias bias = as_bias(self, a, beta, alpha, bias_storage);
+  bool bias_added = false;
+  Tensor out = run_gemm(a, b, {a.size(0), b.size(1)}, bias, &bias_added);
+  if (bias_added) return out;
   const bool use_self = beta.to_double() != 0.0;
   if (!use_self && alpha.to_double() == 1.0) return out;
   const int64_t M = out.size(0), N = out.size(1);

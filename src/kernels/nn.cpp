@@ -3,8 +3,10 @@
 // Reading guide: softmax and its backward work slice by slice along `dim`. make_slices() lists,
 // per operand, the strides of every other dim (walked by NdCounter) and the step along `dim`;
 // for_each_slice() hands each thread a range of slices. Contiguous operands with `dim` not last
-// take the column-block path instead (ColumnBlocks), which reads memory sequentially. The
-// losses walk the broadcast shape with NdCounter and accumulate in double.
+// take the column-block path instead (ColumnBlocks), which reads memory sequentially. f32 slices
+// with unit steps run the vector kernels of vec/rows.h. The losses walk the broadcast shape with
+// NdCounter and accumulate in double; mse_loss on same-shape contiguous f32 operands runs the
+// vector kernels instead, split over threads.
 #include "kernels/nn.h"
 
 #include <algorithm>
@@ -20,6 +22,7 @@
 #include "kernels/copy.h"
 #include "kernels/data.h"
 #include "kernels/parallel.h"
+#include "kernels/vec/rows.h"
 #include "tensor/dtype_dispatch.h"
 #include "tensor/iter.h"
 
@@ -205,6 +208,14 @@ void softmax_typed(const Tensor& a, const Tensor& out, int64_t dim, bool log) {
     return softmax_columns<T, O, C>(x0, y0, *cb, log);
   Slices<2> s = make_slices<2>(a.sizes(), dim, {&a, &out});
   const int64_t len = s.len, sx = s.step[0], sy = s.step[1];
+  if constexpr (std::is_same_v<T, float> && std::is_same_v<O, float>) {
+    if (sx == 1 && sy == 1) {
+      const auto kernel = vec::row_kernels().softmax;
+      return for_each_slice(s, [&](const std::array<int64_t, 2>& off) {
+        kernel(x0 + off[0], y0 + off[1], len, log);
+      });
+    }
+  }
   for_each_slice(s, [&](const std::array<int64_t, 2>& off) {
     const T* x = x0 + off[0];
     O* y = y0 + off[1];
@@ -247,6 +258,14 @@ void softmax_backward_typed(const Tensor& grad, const Tensor& output, const Tens
     return softmax_backward_columns<G, O, C>(g0, y0, r0, *cb, log);
   Slices<3> s = make_slices<3>(grad.sizes(), dim, {&grad, &output, &gi});
   const int64_t len = s.len, sg = s.step[0], sy = s.step[1], sr = s.step[2];
+  if constexpr (std::is_same_v<G, float> && std::is_same_v<O, float>) {
+    if (sg == 1 && sy == 1 && sr == 1) {
+      const auto kernel = vec::row_kernels().softmax_backward;
+      return for_each_slice(s, [&](const std::array<int64_t, 3>& off) {
+        kernel(g0 + off[0], y0 + off[1], r0 + off[2], len, log);
+      });
+    }
+  }
   for_each_slice(s, [&](const std::array<int64_t, 3>& off) {
     const G* g = g0 + off[0];
     const G* y = y0 + off[1];
@@ -392,8 +411,42 @@ Tensor nll_loss_backward(const Tensor& grad, const Tensor& self, const Tensor& t
   return gi;
 }
 
+namespace {
+
+// mse_loss's reduction over contiguous f32 operands of one shape: per-thread partial sums of the
+// vector kernel, merged in thread order (deterministic for a given thread count).
+double squared_distance(const float* x, const float* y, int64_t n) {
+  const int threads = n > kParallelWork ? omp_get_max_threads() : 1;
+  std::vector<double> partial(static_cast<size_t>(threads), 0.0);
+  const auto kernel = vec::row_kernels().squared_distance;
+#pragma omp parallel num_threads(threads) if (threads > 1)
+  {
+    const int nt = omp_get_num_threads_safe(), tid = omp_get_thread_num_safe();
+    const int64_t begin = part_begin(n, tid, nt), end = part_begin(n, tid + 1, nt);
+    partial[static_cast<size_t>(tid)] = kernel(x + begin, y + begin, end - begin);
+  }
+  double total = 0;
+  for (double p : partial) total += p;
+  return total;
+}
+
+bool dense_f32(const Tensor& t, const IntList& shape) {
+  return t.dtype() == DType::f32 && t.is_contiguous() && t.sizes() == shape;
+}
+
+}  // namespace
+
 Tensor mse_loss(const Tensor& a, const Tensor& b, int64_t reduction, DType dtype) {
   const IntList shape = broadcast_shapes(a.sizes(), b.sizes());
+  if (dtype == DType::f32 && reduction != kReductionNone && dense_f32(a, shape) &&
+      dense_f32(b, shape)) {
+    const int64_t n = numel_of(shape);
+    const double total = squared_distance(data_of<const float>(a), data_of<const float>(b), n);
+    Tensor out = make_tensor({}, dtype);
+    *data_of<float>(out) =
+        static_cast<float>(reduction == kReductionMean ? total / static_cast<double>(n) : total);
+    return out;
+  }
   const Tensor ac = a.dtype() == dtype ? a : contiguous_copy(a, dtype);
   const Tensor bc = b.dtype() == dtype ? b : contiguous_copy(b, dtype);
   const IntList sa = broadcast_strides(ac, shape), sb = broadcast_strides(bc, shape);
@@ -444,6 +497,23 @@ Tensor mse_loss_backward(const Tensor& grad, const Tensor& a, const Tensor& b, i
   const int64_t n = numel_of(shape);
   const double scale = reduction == kReductionMean ? 2.0 / static_cast<double>(n) : 2.0;
   Tensor out = make_tensor(shape, dtype);
+  if (dtype == DType::f32 && dense_f32(a, shape) && dense_f32(b, shape) &&
+      grad.dtype() == DType::f32 && (grad.numel() == 1 || dense_f32(grad, shape))) {
+    const float* x = data_of<const float>(a);
+    const float* y = data_of<const float>(b);
+    const float* g = data_of<const float>(grad);
+    const int64_t g_stride = grad.numel() == 1 && n > 1 ? 0 : 1;
+    float* o = data_of<float>(out);
+    const auto kernel = vec::row_kernels().scaled_difference;
+#pragma omp parallel if (n > kParallelWork)
+    {
+      const int nt = omp_get_num_threads_safe(), tid = omp_get_thread_num_safe();
+      const int64_t begin = part_begin(n, tid, nt), end = part_begin(n, tid + 1, nt);
+      kernel(x + begin, y + begin, g + begin * g_stride, g_stride, static_cast<float>(scale),
+             o + begin, end - begin);
+    }
+    return out;
+  }
   visit_float_pair("mse_loss_backward", dtype, dtype, [&](auto tag, auto) {
     using T = decltype(tag);
     using C = Compute<T>;

@@ -2,17 +2,18 @@
 //
 // Reading guide: layer norm works on contiguous rows in its compute type (float for f32/f16/bf16,
 // double for f64): as_dense() makes such a copy only when the input is strided or 16-bit.
-// Row statistics accumulate in double (two passes: mean, then squared deviations), so an f32
-// row of any length is exact to rounding. The backward computes grad_input row by row in
-// parallel; grad_weight / grad_bias are column sums over rows, accumulated per thread in the
-// compute type (as ATen) in the same pass, and merged in thread order (deterministic for a given
-// thread count).
-// Dropout draws one 32-bit Philox word per element: element k uses word k % 4 of block k / 4, so
-// a mask is a pure function of (seed, offset, k) and parallel fills replay exactly.
+// Row statistics accumulate in double (f32: one vectorized Welford pass, vec/rows.h; f64: two
+// passes, mean then squared deviations), so an f32 row of any length is exact to rounding. The
+// backward computes grad_input row by row in parallel; grad_weight / grad_bias are column sums over
+// rows, accumulated per thread in the compute type (as ATen) in the same pass, and merged in thread
+// order (deterministic for a given thread count). Dropout draws one 32-bit Philox word per element:
+// element k uses word k % 4 of block k / 4, so a mask is a pure function of (seed, offset, k) and
+// parallel fills replay exactly.
 #include "kernels/normalization.h"
 
 #include <algorithm>
 #include <cmath>
+#include <type_traits>
 #include <vector>
 
 #include "aotgrad/random.h"
@@ -21,6 +22,7 @@
 #include "kernels/data.h"
 #include "kernels/elementwise.h"
 #include "kernels/parallel.h"
+#include "kernels/vec/rows.h"
 #include "ops/promotion.h"
 #include "tensor/dtype_dispatch.h"
 
@@ -52,9 +54,28 @@ template <typename T>
 const T* cdata(const Tensor& t) {
   return t.defined() ? data_of<const T>(t) : nullptr;
 }
+// f32 rows: the vector kernels, one Welford pass for the statistics (in double), one to
+// normalize.
+void layer_norm_rows_f32(const float* x, const float* w, const float* b, float* y, float* mean,
+                         float* rstd, int64_t m, int64_t n, double eps) {
+  const vec::RowKernels& k = vec::row_kernels();
+#pragma omp parallel for if (m * n > kParallelWork)
+  for (int64_t r = 0; r < m; ++r) {
+    double mu = 0, m2 = 0;
+    k.moments(x + r * n, n, &mu, &m2);
+    // An empty row has mean 0 and rstd NaN (0/0 variance), exactly what torch returns.
+    const double rs = 1.0 / std::sqrt(m2 / static_cast<double>(n) + eps);
+    mean[r] = static_cast<float>(mu);
+    rstd[r] = static_cast<float>(rs);
+    k.normalize(x + r * n, mean[r], rstd[r], w, b, y + r * n, n);
+  }
+}
+
 template <typename T>
 void layer_norm_rows(const T* x, const T* w, const T* b, T* y, T* mean, T* rstd, int64_t m,
                      int64_t n, double eps) {
+  if constexpr (std::is_same_v<T, float>)
+    return layer_norm_rows_f32(x, w, b, y, mean, rstd, m, n, eps);
 #pragma omp parallel for if (m * n > kParallelWork)
   for (int64_t r = 0; r < m; ++r) {
     const T* xr = x + r * n;
@@ -133,9 +154,17 @@ void layer_norm_backward_rows(const T* g, const T* x, const T* mean, const T* rs
     T* pw = kParams ? partial.data() + static_cast<size_t>(tid * 2 * n) : nullptr;
     T* pb = kParams ? pw + n : nullptr;
     const int64_t begin = part_begin(m, tid, nt), end = part_begin(m, tid + 1, nt);
-    for (int64_t r = begin; r < end; ++r)
-      layer_norm_backward_row<T, kWeight, kDx, kParams>(g + r * n, x + r * n, mean[r], rstd[r], w,
-                                                        kDx ? dx + r * n : nullptr, pw, pb, n);
+    if constexpr (std::is_same_v<T, float>) {
+      // f32: the vector kernel (vec/rows.h), same formula.
+      const auto row = vec::row_kernels().layer_norm_backward;
+      for (int64_t r = begin; r < end; ++r)
+        row(g + r * n, x + r * n, mean[r], rstd[r], kWeight ? w : nullptr,
+            kDx ? dx + r * n : nullptr, pw, pb, n);
+    } else {
+      for (int64_t r = begin; r < end; ++r)
+        layer_norm_backward_row<T, kWeight, kDx, kParams>(g + r * n, x + r * n, mean[r], rstd[r], w,
+                                                          kDx ? dx + r * n : nullptr, pw, pb, n);
+    }
   }
   if constexpr (kParams) {
     const int64_t threads = n > 0 ? static_cast<int64_t>(partial.size()) / (2 * n) : 0;

@@ -9,7 +9,9 @@
 //           (sum over the batch dim of [B, N]): the inner loop walks outputs, so reads stay
 //           sequential instead of striding down columns;
 //   row     otherwise: one output element at a time, the inner loop walks reduced runs.
-// An accumulator policy (SumAcc, MaxAcc) supplies the arithmetic.
+// An accumulator policy (SumAcc, MaxAcc) supplies the arithmetic. f32 inputs take the vector row
+// kernels of vec/rows.h where the loops are contiguous: a unit-stride run of a sum (into double) or
+// of a max, and the column path of a sum (four rows per pass into double accumulators).
 #include "kernels/reduction.h"
 
 #include <algorithm>
@@ -18,6 +20,7 @@
 #include <type_traits>
 
 #include "kernels/parallel.h"
+#include "kernels/vec/rows.h"
 #include "tensor/dtype_dispatch.h"
 #include "tensor/iter.h"
 
@@ -117,6 +120,12 @@ struct SumAcc {
   }
   template <typename T>
   void run(const T* q, int64_t stride, int64_t len) {
+    if constexpr (std::is_same_v<T, float> && std::is_same_v<Acc, double>) {
+      if (stride == 1) {
+        v += vec::row_kernels().sum(q, len);
+        return;
+      }
+    }
     if (stride != 1) {
       for (int64_t i = 0; i < len; ++i) v += convert<Acc>(q[i * stride]);
       return;
@@ -153,6 +162,12 @@ struct MaxAcc {
   }
   template <typename T>
   void run(const T* q, int64_t stride, int64_t len) {
+    if constexpr (std::is_same_v<T, float> && std::is_same_v<Acc, float>) {
+      if (stride == 1) {
+        add(vec::row_kernels().max(q, len));  // NaN in the run: NaN, which then sticks
+        return;
+      }
+    }
     int64_t i = 0;
     if (stride == 1) {
       // Eight independent lanes: no loop-carried dependency on a single maximum.
@@ -205,9 +220,41 @@ void reduce_rows(const T* in, const Plan& p, Finish&& finish) {
   }
 }
 
+constexpr int64_t kColumnBlock = 4096;  // long sequential reads; 32 KB of double accumulators
+
+// reduce_columns for an f32 sum over contiguous kept columns: rows added into double
+// accumulators by the vector kernel.
+template <typename Finish>
+void sum_columns_f32(const float* in, const Plan& p, Finish&& finish) {
+  const int64_t n = p.n_out;
+  const auto add_rows = vec::row_kernels().add_rows;
+#pragma omp parallel if (n * p.n_red > kParallelWork)
+  {
+    int nt = omp_get_num_threads_safe(), tid = omp_get_thread_num_safe();
+    int64_t begin = part_begin(n, tid, nt), end = part_begin(n, tid + 1, nt);
+    std::vector<double> acc;
+    for (int64_t b0 = begin; b0 < end; b0 += kColumnBlock) {
+      int64_t len = std::min(kColumnBlock, end - b0);
+      acc.assign(static_cast<size_t>(len), 0.0);
+      const float* base = in + b0;
+      for_each_run(p, 0, p.n_red, [&](int64_t off, int64_t s, int64_t rlen) {
+        add_rows(acc.data(), base + off, s, rlen, len);
+      });
+      for (int64_t o = 0; o < len; ++o) {
+        SumAcc<double> total;
+        total.v = acc[static_cast<size_t>(o)];
+        finish(b0 + o, total);
+      }
+    }
+  }
+}
+
 template <typename Policy, typename T, typename Finish>
 void reduce_columns(const T* in, const Plan& p, int64_t ks, Finish&& finish) {
-  constexpr int64_t kBlock = 4096;  // long sequential reads; 32 KB of double accumulators
+  if constexpr (std::is_same_v<Policy, SumAcc<double>> && std::is_same_v<T, float>) {
+    if (ks == 1) return sum_columns_f32(in, p, finish);
+  }
+  constexpr int64_t kBlock = kColumnBlock;
   const int64_t n = p.n_out;
 #pragma omp parallel if (n * p.n_red > kParallelWork)
   {
