@@ -44,6 +44,38 @@ std::array<int64_t, 2> pool_pair(const char* op, const char* name, const IntList
   return r;
 }
 
+// kernel_size, stride, padding at args[first..first+2], as max and average pooling both take them.
+kernels::Pool2dParams read_window(const char* op, const OpArgs& a, size_t first) {
+  kernels::Pool2dParams p;
+  const IntList& kernel = int_list_arg(a, first);
+  if (kernel.empty()) fail(op, "kernel_size must have 1 or 2 entries, got []");
+  p.kernel = pool_pair(op, "kernel_size", kernel, {0, 0}, 1);
+  p.stride = pool_pair(op, "stride", int_list_arg(a, first + 1), p.kernel, 1);
+  p.padding = pool_pair(op, "padding", int_list_arg(a, first + 2), {0, 0}, 0);
+  return p;
+}
+
+// Checks the padding against the kernel and returns self's shape with the pooled spatial sizes.
+IntList pooled_sizes(const char* op, const Tensor& self, const kernels::Pool2dParams& p) {
+  for (int d = 0; d < 2; ++d)
+    if (p.padding[d] > p.kernel[d] / 2)
+      fail(op, "pad should be at most half of kernel size, but got pad=" +
+                   std::to_string(p.padding[d]) +
+                   " and kernel_size=" + std::to_string(p.kernel[d]));
+  IntList out_sizes = self.sizes();
+  const int64_t nd = self.dim();
+  for (int d = 0; d < 2; ++d) {
+    const int64_t out = kernels::pool_output_size(self.size(nd - 2 + d), p.kernel[d], p.stride[d],
+                                                  p.padding[d], p.dilation[d], p.ceil_mode);
+    if (out < 1)
+      fail(op, "input of shape " + shape_to_string(self.sizes()) + " gives an output of size " +
+                   std::to_string(out) + " along spatial dim " + std::to_string(d) +
+                   "; the output size is too small (use a smaller kernel or more padding)");
+    out_sizes[nd - 2 + d] = out;
+  }
+  return out_sizes;
+}
+
 struct MaxPoolSetup {
   kernels::Pool2dParams params;
   IntList out_sizes;
@@ -53,30 +85,10 @@ struct MaxPoolSetup {
 MaxPoolSetup max_pool_setup(const char* op, const Tensor& self, const OpArgs& a, size_t first) {
   check_pool_input(op, "self", self);
   MaxPoolSetup s;
-  auto& p = s.params;
-  const IntList& kernel = int_list_arg(a, first);
-  if (kernel.empty()) fail(op, "kernel_size must have 1 or 2 entries, got []");
-  p.kernel = pool_pair(op, "kernel_size", kernel, {0, 0}, 1);
-  p.stride = pool_pair(op, "stride", int_list_arg(a, first + 1), p.kernel, 1);
-  p.padding = pool_pair(op, "padding", int_list_arg(a, first + 2), {0, 0}, 0);
-  p.dilation = pool_pair(op, "dilation", int_list_arg(a, first + 3), {1, 1}, 1);
-  p.ceil_mode = bool_arg(a, first + 4);
-  for (int d = 0; d < 2; ++d)
-    if (p.padding[d] > p.kernel[d] / 2)
-      fail(op, "pad should be at most half of kernel size, but got pad=" +
-                   std::to_string(p.padding[d]) +
-                   " and kernel_size=" + std::to_string(p.kernel[d]));
-  s.out_sizes = self.sizes();
-  const int64_t nd = self.dim();
-  for (int d = 0; d < 2; ++d) {
-    const int64_t out = kernels::pool_output_size(self.size(nd - 2 + d), p.kernel[d], p.stride[d],
-                                                  p.padding[d], p.dilation[d], p.ceil_mode);
-    if (out < 1)
-      fail(op, "input of shape " + shape_to_string(self.sizes()) + " gives an output of size " +
-                   std::to_string(out) + " along spatial dim " + std::to_string(d) +
-                   "; the output size is too small (use a smaller kernel or more padding)");
-    s.out_sizes[nd - 2 + d] = out;
-  }
+  s.params = read_window(op, a, first);
+  s.params.dilation = pool_pair(op, "dilation", int_list_arg(a, first + 3), {1, 1}, 1);
+  s.params.ceil_mode = bool_arg(a, first + 4);
+  s.out_sizes = pooled_sizes(op, self, s.params);
   return s;
 }
 
@@ -136,34 +148,14 @@ struct AvgPoolSetup {
 AvgPoolSetup avg_pool_setup(const char* op, const Tensor& self, const OpArgs& a, size_t first) {
   check_pool_input(op, "self", self);
   AvgPoolSetup s;
-  auto& p = s.params.window;
-  const IntList& kernel = int_list_arg(a, first);
-  if (kernel.empty()) fail(op, "kernel_size must have 1 or 2 entries, got []");
-  p.kernel = pool_pair(op, "kernel_size", kernel, {0, 0}, 1);
-  p.stride = pool_pair(op, "stride", int_list_arg(a, first + 1), p.kernel, 1);
-  p.padding = pool_pair(op, "padding", int_list_arg(a, first + 2), {0, 0}, 0);
-  p.ceil_mode = bool_arg(a, first + 3);
+  s.params.window = read_window(op, a, first);
+  s.params.window.ceil_mode = bool_arg(a, first + 3);
   s.params.count_include_pad = bool_arg(a, first + 4);
   if (!is_none(a, first + 5)) {
     s.params.divisor_override = int_arg(a, first + 5);
     if (s.params.divisor_override == 0) fail(op, "divisor_override must not be zero");
   }
-  for (int d = 0; d < 2; ++d)
-    if (p.padding[d] > p.kernel[d] / 2)
-      fail(op, "pad should be at most half of kernel size, but got pad=" +
-                   std::to_string(p.padding[d]) +
-                   " and kernel_size=" + std::to_string(p.kernel[d]));
-  s.out_sizes = self.sizes();
-  const int64_t nd = self.dim();
-  for (int d = 0; d < 2; ++d) {
-    const int64_t out = kernels::pool_output_size(self.size(nd - 2 + d), p.kernel[d], p.stride[d],
-                                                  p.padding[d], 1, p.ceil_mode);
-    if (out < 1)
-      fail(op, "input of shape " + shape_to_string(self.sizes()) + " gives an output of size " +
-                   std::to_string(out) + " along spatial dim " + std::to_string(d) +
-                   "; the output size is too small (use a smaller kernel or more padding)");
-    s.out_sizes[nd - 2 + d] = out;
-  }
+  s.out_sizes = pooled_sizes(op, self, s.params.window);
   return s;
 }
 
