@@ -185,24 +185,37 @@ ModuleCall module_call(const std::shared_ptr<M>& model, const std::tuple<Args...
   return call;
 }
 
-// Calls `model.forward` with the tensors of `args` as separate arguments (one to four), or as one
-// std::vector<Tensor> when forward takes that.
+// Whether `M::forward` takes `n` tensors as separate arguments (one to three), or one
+// std::vector<Tensor>: the flat calls aot_module_simplified makes.
+template <typename M>
+bool takes_flat(size_t n) {
+  using T = const Tensor&;
+  if constexpr (requires(M & m, const std::vector<Tensor>& v) { m.forward(v); }) return true;
+  if constexpr (requires(M & m, T x) { m.forward(x); })
+    if (n == 1) return true;
+  if constexpr (requires(M & m, T x, T y) { m.forward(x, y); })
+    if (n == 2) return true;
+  if constexpr (requires(M & m, T x, T y, T z) { m.forward(x, y, z); })
+    if (n == 3) return true;
+  return false;
+}
+
+// Calls `model.forward` with the tensors of `a` as takes_flat says (checked beforehand).
 template <typename M>
 std::vector<Tensor> call_flat(M& model, const std::vector<Tensor>& a) {
   auto result = [](auto&& r) { return aot_detail::Outputs<std::decay_t<decltype(r)>>::flatten(r); };
-  if constexpr (std::is_invocable_v<decltype(&M::forward), M&, const std::vector<Tensor>&>) {
+  using T = const Tensor&;
+  if constexpr (requires(M & m, const std::vector<Tensor>& v) { m.forward(v); }) {
     return result(model.forward(a));
   } else {
-    if constexpr (std::is_invocable_v<decltype(&M::forward), M&, const Tensor&>)
+    if constexpr (requires(M & m, T x) { m.forward(x); })
       if (a.size() == 1) return result(model.forward(a[0]));
-    if constexpr (std::is_invocable_v<decltype(&M::forward), M&, const Tensor&, const Tensor&>)
+    if constexpr (requires(M & m, T x, T y) { m.forward(x, y); })
       if (a.size() == 2) return result(model.forward(a[0], a[1]));
-    if constexpr (std::is_invocable_v<decltype(&M::forward), M&, const Tensor&, const Tensor&,
-                                      const Tensor&>)
-      if (a.size() == 3) return result(model.forward(a[0], a[1], a[2]));
-    throw ExportError("aot_module_simplified: " + model.type_name() + "::forward does not take " +
-                      std::to_string(a.size()) +
-                      " tensors (flat inputs: one to three Tensors, or one std::vector<Tensor>)");
+    if constexpr (requires(M & m, T x, T y, T z) { m.forward(x, y, z); })
+      return result(model.forward(a.at(0), a.at(1), a.at(2)));
+    throw ExportError("aot_module_simplified: forward takes no " + std::to_string(a.size()) +
+                      " tensors");
   }
 }
 
@@ -257,6 +270,10 @@ SimplifiedModule aot_module_simplified(const std::shared_ptr<M>& model,
                                        AotConfig config = {}) {
   if (!model) throw ExportError("aot_module_simplified: the module is null");
   if (config.name == AotConfig{}.name) config.name = model->type_name();
+  if (!export_detail::takes_flat<M>(example_inputs.size()))
+    throw ExportError("aot_module_simplified: " + model->type_name() + "::forward does not take " +
+                      std::to_string(example_inputs.size()) +
+                      " tensors (flat inputs: one to three Tensors, or one std::vector<Tensor>)");
   nn_detail::LiftedState lifted = nn_detail::lift(*model);
   export_detail::ModuleCall call;
   call.inputs = lifted.tensors;

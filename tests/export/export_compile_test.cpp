@@ -7,6 +7,7 @@
 #include "aotgrad/export.h"
 #include "export/export_net.h"
 #include "testing/gradcheck.h"
+#include "testing/values.h"
 
 namespace ag = aotgrad;
 using ag::testing::allclose;
@@ -81,4 +82,16 @@ TEST(ExportCompile, ModuleSimplifiedMatchesAotModule) {
   EXPECT_EQ(run.artifact().graphs().forward_descriptors.inputs.at(0).to_string(),
             "param(fc.weight)");
   expect_same_step(finish(*net, run({ag::testing::export_net_input()}).at(0)), aot_module_step());
+}
+
+TEST(ExportCompile, ModuleSimplifiedRefusesWhatItCannotCall) {
+  auto net = ag::testing::make_export_net();
+  std::string e = ag::testing::error_of<ag::ExportError>([&] {
+    ag::aot_module_simplified(net, {ag::ones({5, 4}), ag::ones({5, 4})});
+  });
+  EXPECT_TRUE(ag::testing::contains(e, "ExportNet::forward does not take 2 tensors")) << e;
+  // A call outside the compiled specialization names the difference.
+  ag::SimplifiedModule run = ag::aot_module_simplified(net, {ag::testing::export_net_input()});
+  std::string m = ag::testing::error_of<std::invalid_argument>([&] { run({ag::ones({6, 4})}); });
+  EXPECT_FALSE(m.empty());
 }
