@@ -8,6 +8,7 @@
 // partitioner, then instantiates it. Nothing here keeps state between calls.
 #include "aotgrad/export.h"
 
+#include "aot/artifact.h"
 #include "aot/export_signature.h"
 #include "aot/graph_function.h"
 #include "aot/lower.h"
@@ -344,6 +345,14 @@ CompiledArtifact aot_compile_joint_with_descriptors(const JointWithDescriptors& 
 }
 
 std::vector<Tensor> SimplifiedModule::operator()(const std::vector<Tensor>& user_inputs) const {
+  const aot::Artifact& a = compiled_.artifact().data();
+  size_t expected = a.guards.inputs.size() - params_buffers_.size();
+  if (user_inputs.size() != expected)
+    throw std::invalid_argument(
+        a.config.name + ": aot_module_simplified was compiled for " + std::to_string(expected) +
+        " user inputs, got " + std::to_string(user_inputs.size()) +
+        " (input positions in errors count the " + std::to_string(params_buffers_.size()) +
+        " parameters and buffers first)");
   std::vector<Tensor> full = params_buffers_;
   full.insert(full.end(), user_inputs.begin(), user_inputs.end());
   return compiled_(full);

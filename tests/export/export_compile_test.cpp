@@ -95,4 +95,10 @@ TEST(ExportCompile, ModuleSimplifiedRefusesWhatItCannotCall) {
   std::string m = ag::testing::error_of<std::invalid_argument>([&] { run({ag::ones({6, 4})}); });
   EXPECT_TRUE(ag::testing::contains(m, "must be f32[5, 4] strides [4, 1] offset 0, got f32[6, 4]"))
       << m;
+  m = ag::testing::error_of<std::invalid_argument>([&] { run({}); });
+  EXPECT_TRUE(ag::testing::contains(
+      m,
+      "ExportNet: aot_module_simplified was compiled for 1 user inputs, got 0 (input positions "
+      "in errors count the 7 parameters and buffers first)"))
+      << m;
 }
