@@ -133,3 +133,46 @@ TEST(ExportJointSimple, JointGraphTakesTangentsAndReturnsGradients) {
   EXPECT_EQ(e.signature.backward_signature->gradients_to_user_inputs[0].second,
             e.signature.user_inputs[0]);
 }
+
+namespace {
+
+// forward(x): mode 0 bumps its parameter in place (allowed eagerly under no_grad, as an optimizer
+// does), mode 1 transposes x in place (a metadata mutation), mode 2 returns a view of x.
+class Mutator : public ag::nn::Module {
+ public:
+  Mutator() {
+    w = ag::ones({2, 2}).requires_grad_();
+    register_parameter("w", w);
+  }
+  std::vector<ag::Tensor> forward(const ag::Tensor& x, int64_t mode) {
+    ag::Tensor p = w, in = x;
+    if (mode == 0) p.add_(1.0);
+    if (mode == 1) ag::t_(in);
+    if (mode == 2) return {x.reshape({4}), (x * w).sum()};
+    return {(in * w).sum()};
+  }
+  ag::Tensor w;
+};
+
+std::string export_error(int64_t mode) {
+  auto m = std::make_shared<Mutator>();
+  return error_of<ag::ExportError>([&] {
+    ag::aot_export_module(m, std::tuple{ag::ones({2, 2}), mode});
+  });
+}
+
+}  // namespace
+
+TEST(ExportErrors, ForwardExportRefusesAMutatedParameter) {
+  expect_one_line(export_error(0),
+                  "aot_export_module: input 0 (param(w)) is mutated; export "
+                  "supports mutating buffers and user inputs only");
+}
+
+TEST(ExportErrors, ForwardExportRefusesAMetadataMutation) {
+  expect_one_line(export_error(1), "input 1 (input(0)) received a metadata mutation");
+}
+
+TEST(ExportErrors, ForwardExportRefusesAnOutputAliasingAnInput) {
+  expect_one_line(export_error(2), "output 0 aliases an input or another output (alias_of_input)");
+}
