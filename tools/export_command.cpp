@@ -82,8 +82,9 @@ int run_export(const ExportArgs& a) {
   ExportOptions options;
   options.trace_joint = a.joint;
   options.output_loss_index = a.loss_output;
+  // Parsing first reports a bad graph as `run` and `show` do (GRAPH:LINE:COLUMN: message).
+  size_t n = GraphProgram::parse(text, a.graph).num_outputs();
   if (a.joint && !a.loss_output) {
-    size_t n = GraphProgram::parse(text, a.graph).num_outputs();
     if (n != 1)
       throw std::invalid_argument(a.graph + " has " + std::to_string(n) +
                                   " outputs; say which is the loss with --loss-output K");

@@ -126,6 +126,10 @@ TEST_F(ExportCli, MistakesExitWithOneLine) {
       << err();
   EXPECT_EQ(cli("export " + f("missing.graph") + " --out " + f("o")), 1);
   EXPECT_TRUE(contains(err(), "missing.graph: not a readable graph file")) << err();
+  std::ofstream(dir_ / "bad.graph")
+      << "graph g(%x: f32[2]) {\n  %y: f32[2] = aten.nope.default(%x)\n";
+  EXPECT_EQ(cli("export " + f("bad.graph") + " --out " + f("o")), 1);
+  EXPECT_TRUE(contains(err(), "bad.graph:2:16: unknown op 'aten.nope.default'")) << err();
   EXPECT_EQ(cli("export --help"), 0);
 }
 
