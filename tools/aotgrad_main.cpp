@@ -10,6 +10,7 @@
 #include <system_error>
 #include <vector>
 
+#include "aotgrad/custom_op.h"
 #include "aotgrad/graph_program.h"
 #include "aotgrad/npy.h"
 #include "aotgrad/version.h"
@@ -122,6 +123,7 @@ int main(int argc, char** argv) {
     return failure("aotgrad: error: out of memory while reading the command line");
   }
   try {
+    for (const std::string& lib : args.load_ops) ag::load_op_library(lib);
     switch (args.command) {
       case cli::CliArgs::Command::help:
         std::cout << (args.help_topic == cli::CliArgs::Command::run    ? cli::kRunUsage
