@@ -1,0 +1,146 @@
+#include "backends/cpp/codegen.h"
+
+#include <sstream>
+
+namespace aotgrad::backends::cpp {
+namespace {
+
+const char* c_type(DType t) {
+  switch (t) {
+    case DType::f32:
+      return "float";
+    case DType::f64:
+      return "double";
+    case DType::b8:
+      return "bool";
+    default:
+      return "?";
+  }
+}
+
+// The type a node computes in: its result's when floating, else (a comparison) the widest
+// floating input's. Scalars of the node are converted to it, as the eager kernels do.
+DType compute_dtype(const graph::Graph& g, const graph::Node& n) {
+  DType out = g.value(n.outputs[0]).meta.dtype;
+  if (out != DType::b8) return out;
+  DType widest = DType::f32;
+  for (const graph::NodeArg& a : n.args)
+    for (graph::ValueId v : graph::arg_values(a))
+      if (g.value(v).meta.dtype == DType::f64) widest = DType::f64;
+  return widest;
+}
+
+std::string var(uint32_t value) {
+  return "v" + std::to_string(value);
+}
+
+// The node's fusion expression with a/b/c renamed to its operands' variables and sN to its
+// scalar variables.
+std::string node_expr(const graph::Node& n, uint32_t scalar_base) {
+  std::vector<uint32_t> operands;
+  const auto& schema = n.op->parsed_schema().args;
+  for (size_t k = 0; k < n.args.size(); ++k)
+    if (schema[k].type == ops::ArgType::tensor)
+      operands.push_back(std::get<graph::ValueId>(n.args[k]).index);
+  std::string out;
+  for (const std::string& tok : expr_tokens(n.op->fusion_expr)) {
+    if (tok.size() == 1 && tok[0] >= 'a' && tok[0] <= 'c')
+      out += var(operands[tok[0] - 'a']);
+    else if (tok.size() == 2 && tok[0] == 's' && tok[1] >= '0' && tok[1] <= '9')
+      out += "sc" + std::to_string(scalar_base + (tok[1] - '0'));
+    else
+      out += tok;
+  }
+  return out;
+}
+
+void emit_kernel(std::ostream& o, const graph::Graph& g, const Kernel& k) {
+  const size_t rank = k.dim_groups.size();
+  auto dtype_of = [&](uint32_t v) { return g.value(graph::ValueId{v}).meta.dtype; };
+  auto storage_type = [&](uint32_t v) {
+    return dtype_of(v) == DType::b8 ? std::string("unsigned char")
+                                    : std::string(c_type(dtype_of(v)));
+  };
+  o << "extern \"C\" void " << k.name
+    << "(const char* const* in, char* const* out, const int64_t* sizes, const int64_t* strides, "
+       "const double* scalars) {\n";
+  for (size_t i = 0; i < k.inputs.size(); ++i)
+    o << "  const " << storage_type(k.inputs[i].value) << "* __restrict in" << i << " = (const "
+      << storage_type(k.inputs[i].value) << "*)in[" << i << "];\n";
+  for (size_t i = 0; i < k.outputs.size(); ++i)
+    o << "  " << storage_type(k.outputs[i]) << "* __restrict out" << i << " = ("
+      << storage_type(k.outputs[i]) << "*)out[" << i << "];\n";
+  for (size_t j = 0; j < k.nodes.size(); ++j) {
+    const graph::Node& n = g.nodes()[k.nodes[j]];
+    size_t count =
+        (j + 1 < k.nodes.size() ? k.scalar_base[j + 1] : k.scalars.size()) - k.scalar_base[j];
+    for (size_t s = 0; s < count; ++s) {
+      size_t idx = k.scalar_base[j] + s;
+      o << "  const " << c_type(compute_dtype(g, n)) << " sc" << idx << " = ("
+        << c_type(compute_dtype(g, n)) << ")scalars[" << idx << "];\n";
+    }
+  }
+  o << "  const int64_t inner = sizes[" << rank - 1 << "];\n";
+  o << "  const int64_t outer = 1";
+  for (size_t d = 0; d + 1 < rank; ++d) o << " * sizes[" << d << "]";
+  o << ";\n";
+  o << "  const int64_t chunks = (inner + " << kInnerChunk << " - 1) / " << kInnerChunk << ";\n";
+  o << "  const int64_t tasks = outer * chunks;\n";
+  o << "#pragma omp parallel for schedule(static) if (outer * inner >= " << kParallelGrain << ")\n";
+  o << "  for (int64_t t = 0; t < tasks; ++t) {\n";
+  o << "    const int64_t o = t / chunks;\n";
+  o << "    const int64_t i0 = (t % chunks) * " << kInnerChunk << ";\n";
+  o << "    const int64_t i1 = inner - i0 < " << kInnerChunk << " ? inner : i0 + " << kInnerChunk
+    << ";\n";
+  for (size_t i = 0; i < k.inputs.size(); ++i) {
+    o << "    const " << storage_type(k.inputs[i].value) << "* p" << i << " = in" << i << ";\n";
+    if (k.inputs[i].inner == InnerStride::any)
+      o << "    const int64_t st" << i << " = strides[" << i * rank + rank - 1 << "];\n";
+  }
+  if (rank > 1) {
+    o << "    int64_t rem = o;\n";
+    for (size_t d = rank - 1; d-- > 0;) {
+      o << "    { const int64_t ix = rem % sizes[" << d << "]; rem /= sizes[" << d << "];";
+      for (size_t i = 0; i < k.inputs.size(); ++i)
+        o << " p" << i << " += ix * strides[" << i * rank + d << "];";
+      o << " }\n";
+    }
+  }
+  for (size_t i = 0; i < k.outputs.size(); ++i)
+    o << "    " << storage_type(k.outputs[i]) << "* q" << i << " = out" << i << " + o * inner;\n";
+  o << "    for (int64_t i = i0; i < i1; ++i) {\n";
+  for (size_t i = 0; i < k.inputs.size(); ++i) {
+    uint32_t v = k.inputs[i].value;
+    const char* index = k.inputs[i].inner == InnerStride::zero   ? "0"
+                        : k.inputs[i].inner == InnerStride::unit ? "i"
+                                                                 : nullptr;
+    std::string at = index ? std::string(index) : "i * st" + std::to_string(i);
+    o << "      const " << c_type(dtype_of(v)) << " " << var(v) << " = p" << i << "[" << at << "]"
+      << (dtype_of(v) == DType::b8 ? " != 0" : "") << ";\n";
+  }
+  for (size_t j = 0; j < k.nodes.size(); ++j) {
+    const graph::Node& n = g.nodes()[k.nodes[j]];
+    uint32_t v = n.outputs[0].index;
+    o << "      const " << c_type(dtype_of(v)) << " " << var(v) << " = static_cast<"
+      << c_type(dtype_of(v)) << ">(" << node_expr(n, k.scalar_base[j]) << ");  // " << n.op->name
+      << "\n";
+  }
+  for (size_t i = 0; i < k.outputs.size(); ++i)
+    o << "      q" << i << "[i] = " << var(k.outputs[i]) << ";\n";
+  o << "    }\n  }\n}\n";
+}
+
+}  // namespace
+
+std::string generate_source(const graph::Graph& g, const Schedule& s) {
+  std::ostringstream o;
+  o << "// Generated by the aotgrad cpp backend.\n";
+  o << "#include <cmath>\n#include <cstdint>\n\n";
+  for (const Kernel& k : s.kernels) {
+    o << "\n";
+    emit_kernel(o, g, k);
+  }
+  return o.str();
+}
+
+}  // namespace aotgrad::backends::cpp

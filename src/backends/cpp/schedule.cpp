@@ -1,0 +1,229 @@
+#include "backends/cpp/schedule.h"
+
+#include <algorithm>
+#include <cctype>
+#include <map>
+
+namespace aotgrad::backends::cpp {
+namespace {
+
+bool fusable_dtype(DType t) {
+  return t == DType::f32 || t == DType::f64 || t == DType::b8;
+}
+
+// Row-major with offset 0, ignoring the strides of size-1 dims (they are never stepped).
+bool dense_row_major(const ops::TensorMeta& m) {
+  if (m.storage_offset != 0) return false;
+  if (m.strides.empty()) return true;
+  int64_t expected = 1;
+  for (size_t d = m.sizes.size(); d-- > 0;) {
+    if (m.sizes[d] != 1 && m.strides[d] != expected) return false;
+    expected *= m.sizes[d];
+  }
+  return true;
+}
+
+bool broadcastable_to(const IntList& sizes, const IntList& shape) {
+  if (sizes.size() > shape.size()) return false;
+  size_t lead = shape.size() - sizes.size();
+  for (size_t d = 0; d < sizes.size(); ++d)
+    if (sizes[d] != 1 && sizes[d] != shape[lead + d]) return false;
+  return true;
+}
+
+// Operand index of a fusion-expression token: a/b/c -> tensor 0/1/2, sN -> scalar N.
+int tensor_operand(const std::string& tok) {
+  return tok.size() == 1 && tok[0] >= 'a' && tok[0] <= 'c' ? tok[0] - 'a' : -1;
+}
+int scalar_operand(const std::string& tok) {
+  return tok.size() == 2 && tok[0] == 's' && std::isdigit(static_cast<unsigned char>(tok[1]))
+             ? tok[1] - '0'
+             : -1;
+}
+
+// The numeric value of a non-tensor argument, or nullopt for one (a dtype, a string, none) that
+// an expression cannot use.
+std::optional<double> numeric_arg(const graph::NodeArg& a) {
+  if (const auto* s = std::get_if<Scalar>(&a)) return s->to_double();
+  if (const auto* i = std::get_if<int64_t>(&a)) return static_cast<double>(*i);
+  if (const auto* d = std::get_if<double>(&a)) return *d;
+  if (const auto* b = std::get_if<bool>(&a)) return *b ? 1.0 : 0.0;
+  return std::nullopt;
+}
+
+// Collapses the kernel's loop dims: size-1 dims vanish, and two adjacent dims merge when every
+// input (broadcast strides, as the graph's metadata gives them) steps through them as one.
+// The runner checks the same condition on the actual tensors (and copies an input that breaks it).
+void plan_loops(const graph::Graph& g, Kernel& k) {
+  std::vector<IntList> in_strides;
+  for (const KernelInput& in : k.inputs) {
+    const ops::TensorMeta& m = g.value(graph::ValueId{in.value}).meta;
+    IntList st = m.strides.empty() ? contiguous_strides(m.sizes) : m.strides;
+    in_strides.push_back(broadcast_strides(m.sizes, st, k.shape));
+  }
+  for (int64_t d = 0; d < static_cast<int64_t>(k.shape.size()); ++d) {
+    if (k.shape[d] == 1) continue;
+    bool merge = !k.dim_groups.empty();
+    if (merge) {
+      int64_t prev = k.dim_groups.back().back();
+      for (const IntList& st : in_strides)
+        if (st[prev] != st[d] * k.shape[d]) merge = false;
+    }
+    if (merge)
+      k.dim_groups.back().push_back(d);
+    else
+      k.dim_groups.push_back({d});
+  }
+  if (k.dim_groups.empty()) k.dim_groups.push_back({});
+  for (size_t i = 0; i < k.inputs.size(); ++i) {
+    const IntList& last = k.dim_groups.back();
+    int64_t s = last.empty() ? 0 : in_strides[i][last.back()];
+    k.inputs[i].inner = s == 0 ? InnerStride::zero : s == 1 ? InnerStride::unit : InnerStride::any;
+  }
+}
+
+}  // namespace
+
+std::vector<std::string> expr_tokens(std::string_view expr) {
+  std::vector<std::string> out;
+  for (size_t i = 0; i < expr.size();) {
+    auto ident = [&](size_t j) {
+      return std::isalnum(static_cast<unsigned char>(expr[j])) || expr[j] == '_';
+    };
+    if (ident(i)) {
+      size_t j = i;
+      while (j < expr.size() && ident(j)) ++j;
+      out.emplace_back(expr.substr(i, j - i));
+      i = j;
+    } else {
+      out.emplace_back(1, expr[i++]);
+    }
+  }
+  return out;
+}
+
+IntList broadcast_strides(const IntList& sizes, const IntList& strides, const IntList& shape) {
+  IntList out(shape.size(), 0);
+  size_t lead = shape.size() - sizes.size();
+  for (size_t d = 0; d < sizes.size(); ++d)
+    if (sizes[d] != 1 && shape[lead + d] != 1) out[lead + d] = strides[d];
+  return out;
+}
+
+bool is_fusable(const graph::Graph& g, const graph::Node& n) {
+  const ops::OpDef& op = *n.op;
+  if (op.fusion_expr.empty() || op.is_view() || op.is_inplace() || n.outputs.size() != 1)
+    return false;
+  const ops::TensorMeta& out = g.value(n.outputs[0]).meta;
+  if (!fusable_dtype(out.dtype) || !dense_row_major(out)) return false;
+  const auto& schema = op.parsed_schema().args;
+  if (schema.size() != n.args.size()) return false;
+  int tensors = 0, scalars = 0;
+  std::vector<bool> scalar_ok;
+  bool float_input = false;
+  for (size_t k = 0; k < n.args.size(); ++k) {
+    if (schema[k].type == ops::ArgType::tensor_list) return false;
+    if (schema[k].type == ops::ArgType::tensor) {
+      const auto* v = std::get_if<graph::ValueId>(&n.args[k]);
+      if (!v) return false;
+      const ops::TensorMeta& m = g.value(*v).meta;
+      if (!fusable_dtype(m.dtype) || !broadcastable_to(m.sizes, out.sizes)) return false;
+      float_input |= m.dtype != DType::b8;
+      ++tensors;
+    } else {
+      scalar_ok.push_back(numeric_arg(n.args[k]).has_value());
+      ++scalars;
+    }
+  }
+  if (out.dtype == DType::b8 && !float_input) return false;
+  for (const std::string& tok : expr_tokens(op.fusion_expr)) {
+    if (int t = tensor_operand(tok); t >= 0 && t >= tensors) return false;
+    if (int s = scalar_operand(tok); s >= 0 && (s >= scalars || !scalar_ok[s])) return false;
+  }
+  return true;
+}
+
+Schedule schedule_graph(const graph::Graph& g) {
+  Schedule sched;
+  const auto& nodes = g.nodes();
+  std::vector<int> group_of(g.values().size(), -1);  // kernel producing each value
+  std::vector<bool> emitted;
+  std::map<IntList, int> open;  // shape -> open kernel
+  auto close = [&](int k) {
+    if (emitted[k]) return;
+    emitted[k] = true;
+    open.erase(sched.kernels[k].shape);
+    sched.steps.push_back({true, static_cast<uint32_t>(k)});
+  };
+  auto close_all = [&] {
+    std::vector<int> ks;
+    for (auto& [shape, k] : open) ks.push_back(k);
+    std::sort(ks.begin(), ks.end());
+    for (int k : ks) close(k);
+  };
+  for (uint32_t i = 0; i < nodes.size(); ++i) {
+    const graph::Node& n = nodes[i];
+    if (n.op->is_inplace()) close_all();
+    if (!is_fusable(g, n)) {
+      for (const graph::NodeArg& a : n.args)
+        for (graph::ValueId v : graph::arg_values(a))
+          if (group_of[v.index] >= 0) close(group_of[v.index]);
+      sched.steps.push_back({false, i});
+      continue;
+    }
+    const IntList& shape = g.value(n.outputs[0]).meta.sizes;
+    auto it = open.find(shape);
+    int mine = it == open.end() ? -1 : it->second;
+    for (const graph::NodeArg& a : n.args)
+      for (graph::ValueId v : graph::arg_values(a))
+        if (group_of[v.index] >= 0 && group_of[v.index] != mine) close(group_of[v.index]);
+    if (mine < 0) {
+      mine = static_cast<int>(sched.kernels.size());
+      sched.kernels.emplace_back();
+      sched.kernels.back().name = "kernel" + std::to_string(mine);
+      sched.kernels.back().shape = shape;
+      emitted.push_back(false);
+      open[shape] = mine;
+    }
+    Kernel& k = sched.kernels[mine];
+    k.nodes.push_back(i);
+    k.scalar_base.push_back(static_cast<uint32_t>(k.scalars.size()));
+    const auto& schema = n.op->parsed_schema().args;
+    for (size_t a = 0; a < n.args.size(); ++a)
+      if (schema[a].type != ops::ArgType::tensor)
+        k.scalars.push_back(numeric_arg(n.args[a]).value_or(0.0));
+    group_of[n.outputs[0].index] = mine;
+  }
+  close_all();
+  // Inputs (read from outside the group) and outputs (needed outside it) of each kernel.
+  std::vector<std::vector<int>> users(g.values().size());
+  for (uint32_t i = 0; i < nodes.size(); ++i)
+    for (const graph::NodeArg& a : nodes[i].args)
+      for (graph::ValueId v : graph::arg_values(a)) users[v.index].push_back(static_cast<int>(i));
+  std::vector<int> kernel_of_node(nodes.size(), -1);
+  for (size_t k = 0; k < sched.kernels.size(); ++k)
+    for (uint32_t i : sched.kernels[k].nodes) kernel_of_node[i] = static_cast<int>(k);
+  std::vector<bool> is_output(g.values().size(), false);
+  for (graph::ValueId v : g.outputs()) is_output[v.index] = true;
+  for (size_t k = 0; k < sched.kernels.size(); ++k) {
+    Kernel& kern = sched.kernels[k];
+    for (uint32_t i : kern.nodes) {
+      for (const graph::NodeArg& a : nodes[i].args)
+        for (graph::ValueId v : graph::arg_values(a)) {
+          if (group_of[v.index] == static_cast<int>(k)) continue;
+          bool seen = std::any_of(kern.inputs.begin(), kern.inputs.end(),
+                                  [&](const KernelInput& in) { return in.value == v.index; });
+          if (!seen) kern.inputs.push_back({v.index, InnerStride::any});
+        }
+      uint32_t out = nodes[i].outputs[0].index;
+      bool outside = is_output[out] ||
+                     std::any_of(users[out].begin(), users[out].end(),
+                                 [&](int u) { return kernel_of_node[u] != static_cast<int>(k); });
+      if (outside) kern.outputs.push_back(out);
+    }
+    plan_loops(g, kern);
+  }
+  return sched;
+}
+
+}  // namespace aotgrad::backends::cpp

@@ -1,0 +1,122 @@
+// The cpp backend against the interpreter on small graphs: fused pointwise chains, broadcasting,
+// strided (transposed, expanded) inputs, masks, extern calls in between, inputs whose layout
+// differs from the traced one, and the build's error paths.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+
+#include "backends/cpp/build.h"
+#include "backends/cpp/cpp_test_util.h"
+#include "backends/cpp/schedule.h"
+#include "testing/values.h"
+
+namespace ag = aotgrad;
+using ag::testing::expect_cpp_matches_interpreter;
+
+TEST(CppBackend, FusesAPointwiseChainWithBroadcasting) {
+  expect_cpp_matches_interpreter(R"(graph f(%x: f64[4,8], %b: f64[8], %s: f64[]) {
+  %m: f64[4,8] = aten.mul.Tensor(%x, %x)
+  %a: f64[4,8] = aten.add.Tensor(%m, %b, alpha=2)
+  %t: f64[4,8] = aten.tanh.default(%a)
+  %r: f64[4,8] = aten.relu.default(%t)
+  %d: f64[4,8] = aten.div.Tensor(%r, %s)
+  return (%d, %t)
+})");
+}
+
+TEST(CppBackend, OnlyTheValuesNeededOutsideAKernelGetBuffers) {
+  ag::graph::Graph g = ag::graph::parse_graph(R"(graph f(%x: f32[4,8], %w: f32[8,3]) {
+  %e: f32[4,8] = aten.exp.default(%x)
+  %n: f32[4,8] = aten.neg.default(%e)
+  %mm: f32[4,3] = aten.mm.default(%n, %w)
+  %s: f32[4,3] = aten.sigmoid.default(%mm)
+  return (%s)
+})");
+  ag::backends::cpp::Schedule s = ag::backends::cpp::schedule_graph(g);
+  ASSERT_EQ(s.kernels.size(), 2u);
+  EXPECT_EQ(s.kernels[0].nodes, (std::vector<uint32_t>{0, 1}));
+  EXPECT_EQ(s.kernels[0].outputs, (std::vector<uint32_t>{3}));  // %n only, not %e
+  ASSERT_EQ(s.steps.size(), 3u);
+  EXPECT_FALSE(s.steps[1].is_kernel);  // mm: an extern call
+  expect_cpp_matches_interpreter(g, ag::testing::graph_inputs(g, 3), ag::testing::kF32Tolerances);
+}
+
+TEST(CppBackend, ReadsTransposedAndExpandedInputsInPlace) {
+  expect_cpp_matches_interpreter(R"(graph f(%x: f64[8,4], %y: f64[4,1]) {
+  %t: f64[4,8]{1,4} = aten.t.default(%x)
+  %e: f64[4,8]{1,0} = aten.expand.default(%y, [4, 8])
+  %p: f64[4,8]{1,4} = aten.permute.default(%x, [1, 0])
+  %a: f64[4,8] = aten.mul.Tensor(%t, %e)
+  %b: f64[4,8] = aten.sub.Tensor(%a, %p)
+  return (%b)
+})");
+}
+
+TEST(CppBackend, MasksAndComparisons) {
+  expect_cpp_matches_interpreter(R"(graph f(%x: f32[16,8], %m: b8[16,8], %y: f32[8]) {
+  %g: b8[16,8] = aten.gt.Tensor(%x, %y)
+  %w: f32[16,8] = aten.where.self(%g, %x, %y)
+  %f: f32[16,8] = aten.masked_fill.Scalar(%w, %m, 0.5)
+  %th: f32[16,8] = aten.threshold_backward.default(%f, %x, 0)
+  return (%th, %g)
+})",
+                                 ag::testing::kF32Tolerances);
+}
+
+TEST(CppBackend, ParallelKernelsOverLargeAndOddShapes) {
+  expect_cpp_matches_interpreter(R"(graph f(%x: f32[3,70001], %y: f32[3,1], %z: f32[]) {
+  %a: f32[3,70001] = aten.add.Tensor(%x, %y)
+  %s: f32[3,70001] = aten.mul.Tensor(%a, %z)
+  %e: f32[3,70001] = aten.sin.default(%s)
+  %z2: f32[] = aten.mul.Tensor(%z, %z)
+  return (%e, %z2)
+})",
+                                 ag::testing::kF32Tolerances);
+}
+
+TEST(CppBackend, AnInputWithAnotherLayoutThanTracedStillComputesTheSame) {
+  ag::graph::Graph g = ag::graph::parse_graph(R"(graph f(%x: f64[4,6], %y: f64[4,6]) {
+  %a: f64[4,6] = aten.add.Tensor(%x, %y)
+  %c: f64[4,6] = aten.cos.default(%a)
+  return (%c)
+})");
+  ag::Tensor xt = ag::testing::test_input({6, 4}, -1.0, 1.0, 5, false).t();  // strides {1,4}
+  ag::Tensor y = ag::testing::test_input({4, 6}, -1.0, 1.0, 6, false);
+  expect_cpp_matches_interpreter(g, {xt, y});
+}
+
+TEST(CppBackend, CompileErrorsNameTheKeptSource) {
+  std::string err = ag::testing::error_of<std::runtime_error>(
+      [] { ag::backends::cpp::build_shared_object("this is not C++;\n"); });
+  EXPECT_TRUE(ag::testing::contains(err, "failed on generated code")) << err;
+  EXPECT_TRUE(ag::testing::contains(err, "source kept at ")) << err;
+  EXPECT_EQ(err.find('\n'), std::string::npos) << err;
+}
+
+TEST(CppBackend, AMissingCompilerIsOneClearLine) {
+  const char* old = std::getenv("AOTGRAD_CXX");
+  std::string saved = old ? old : "";
+  setenv("AOTGRAD_CXX", "/nonexistent/aotgrad-test-cxx", 1);
+  std::string err = ag::testing::error_of<std::runtime_error>(
+      [] { ag::backends::cpp::build_shared_object("int f() { return 1; }\n"); });
+  if (old)
+    setenv("AOTGRAD_CXX", saved.c_str(), 1);
+  else
+    unsetenv("AOTGRAD_CXX");
+  EXPECT_TRUE(ag::testing::contains(err, "'/nonexistent/aotgrad-test-cxx' cannot be run")) << err;
+}
+
+TEST(CppBackend, GraphsWithoutFusableNodesNeedNoCompiler) {
+  const char* old = std::getenv("AOTGRAD_CXX");
+  std::string saved = old ? old : "";
+  setenv("AOTGRAD_CXX", "/nonexistent/aotgrad-test-cxx", 1);
+  ag::graph::Graph g = ag::graph::parse_graph(R"(graph f(%x: f64[2,3], %w: f64[3,2]) {
+  %mm: f64[2,2] = aten.mm.default(%x, %w)
+  return (%mm)
+})");
+  EXPECT_NO_THROW(expect_cpp_matches_interpreter(g, ag::testing::graph_inputs(g, 1)));
+  if (old)
+    setenv("AOTGRAD_CXX", saved.c_str(), 1);
+  else
+    unsetenv("AOTGRAD_CXX");
+}
