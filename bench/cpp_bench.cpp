@@ -1,0 +1,102 @@
+// Training-step time of the three reference models (those of models_bench.cpp) eagerly and through
+// aot_module with fw_compiler "interpreter" and "cpp", in one run:
+//
+//   build/cpp_bench [iterations_scale] [mlp|block|gpt4]
+//
+// One step = grads set to None, forward, MSE loss, backward. The three variants alternate inside
+// one loop so they see the same machine noise; the table prints the best step of each (on a
+// shared machine the best is the least disturbed; at least 5 repetitions) and the ratios
+// eager / compiled (above 1: compiling helps). The first compiled calls trace and compile (the
+// cpp backend's build cache makes a second run of the bench skip the C++ compiler); the cold
+// compile time of each variant is printed too.
+#include <omp.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "aotgrad/aotgrad.h"
+#include "aotgrad/nn.h"
+#include "torch_peer.h"
+
+namespace ag = aotgrad;
+namespace nn = aotgrad::nn;
+using ag::Tensor;
+using torch_peer::min_of;
+using torch_peer::now_ms;
+
+namespace {
+
+template <typename M>
+void bench(const std::string& name, std::shared_ptr<M> model, const Tensor& x, const Tensor& target,
+           int iterations) {
+  ag::AotConfig interp_cfg, cpp_cfg;
+  interp_cfg.fw_compiler = "interpreter";
+  cpp_cfg.fw_compiler = "cpp";
+  auto interp = ag::aot_module(model, interp_cfg);
+  auto cpp = ag::aot_module(model, cpp_cfg);
+  auto step = [&](const std::function<Tensor(const Tensor&)>& fwd) {
+    model->zero_grad(/*set_to_none=*/true);
+    Tensor loss = ag::mse_loss(fwd(x), target);
+    loss.backward();
+  };
+  std::function<Tensor(const Tensor&)> variants[3] = {
+      [&](const Tensor& in) { return model->forward(in); },
+      [&](const Tensor& in) { return interp(in); }, [&](const Tensor& in) { return cpp(in); }};
+  double first_ms[3];
+  for (int v = 0; v < 3; ++v) {
+    double t0 = now_ms();
+    step(variants[v]);
+    first_ms[v] = now_ms() - t0;
+  }
+  for (int i = 0; i < 2; ++i)
+    for (auto& f : variants) step(f);
+  std::vector<double> t[3];
+  for (int i = 0; i < iterations; ++i)
+    for (int v = 0; v < 3; ++v) {
+      double t0 = now_ms();
+      step(variants[v]);
+      t[v].push_back(now_ms() - t0);
+    }
+  double e = min_of(t[0]), in = min_of(t[1]), c = min_of(t[2]);
+  std::printf("%-22s %8.2f %8.2f %8.2f %12.2f %12.2f   %7.0f %7.0f\n", name.c_str(), e, in, c,
+              e / in, e / c, first_ms[1], first_ms[2]);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const double scale = argc > 1 ? std::atof(argv[1]) : 1.0;
+  const std::string only = argc > 2 ? argv[2] : "";
+  auto wanted = [&](const char* key) { return only.empty() || only == key; };
+  auto iters = [&](int n) { return std::max(5, static_cast<int>(n * scale)); };
+  ag::manual_seed(0);
+  std::printf("%-22s %8s %8s %8s %12s %12s   %7s %7s\n", "best step ms", "eager", "interp", "cpp",
+              "eager/interp", "eager/cpp", "1st int", "1st cpp");
+  if (wanted("mlp")) {
+    auto m = std::make_shared<nn::Sequential>();
+    for (int i = 0; i < 4; ++i) {
+      m->push_back(std::make_shared<nn::Linear>(1024, 1024));
+      if (i < 3) m->push_back(std::make_shared<nn::GELU>("none"));
+    }
+    bench("MLP 4x1024, batch 64", m, ag::randn({64, 1024}), ag::randn({64, 1024}), iters(20));
+  }
+  Tensor x = ag::randn({8, 128, 256}), target = ag::randn({8, 128, 256});
+  if (wanted("block"))
+    bench("transformer block", std::make_shared<nn::TransformerBlock>(256, 4, 128, 1024), x, target,
+          iters(10));
+  if (wanted("gpt4")) {
+    auto m = std::make_shared<nn::Sequential>();
+    for (int i = 0; i < 4; ++i)
+      m->push_back(std::make_shared<nn::TransformerBlock>(256, 4, 128, 1024));
+    m->push_back(std::make_shared<nn::LayerNorm>(ag::IntList{256}));
+    bench("4 blocks + LayerNorm", m, x, target, iters(5));
+  }
+  std::printf("(%d threads; 1st = first call incl. trace, partition and compile, ms)\n",
+              omp_get_max_threads());
+  return 0;
+}
