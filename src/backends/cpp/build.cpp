@@ -143,7 +143,7 @@ const std::string& compile_flags() {
   // -fno-math-errno lets sqrt and friends vectorize; no -ffast-math: NaN and inf must behave as
   // in the eager kernels (relu of NaN, comparisons).
   static const std::string flags =
-      "-std=c++17 -O3 -march=native -fno-math-errno -fopenmp -fPIC -shared -w";
+      "-std=c++17 -O3 -march=native -fno-math-errno -fopenmp -fPIC -shared -w -lmvec";
   return flags;
 }
 
@@ -158,8 +158,9 @@ std::string build_shared_object(const std::string& source) {
   write_atomically(src, source);
   fs::path tmp_so = so.string() + unique_suffix();
   fs::path log = tmp_so.string() + ".log";
-  std::string cmd = shell_quote(tc.compiler) + " " + compile_flags() + " -o " +
-                    shell_quote(tmp_so.string()) + " " + shell_quote(src.string()) + " > " +
+  // Libraries (-lmvec) must follow the source for linkers that default to --as-needed.
+  std::string cmd = shell_quote(tc.compiler) + " " + shell_quote(src.string()) + " -o " +
+                    shell_quote(tmp_so.string()) + " " + compile_flags() + " > " +
                     shell_quote(log.string()) + " 2>&1";
   int rc = std::system(cmd.c_str());
   std::string diagnostics;

@@ -110,9 +110,21 @@ IntList broadcast_strides(const IntList& sizes, const IntList& strides, const In
   return out;
 }
 
+std::string_view fusion_expr_of(const graph::Node& n) {
+  const std::string_view name = n.op->name;
+  if (name == "aten.gelu.default" || name == "aten.gelu_backward.default") {
+    const auto* approximate = std::get_if<std::string>(&n.args.back());
+    if (!approximate || (*approximate != "none" && *approximate != "tanh")) return {};
+    bool tanh = *approximate == "tanh";
+    if (name == "aten.gelu.default") return tanh ? "gelu_tanh(a)" : "gelu_erf(a)";
+    return tanh ? "a * gelu_tanh_derivative(b)" : "a * gelu_erf_derivative(b)";
+  }
+  return n.op->fusion_expr;
+}
+
 bool is_fusable(const graph::Graph& g, const graph::Node& n) {
   const ops::OpDef& op = *n.op;
-  if (op.fusion_expr.empty() || op.is_view() || op.is_inplace() || n.outputs.size() != 1)
+  if (fusion_expr_of(n).empty() || op.is_view() || op.is_inplace() || n.outputs.size() != 1)
     return false;
   const ops::TensorMeta& out = g.value(n.outputs[0]).meta;
   if (!fusable_dtype(out.dtype) || !dense_row_major(out)) return false;
@@ -136,7 +148,7 @@ bool is_fusable(const graph::Graph& g, const graph::Node& n) {
     }
   }
   if (out.dtype == DType::b8 && !float_input) return false;
-  for (const std::string& tok : expr_tokens(op.fusion_expr)) {
+  for (const std::string& tok : expr_tokens(fusion_expr_of(n))) {
     if (int t = tensor_operand(tok); t >= 0 && t >= tensors) return false;
     if (int s = scalar_operand(tok); s >= 0 && (s >= scalars || !scalar_ok[s])) return false;
   }

@@ -55,6 +55,11 @@ std::vector<std::string> expr_tokens(std::string_view expr);
 // against a larger one, or a missing leading dim), and where `shape` has size 1.
 IntList broadcast_strides(const IntList& sizes, const IntList& strides, const IntList& shape);
 
+// The expression a node computes in a kernel: its row's fusion_expr, or for gelu and
+// gelu_backward (whose formula depends on the string argument `approximate`) one of the helpers
+// the generated source defines. Empty when the node has none.
+std::string_view fusion_expr_of(const graph::Node& n);
+
 // Whether node `n` can be part of a generated kernel (and why not, for the golden tests).
 bool is_fusable(const graph::Graph& g, const graph::Node& n);
 

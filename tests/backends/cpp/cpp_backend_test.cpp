@@ -63,6 +63,19 @@ TEST(CppBackend, MasksAndComparisons) {
                                  ag::testing::kF32Tolerances);
 }
 
+TEST(CppBackend, GeluAndItsBackwardBothApproximations) {
+  expect_cpp_matches_interpreter(R"(graph f(%x: f32[64,300], %g: f32[64,300]) {
+  %a: f32[64,300] = aten.gelu.default(%x)
+  %b: f32[64,300] = aten.gelu.default(%x, approximate="tanh")
+  %c: f32[64,300] = aten.gelu_backward.default(%g, %a)
+  %d: f32[64,300] = aten.gelu_backward.default(%g, %b, approximate="tanh")
+  %e: f32[64,300] = aten.exp.default(%d)
+  %t: f32[64,300] = aten.tanh.default(%e)
+  return (%a, %b, %c, %t)
+})",
+                                 ag::testing::kF32Tolerances);
+}
+
 TEST(CppBackend, ParallelKernelsOverLargeAndOddShapes) {
   expect_cpp_matches_interpreter(R"(graph f(%x: f32[3,70001], %y: f32[3,1], %z: f32[]) {
   %a: f32[3,70001] = aten.add.Tensor(%x, %y)
