@@ -58,6 +58,11 @@ std::string var(uint32_t value) {
   return "v" + std::to_string(value);
 }
 
+// How many of the kernel's outputs are pointwise values (all but a reduction's, which is last).
+size_t pointwise_outputs(const Kernel& k) {
+  return k.outputs.size() - (k.reduction == Reduction::none ? 0 : 1);
+}
+
 // The node's fusion expression with a/b/c renamed to its operands' variables and sN to its
 // scalar variables.
 std::string node_expr(const graph::Node& n, uint32_t scalar_base) {
@@ -76,6 +81,127 @@ std::string node_expr(const graph::Node& n, uint32_t scalar_base) {
       out += tok;
   }
   return out;
+}
+
+// Loads of the kernel inputs at inner index `i`, the nodes' values, and the stores of the outputs
+// that are `k.shape`-sized (`q0[i] = ...`): one element of the fused pointwise chain.
+void emit_element(std::ostream& o, const graph::Graph& g, const Kernel& k, const std::string& pad) {
+  auto dtype_of = [&](uint32_t v) { return g.value(graph::ValueId{v}).meta.dtype; };
+  for (size_t i = 0; i < k.inputs.size(); ++i) {
+    uint32_t v = k.inputs[i].value;
+    std::string at = k.inputs[i].inner == InnerStride::zero   ? "0"
+                     : k.inputs[i].inner == InnerStride::unit ? "i"
+                                                              : "i * st" + std::to_string(i);
+    o << pad << "const " << c_type(dtype_of(v)) << " " << var(v) << " = p" << i << "[" << at << "]"
+      << (dtype_of(v) == DType::b8 ? " != 0" : "") << ";\n";
+  }
+  for (size_t j = 0; j < k.nodes.size(); ++j) {
+    const graph::Node& n = g.nodes()[k.nodes[j]];
+    uint32_t v = n.outputs[0].index;
+    o << pad << "const " << c_type(dtype_of(v)) << " " << var(v) << " = static_cast<"
+      << c_type(dtype_of(v)) << ">(" << node_expr(n, k.scalar_base[j]) << ");  // " << n.op->name
+      << "\n";
+  }
+  for (size_t i = 0; i < pointwise_outputs(k); ++i)
+    o << pad << "q" << i << "[i] = " << var(k.outputs[i]) << ";\n";
+}
+
+// Input pointers advanced to outer index `o` (the strides of the dims before the last).
+void emit_row_offsets(std::ostream& o, const Kernel& k, const std::string& pad) {
+  const size_t rank = k.dim_groups.size();
+  for (size_t i = 0; i < k.inputs.size(); ++i) {
+    o << pad << "const "
+      << "auto* p" << i << " = in" << i << ";\n";
+    if (k.inputs[i].inner == InnerStride::any)
+      o << pad << "const int64_t st" << i << " = strides[" << i * rank + rank - 1 << "];\n";
+  }
+  if (rank > 1) {
+    o << pad << "int64_t rem = o;\n";
+    for (size_t d = rank - 1; d-- > 0;) {
+      o << pad << "{ const int64_t ix = rem % sizes[" << d << "]; rem /= sizes[" << d << "];";
+      for (size_t i = 0; i < k.inputs.size(); ++i)
+        o << " p" << i << " += ix * strides[" << i * rank + d << "];";
+      o << " }\n";
+    }
+  }
+}
+
+void emit_pointwise_loops(std::ostream& o, const graph::Graph& g, const Kernel& k) {
+  o << "  const int64_t chunks = (inner + " << kInnerChunk << " - 1) / " << kInnerChunk << ";\n";
+  o << "  const int64_t tasks = outer * chunks;\n";
+  o << "#pragma omp parallel for schedule(static) if (outer * inner >= " << kParallelGrain << ")\n";
+  o << "  for (int64_t t = 0; t < tasks; ++t) {\n";
+  o << "    const int64_t o = t / chunks;\n";
+  o << "    const int64_t i0 = (t % chunks) * " << kInnerChunk << ";\n";
+  o << "    const int64_t i1 = inner - i0 < " << kInnerChunk << " ? inner : i0 + " << kInnerChunk
+    << ";\n";
+  emit_row_offsets(o, k, "    ");
+  for (size_t i = 0; i < k.outputs.size(); ++i)
+    o << "    auto* q" << i << " = out" << i << " + o * inner;\n";
+  o << "    for (int64_t i = i0; i < i1; ++i) {\n";
+  emit_element(o, g, k, "      ");
+  o << "    }\n  }\n";
+}
+
+// One row per task: the pointwise chain along the row, folded into the reduction; softmax and
+// log_softmax then make two more passes over their output row (max, then exp-sum, then scale),
+// as the eager kernels do.
+void emit_reduction_loops(std::ostream& o, const graph::Graph& g, const Kernel& k) {
+  const graph::Node& r = g.nodes()[k.reduction_node];
+  const std::string x = var(std::get<graph::ValueId>(r.args[0]).index);
+  const char* t = c_type(g.value(r.outputs[0]).meta.dtype);
+  const size_t ro = k.outputs.size() - 1;  // the reduction's output comes last
+  const bool rowwise = k.reduction == Reduction::softmax || k.reduction == Reduction::log_softmax;
+  o << "#pragma omp parallel for schedule(static) if (outer * inner >= " << kParallelGrain << ")\n";
+  o << "  for (int64_t o = 0; o < outer; ++o) {\n";
+  emit_row_offsets(o, k, "    ");
+  for (size_t i = 0; i < ro; ++i) o << "    auto* q" << i << " = out" << i << " + o * inner;\n";
+  o << "    auto* r = out" << ro << " + o" << (rowwise ? " * inner" : "") << ";\n";
+  if (k.reduction == Reduction::amax || rowwise)
+    o << "    " << t << " acc = -INFINITY;\n";
+  else
+    o << "    double acc = 0;  // as the eager sum: f32 rows add up in double\n";
+  // Sums may reassociate (omp simd) so the row loop vectorizes; max keeps NaN order, so stays
+  // scalar.
+  if (k.reduction == Reduction::sum || k.reduction == Reduction::mean)
+    o << "#pragma omp simd reduction(+ : acc)\n";
+  o << "    for (int64_t i = 0; i < inner; ++i) {\n";
+  emit_element(o, g, k, "      ");
+  if (k.reduction == Reduction::sum || k.reduction == Reduction::mean)
+    o << "      acc += " << x << ";\n";
+  else
+    o << "      acc = (" << x << " > acc || " << x << " != " << x << ") ? " << x << " : acc;\n";
+  if (rowwise) o << "      r[i] = " << x << ";\n";
+  o << "    }\n";
+  switch (k.reduction) {
+    case Reduction::sum:
+      o << "    r[0] = static_cast<" << t << ">(acc);\n";
+      break;
+    case Reduction::mean:
+      o << "    r[0] = static_cast<" << t << ">(acc / inner);\n";
+      break;
+    case Reduction::amax:
+      o << "    r[0] = acc;\n";
+      break;
+    case Reduction::softmax:
+      o << "    " << t << " sum = 0;\n";
+      o << "#pragma omp simd reduction(+ : sum)\n";
+      o << "    for (int64_t i = 0; i < inner; ++i) { r[i] = std::exp(r[i] - acc); sum += r[i]; "
+           "}\n";
+      o << "    const " << t << " scale = 1 / sum;\n";
+      o << "    for (int64_t i = 0; i < inner; ++i) r[i] *= scale;\n";
+      break;
+    case Reduction::log_softmax:
+      o << "    " << t << " sum = 0;\n";
+      o << "#pragma omp simd reduction(+ : sum)\n";
+      o << "    for (int64_t i = 0; i < inner; ++i) sum += std::exp(r[i] - acc);\n";
+      o << "    const " << t << " shift = acc + std::log(sum);\n";
+      o << "    for (int64_t i = 0; i < inner; ++i) r[i] -= shift;\n";
+      break;
+    case Reduction::none:
+      break;
+  }
+  o << "  }\n";
 }
 
 void emit_kernel(std::ostream& o, const graph::Graph& g, const Kernel& k) {
@@ -107,52 +233,12 @@ void emit_kernel(std::ostream& o, const graph::Graph& g, const Kernel& k) {
   o << "  const int64_t inner = sizes[" << rank - 1 << "];\n";
   o << "  const int64_t outer = ";
   for (size_t d = 0; d + 1 < rank; ++d) o << "sizes[" << d << "] * ";
-  o << "1";
-  o << ";\n";
-  o << "  const int64_t chunks = (inner + " << kInnerChunk << " - 1) / " << kInnerChunk << ";\n";
-  o << "  const int64_t tasks = outer * chunks;\n";
-  o << "#pragma omp parallel for schedule(static) if (outer * inner >= " << kParallelGrain << ")\n";
-  o << "  for (int64_t t = 0; t < tasks; ++t) {\n";
-  o << "    const int64_t o = t / chunks;\n";
-  o << "    const int64_t i0 = (t % chunks) * " << kInnerChunk << ";\n";
-  o << "    const int64_t i1 = inner - i0 < " << kInnerChunk << " ? inner : i0 + " << kInnerChunk
-    << ";\n";
-  for (size_t i = 0; i < k.inputs.size(); ++i) {
-    o << "    const " << storage_type(k.inputs[i].value) << "* p" << i << " = in" << i << ";\n";
-    if (k.inputs[i].inner == InnerStride::any)
-      o << "    const int64_t st" << i << " = strides[" << i * rank + rank - 1 << "];\n";
-  }
-  if (rank > 1) {
-    o << "    int64_t rem = o;\n";
-    for (size_t d = rank - 1; d-- > 0;) {
-      o << "    { const int64_t ix = rem % sizes[" << d << "]; rem /= sizes[" << d << "];";
-      for (size_t i = 0; i < k.inputs.size(); ++i)
-        o << " p" << i << " += ix * strides[" << i * rank + d << "];";
-      o << " }\n";
-    }
-  }
-  for (size_t i = 0; i < k.outputs.size(); ++i)
-    o << "    " << storage_type(k.outputs[i]) << "* q" << i << " = out" << i << " + o * inner;\n";
-  o << "    for (int64_t i = i0; i < i1; ++i) {\n";
-  for (size_t i = 0; i < k.inputs.size(); ++i) {
-    uint32_t v = k.inputs[i].value;
-    const char* index = k.inputs[i].inner == InnerStride::zero   ? "0"
-                        : k.inputs[i].inner == InnerStride::unit ? "i"
-                                                                 : nullptr;
-    std::string at = index ? std::string(index) : "i * st" + std::to_string(i);
-    o << "      const " << c_type(dtype_of(v)) << " " << var(v) << " = p" << i << "[" << at << "]"
-      << (dtype_of(v) == DType::b8 ? " != 0" : "") << ";\n";
-  }
-  for (size_t j = 0; j < k.nodes.size(); ++j) {
-    const graph::Node& n = g.nodes()[k.nodes[j]];
-    uint32_t v = n.outputs[0].index;
-    o << "      const " << c_type(dtype_of(v)) << " " << var(v) << " = static_cast<"
-      << c_type(dtype_of(v)) << ">(" << node_expr(n, k.scalar_base[j]) << ");  // " << n.op->name
-      << "\n";
-  }
-  for (size_t i = 0; i < k.outputs.size(); ++i)
-    o << "      q" << i << "[i] = " << var(k.outputs[i]) << ";\n";
-  o << "    }\n  }\n}\n";
+  o << "1;\n";
+  if (k.reduction == Reduction::none)
+    emit_pointwise_loops(o, g, k);
+  else
+    emit_reduction_loops(o, g, k);
+  o << "}\n";
 }
 
 }  // namespace

@@ -35,7 +35,7 @@ struct KernelCall {
   std::vector<uint32_t> inputs;
   std::vector<InnerStride> inner;
   std::vector<uint32_t> outputs;
-  std::vector<DType> output_dtypes;
+  std::vector<ops::TensorMeta> output_metas;  // contiguous: k.shape, or a reduction's result
   std::vector<double> scalars;
   std::vector<uint32_t> nodes;  // the group's nodes: the fallback when an input's layout differs
 };
@@ -122,8 +122,8 @@ bool run_kernel(const KernelCall& k, std::vector<Tensor>& slots) {
   CurrentOpScope scope(k.name);
   std::vector<Tensor> outs;
   std::vector<char*> out;
-  for (DType t : k.output_dtypes) {
-    outs.push_back(make_tensor(k.shape, t));
+  for (const ops::TensorMeta& m : k.output_metas) {
+    outs.push_back(make_tensor(m.sizes, m.dtype));
     out.push_back(outs.back().impl()->data_bytes());
   }
   k.fn(in.data(), out.data(), sizes.data(), strides.data(), k.scalars.data());
@@ -188,9 +188,10 @@ std::shared_ptr<Program> build(const graph::Graph& g) {
       c.inner.push_back(in.inner);
     }
     c.outputs = k.outputs;
-    for (uint32_t v : k.outputs) c.output_dtypes.push_back(g.value(graph::ValueId{v}).meta.dtype);
+    for (uint32_t v : k.outputs) c.output_metas.push_back(g.value(graph::ValueId{v}).meta);
     c.scalars = k.scalars;
     c.nodes = k.nodes;
+    if (k.reduction_node >= 0) c.nodes.push_back(static_cast<uint32_t>(k.reduction_node));
     p->kernels.push_back(std::move(c));
   }
   for (const cpp::Step& s : sched.steps) p->steps.push_back({s.is_kernel, s.index, {}});

@@ -63,7 +63,9 @@ void plan_loops(const graph::Graph& g, Kernel& k) {
   }
   for (int64_t d = 0; d < static_cast<int64_t>(k.shape.size()); ++d) {
     if (k.shape[d] == 1) continue;
-    bool merge = !k.dim_groups.empty();
+    // A reduction walks the last dim as its own loop.
+    bool merge = !k.dim_groups.empty() &&
+                 !(k.reduction != Reduction::none && d + 1 == static_cast<int64_t>(k.shape.size()));
     if (merge) {
       int64_t prev = k.dim_groups.back().back();
       for (const IntList& st : in_strides)
@@ -122,6 +124,36 @@ std::string_view fusion_expr_of(const graph::Node& n) {
   return n.op->fusion_expr;
 }
 
+Reduction fusable_reduction(const graph::Graph& g, const graph::Node& n) {
+  const std::string_view name = n.op->name;
+  Reduction r = name == "aten.sum.dim_IntList"        ? Reduction::sum
+                : name == "aten.mean.dim"             ? Reduction::mean
+                : name == "aten.amax.default"         ? Reduction::amax
+                : name == "aten._softmax.default"     ? Reduction::softmax
+                : name == "aten._log_softmax.default" ? Reduction::log_softmax
+                                                      : Reduction::none;
+  if (r == Reduction::none || n.outputs.size() != 1) return Reduction::none;
+  const auto* in = std::get_if<graph::ValueId>(&n.args[0]);
+  if (!in) return Reduction::none;
+  const ops::TensorMeta& x = g.value(*in).meta;
+  const ops::TensorMeta& out = g.value(n.outputs[0]).meta;
+  const int64_t rank = static_cast<int64_t>(x.sizes.size());
+  if ((x.dtype != DType::f32 && x.dtype != DType::f64) || out.dtype != x.dtype || rank == 0 ||
+      x.sizes.back() <= 1 || !dense_row_major(out))
+    return Reduction::none;
+  auto is_last = [&](int64_t d) { return d == -1 || d == rank - 1; };
+  if (r == Reduction::softmax || r == Reduction::log_softmax) {
+    const auto* dim = std::get_if<int64_t>(&n.args[1]);
+    const auto* half = std::get_if<bool>(&n.args[2]);
+    return dim && is_last(*dim) && half && !*half ? r : Reduction::none;
+  }
+  const auto* dims = std::get_if<IntList>(&n.args[1]);
+  if (!dims || dims->size() != 1 || !is_last(dims->front())) return Reduction::none;
+  if (r != Reduction::amax && !std::holds_alternative<std::monostate>(n.args[3]))
+    return Reduction::none;  // a dtype argument: leave the conversion to the eager kernel
+  return r;
+}
+
 bool is_fusable(const graph::Graph& g, const graph::Node& n) {
   const ops::OpDef& op = *n.op;
   if (fusion_expr_of(n).empty() || op.is_view() || op.is_inplace() || n.outputs.size() != 1)
@@ -164,8 +196,19 @@ Schedule schedule_graph(const graph::Graph& g) {
   auto close = [&](int k) {
     if (emitted[k]) return;
     emitted[k] = true;
-    open.erase(sched.kernels[k].shape);
+    if (auto it = open.find(sched.kernels[k].shape); it != open.end() && it->second == k)
+      open.erase(it);
     sched.steps.push_back({true, static_cast<uint32_t>(k)});
+  };
+  auto new_kernel = [&](const IntList& shape) {
+    if (auto it = open.find(shape); it != open.end()) close(it->second);  // early is always legal
+    int k = static_cast<int>(sched.kernels.size());
+    sched.kernels.emplace_back();
+    sched.kernels.back().name = "kernel" + std::to_string(k);
+    sched.kernels.back().shape = shape;
+    emitted.push_back(false);
+    open[shape] = k;
+    return k;
   };
   auto close_all = [&] {
     std::vector<int> ks;
@@ -176,6 +219,20 @@ Schedule schedule_graph(const graph::Graph& g) {
   for (uint32_t i = 0; i < nodes.size(); ++i) {
     const graph::Node& n = nodes[i];
     if (n.op->is_inplace()) close_all();
+    if (Reduction r = fusable_reduction(g, n); r != Reduction::none) {
+      graph::ValueId in = std::get<graph::ValueId>(n.args[0]);
+      const IntList& shape = g.value(in).meta.sizes;
+      int mine = group_of[in.index];
+      if (mine < 0 || emitted[mine] || sched.kernels[mine].shape != shape) {
+        if (mine >= 0) close(mine);
+        mine = new_kernel(shape);
+      }
+      sched.kernels[mine].reduction = r;
+      sched.kernels[mine].reduction_node = static_cast<int32_t>(i);
+      group_of[n.outputs[0].index] = mine;
+      close(mine);
+      continue;
+    }
     if (!is_fusable(g, n)) {
       for (const graph::NodeArg& a : n.args)
         for (graph::ValueId v : graph::arg_values(a))
@@ -189,14 +246,7 @@ Schedule schedule_graph(const graph::Graph& g) {
     for (const graph::NodeArg& a : n.args)
       for (graph::ValueId v : graph::arg_values(a))
         if (group_of[v.index] >= 0 && group_of[v.index] != mine) close(group_of[v.index]);
-    if (mine < 0) {
-      mine = static_cast<int>(sched.kernels.size());
-      sched.kernels.emplace_back();
-      sched.kernels.back().name = "kernel" + std::to_string(mine);
-      sched.kernels.back().shape = shape;
-      emitted.push_back(false);
-      open[shape] = mine;
-    }
+    if (mine < 0) mine = new_kernel(shape);
     Kernel& k = sched.kernels[mine];
     k.nodes.push_back(i);
     k.scalar_base.push_back(static_cast<uint32_t>(k.scalars.size()));
@@ -213,8 +263,11 @@ Schedule schedule_graph(const graph::Graph& g) {
     for (const graph::NodeArg& a : nodes[i].args)
       for (graph::ValueId v : graph::arg_values(a)) users[v.index].push_back(static_cast<int>(i));
   std::vector<int> kernel_of_node(nodes.size(), -1);
-  for (size_t k = 0; k < sched.kernels.size(); ++k)
+  for (size_t k = 0; k < sched.kernels.size(); ++k) {
     for (uint32_t i : sched.kernels[k].nodes) kernel_of_node[i] = static_cast<int>(k);
+    if (sched.kernels[k].reduction_node >= 0)
+      kernel_of_node[sched.kernels[k].reduction_node] = static_cast<int>(k);
+  }
   std::vector<bool> is_output(g.values().size(), false);
   for (graph::ValueId v : g.outputs()) is_output[v.index] = true;
   for (size_t k = 0; k < sched.kernels.size(); ++k) {
@@ -232,6 +285,16 @@ Schedule schedule_graph(const graph::Graph& g) {
                      std::any_of(users[out].begin(), users[out].end(),
                                  [&](int u) { return kernel_of_node[u] != static_cast<int>(k); });
       if (outside) kern.outputs.push_back(out);
+    }
+    if (kern.reduction_node >= 0) {
+      graph::ValueId in = std::get<graph::ValueId>(nodes[kern.reduction_node].args[0]);
+      bool inside = group_of[in.index] == static_cast<int>(k) &&
+                    std::find(kern.nodes.begin(), kern.nodes.end(),
+                              static_cast<uint32_t>(g.value(in).producer)) != kern.nodes.end();
+      bool seen = std::any_of(kern.inputs.begin(), kern.inputs.end(),
+                              [&](const KernelInput& x) { return x.value == in.index; });
+      if (!inside && !seen) kern.inputs.push_back({in.index, InnerStride::any});
+      kern.outputs.push_back(nodes[kern.reduction_node].outputs[0].index);
     }
     plan_loops(g, kern);
   }

@@ -76,6 +76,32 @@ TEST(CppBackend, GeluAndItsBackwardBothApproximations) {
                                  ag::testing::kF32Tolerances);
 }
 
+TEST(CppBackend, LastDimReductionsFuseWithTheirProducers) {
+  ag::graph::Graph g =
+      ag::graph::parse_graph(R"(graph f(%x: f32[2,3,50], %m: b8[3,50], %y: f64[40,7]) {
+  %s: f32[2,3,50] = aten.mul.Scalar(%x, 0.125)
+  %f: f32[2,3,50] = aten.masked_fill.Scalar(%s, %m, -inf)
+  %p: f32[2,3,50] = aten._softmax.default(%f, -1, false)
+  %e: f32[2,3,50] = aten.exp.default(%x)
+  %ls: f32[2,3,50] = aten._log_softmax.default(%e, 2, false)
+  %sq: f32[2,3,50] = aten.mul.Tensor(%x, %x)
+  %sum: f32[2,3,1] = aten.sum.dim_IntList(%sq, [-1], true)
+  %mx: f32[2,3] = aten.amax.default(%x, [2])
+  %t: f64[40,7] = aten.tanh.default(%y)
+  %mean: f64[40] = aten.mean.dim(%t, [1])
+  %sum0: f64[7] = aten.sum.dim_IntList(%t, [0])
+  return (%p, %ls, %sum, %mx, %mean, %sum0, %sq)
+})");
+  ag::backends::cpp::Schedule s = ag::backends::cpp::schedule_graph(g);
+  int fused = 0;
+  for (const ag::backends::cpp::Kernel& k : s.kernels)
+    fused += k.reduction != ag::backends::cpp::Reduction::none && !k.nodes.empty();
+  EXPECT_EQ(fused, 4);  // softmax, log_softmax, sum, mean each with its producer; amax alone
+  std::vector<ag::Tensor> in = ag::testing::graph_inputs(g, 4);
+  in[1] = ag::testing::test_input({3, 50}, -1.0, 1.0, 9, false).gt(0.5);  // no row fully masked
+  expect_cpp_matches_interpreter(g, in, ag::testing::kF32Tolerances);
+}
+
 TEST(CppBackend, ParallelKernelsOverLargeAndOddShapes) {
   expect_cpp_matches_interpreter(R"(graph f(%x: f32[3,70001], %y: f32[3,1], %z: f32[]) {
   %a: f32[3,70001] = aten.add.Tensor(%x, %y)

@@ -105,7 +105,7 @@ class GraphFuzzer {
   void step(int i) {
     static const char* unary[] = {"sin", "cos", "tanh", "sigmoid", "relu", "neg", "abs", "sign"};
     const ag::IntList full{m_, n_}, contiguous = ag::contiguous_strides(full);
-    switch (pick(0, 11)) {
+    switch (pick(0, 12)) {
       case 0:
       case 1:
       case 2: {
@@ -158,6 +158,15 @@ class GraphFuzzer {
         define({m_, p_}, ag::contiguous_strides({m_, p_}), false,
                "aten.mm.default(%" + operand(true).name + ", %w)");
         break;
+      case 11:
+        if (pick(0, 1)) {
+          define(
+              full, contiguous, false,
+              std::string(pick(0, 1) ? "aten._softmax.default(%" : "aten._log_softmax.default(%") +
+                  operand(true).name + ", -1, false)");
+          break;
+        }
+        [[fallthrough]];
       default:
         sum_of_row();
         break;
