@@ -1,8 +1,9 @@
 // Training-step time of the three reference models (those of models_bench.cpp) eagerly and through
 // aot_module with fw_compiler "interpreter" and "cpp", in one run:
 //
-//   build/cpp_bench [iterations_scale] [mlp|block|gpt4]
+//   build/cpp_bench [iterations_scale] [mlp|block|gpt4] [eager|interp|cpp]
 //
+// (a variant name runs only that variant in the timed loop: for `perf record`.)
 // One step = grads set to None, forward, MSE loss, backward. The three variants alternate inside
 // one loop so they see the same machine noise; the table prints the best step of each (on a
 // shared machine the best is the least disturbed; at least 5 repetitions) and the ratios
@@ -44,6 +45,8 @@ double now_ms() {
   return static_cast<double>(ts.tv_sec) * 1e3 + static_cast<double>(ts.tv_nsec) / 1e6;
 }
 
+std::string only_variant;
+
 template <typename M>
 void bench(const std::string& name, std::shared_ptr<M> model, const Tensor& x, const Tensor& target,
            int iterations) {
@@ -71,6 +74,11 @@ void bench(const std::string& name, std::shared_ptr<M> model, const Tensor& x, c
   std::vector<double> t[3];
   for (int i = 0; i < iterations; ++i)
     for (int v = 0; v < 3; ++v) {
+      static const char* names[3] = {"eager", "interp", "cpp"};
+      if (!only_variant.empty() && only_variant != names[v]) {
+        t[v].push_back(0);
+        continue;
+      }
       double t0 = now_ms();
       step(variants[v]);
       t[v].push_back(now_ms() - t0);
@@ -85,6 +93,7 @@ void bench(const std::string& name, std::shared_ptr<M> model, const Tensor& x, c
 int main(int argc, char** argv) {
   const double scale = argc > 1 ? std::atof(argv[1]) : 1.0;
   const std::string only = argc > 2 ? argv[2] : "";
+  only_variant = argc > 3 ? argv[3] : "";
   auto wanted = [&](const char* key) { return only.empty() || only == key; };
   auto iters = [&](int n) { return std::max(5, static_cast<int>(n * scale)); };
   ag::manual_seed(0);
