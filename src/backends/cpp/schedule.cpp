@@ -187,6 +187,56 @@ bool is_fusable(const graph::Graph& g, const graph::Node& n) {
   return true;
 }
 
+namespace {
+
+// Fills each kernel's inputs (values read from outside it), outputs (values needed outside it:
+// by another step or as graph outputs; a reduction's result last) and loop plan.
+void connect_kernels(const graph::Graph& g, const std::vector<int>& group_of, Schedule& sched) {
+  const auto& nodes = g.nodes();
+  std::vector<std::vector<int>> users(g.values().size());
+  for (uint32_t i = 0; i < nodes.size(); ++i)
+    for (const graph::NodeArg& a : nodes[i].args)
+      for (graph::ValueId v : graph::arg_values(a)) users[v.index].push_back(static_cast<int>(i));
+  std::vector<int> kernel_of_node(nodes.size(), -1);
+  for (size_t k = 0; k < sched.kernels.size(); ++k) {
+    for (uint32_t i : sched.kernels[k].nodes) kernel_of_node[i] = static_cast<int>(k);
+    if (sched.kernels[k].reduction_node >= 0)
+      kernel_of_node[sched.kernels[k].reduction_node] = static_cast<int>(k);
+  }
+  std::vector<bool> is_output(g.values().size(), false);
+  for (graph::ValueId v : g.outputs()) is_output[v.index] = true;
+  for (size_t k = 0; k < sched.kernels.size(); ++k) {
+    Kernel& kern = sched.kernels[k];
+    for (uint32_t i : kern.nodes) {
+      for (const graph::NodeArg& a : nodes[i].args)
+        for (graph::ValueId v : graph::arg_values(a)) {
+          if (group_of[v.index] == static_cast<int>(k)) continue;
+          bool seen = std::any_of(kern.inputs.begin(), kern.inputs.end(),
+                                  [&](const KernelInput& in) { return in.value == v.index; });
+          if (!seen) kern.inputs.push_back({v.index, InnerStride::any});
+        }
+      uint32_t out = nodes[i].outputs[0].index;
+      bool outside = is_output[out] ||
+                     std::any_of(users[out].begin(), users[out].end(),
+                                 [&](int u) { return kernel_of_node[u] != static_cast<int>(k); });
+      if (outside) kern.outputs.push_back(out);
+    }
+    if (kern.reduction_node >= 0) {
+      graph::ValueId in = std::get<graph::ValueId>(nodes[kern.reduction_node].args[0]);
+      bool inside = group_of[in.index] == static_cast<int>(k) &&
+                    std::find(kern.nodes.begin(), kern.nodes.end(),
+                              static_cast<uint32_t>(g.value(in).producer)) != kern.nodes.end();
+      bool seen = std::any_of(kern.inputs.begin(), kern.inputs.end(),
+                              [&](const KernelInput& x) { return x.value == in.index; });
+      if (!inside && !seen) kern.inputs.push_back({in.index, InnerStride::any});
+      kern.outputs.push_back(nodes[kern.reduction_node].outputs[0].index);
+    }
+    plan_loops(g, kern);
+  }
+}
+
+}  // namespace
+
 Schedule schedule_graph(const graph::Graph& g) {
   Schedule sched;
   const auto& nodes = g.nodes();
@@ -257,47 +307,7 @@ Schedule schedule_graph(const graph::Graph& g) {
     group_of[n.outputs[0].index] = mine;
   }
   close_all();
-  // Inputs (read from outside the group) and outputs (needed outside it) of each kernel.
-  std::vector<std::vector<int>> users(g.values().size());
-  for (uint32_t i = 0; i < nodes.size(); ++i)
-    for (const graph::NodeArg& a : nodes[i].args)
-      for (graph::ValueId v : graph::arg_values(a)) users[v.index].push_back(static_cast<int>(i));
-  std::vector<int> kernel_of_node(nodes.size(), -1);
-  for (size_t k = 0; k < sched.kernels.size(); ++k) {
-    for (uint32_t i : sched.kernels[k].nodes) kernel_of_node[i] = static_cast<int>(k);
-    if (sched.kernels[k].reduction_node >= 0)
-      kernel_of_node[sched.kernels[k].reduction_node] = static_cast<int>(k);
-  }
-  std::vector<bool> is_output(g.values().size(), false);
-  for (graph::ValueId v : g.outputs()) is_output[v.index] = true;
-  for (size_t k = 0; k < sched.kernels.size(); ++k) {
-    Kernel& kern = sched.kernels[k];
-    for (uint32_t i : kern.nodes) {
-      for (const graph::NodeArg& a : nodes[i].args)
-        for (graph::ValueId v : graph::arg_values(a)) {
-          if (group_of[v.index] == static_cast<int>(k)) continue;
-          bool seen = std::any_of(kern.inputs.begin(), kern.inputs.end(),
-                                  [&](const KernelInput& in) { return in.value == v.index; });
-          if (!seen) kern.inputs.push_back({v.index, InnerStride::any});
-        }
-      uint32_t out = nodes[i].outputs[0].index;
-      bool outside = is_output[out] ||
-                     std::any_of(users[out].begin(), users[out].end(),
-                                 [&](int u) { return kernel_of_node[u] != static_cast<int>(k); });
-      if (outside) kern.outputs.push_back(out);
-    }
-    if (kern.reduction_node >= 0) {
-      graph::ValueId in = std::get<graph::ValueId>(nodes[kern.reduction_node].args[0]);
-      bool inside = group_of[in.index] == static_cast<int>(k) &&
-                    std::find(kern.nodes.begin(), kern.nodes.end(),
-                              static_cast<uint32_t>(g.value(in).producer)) != kern.nodes.end();
-      bool seen = std::any_of(kern.inputs.begin(), kern.inputs.end(),
-                              [&](const KernelInput& x) { return x.value == in.index; });
-      if (!inside && !seen) kern.inputs.push_back({in.index, InnerStride::any});
-      kern.outputs.push_back(nodes[kern.reduction_node].outputs[0].index);
-    }
-    plan_loops(g, kern);
-  }
+  connect_kernels(g, group_of, sched);
   return sched;
 }
 
