@@ -2,8 +2,12 @@
 // strided (transposed, expanded) inputs, masks, extern calls in between, inputs whose layout
 // differs from the traced one, and the build's error paths.
 #include <gtest/gtest.h>
+#include <stdlib.h>
 
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
 
 #include "backends/cpp/build.h"
 #include "backends/cpp/cpp_test_util.h"
@@ -122,6 +126,23 @@ TEST(CppBackend, AnInputWithAnotherLayoutThanTracedStillComputesTheSame) {
   ag::Tensor xt = ag::testing::test_input({6, 4}, -1.0, 1.0, 5, false).t();  // strides {1,4}
   ag::Tensor y = ag::testing::test_input({4, 6}, -1.0, 1.0, 6, false);
   expect_cpp_matches_interpreter(g, {xt, y});
+}
+
+TEST(CppBackend, AotgradDumpWritesTheGeneratedSource) {
+  std::string dir = (std::filesystem::temp_directory_path() / "aotgrad_cpp_dump_XXXXXX").string();
+  ASSERT_NE(mkdtemp(dir.data()), nullptr);
+  setenv("AOTGRAD_DUMP", dir.c_str(), 1);
+  ag::graph::Graph g = ag::graph::parse_graph(R"(graph dumped(%x: f64[3]) {
+  %c: f64[3] = aten.cos.default(%x)
+  return (%c)
+})");
+  ag::backends::compile_cpp(g);
+  unsetenv("AOTGRAD_DUMP");
+  std::ifstream f(std::filesystem::path(dir) / "cpp_dumped_0_code.txt");
+  std::stringstream text;
+  text << f.rdbuf();
+  EXPECT_TRUE(ag::testing::contains(text.str(), "std::cos(v0)")) << text.str();
+  std::filesystem::remove_all(dir);
 }
 
 TEST(CppBackend, CompileErrorsNameTheKeptSource) {
