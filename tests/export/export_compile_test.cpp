@@ -93,7 +93,7 @@ TEST(ExportCompile, ModuleSimplifiedRefusesWhatItCannotCall) {
   // A call outside the compiled specialization names the difference.
   ag::SimplifiedModule run = ag::aot_module_simplified(net, {ag::testing::export_net_input()});
   std::string m = ag::testing::error_of<std::invalid_argument>([&] { run({ag::ones({6, 4})}); });
-  EXPECT_TRUE(ag::testing::contains(m, "must be f32[5, 4] strides [4, 1] offset 0, got f32[6, 4]"))
+  EXPECT_TRUE(ag::testing::contains(m, "must be f32[5, 4] strides [4, 1] any offset, got f32[6, 4]"))
       << m;
   m = ag::testing::error_of<std::invalid_argument>([&] { run({}); });
   EXPECT_TRUE(ag::testing::contains(
