@@ -17,6 +17,7 @@
 #include "kernels/factory.h"
 #include "ops/effects.h"
 #include "ops/op.h"
+#include "ops/random_rows.h"
 #include "trace/tracer.h"
 
 namespace aotgrad::trace {
@@ -37,6 +38,11 @@ int64_t Tracer::take_rng_blocks(int64_t blocks) {
 
 std::optional<std::vector<Tensor>> Tracer::functionalize_random(const ops::OpDef& op,
                                                                 ops::OpArgs& args) {
+  // Rows made of rand / randn (bernoulli, uniform_, ...): their decomposition, traced.
+  if (ops::RandomDecomposition d = ops::random_decomposition(op)) {
+    op.meta(args);  // eager's checks
+    return d(args);
+  }
   const bool uniform = op.name == "aten.rand.default";
   if (uniform || op.name == "aten.randn.default") {
     static const ops::OpDef& philox_rand = ops::lookup("aotgrad.philox_rand.default");
