@@ -281,3 +281,53 @@ TEST(RandomEager, DistributionsAndErrors) {
 
 }  // namespace
 }  // namespace aotgrad
+
+namespace aotgrad {
+namespace {
+
+// torchvision's stochastic depth: a per-sample 0/1 noise drawn in place with bernoulli_, then
+// scaled. The in-place row is functionalized (no aten.bernoulli_ left in the graph) and the
+// gradients match eager's bit for bit under both partitioners.
+TEST(RandomCompiled, StochasticDepthWithInPlaceBernoulli) {
+  auto stochastic_depth = [](const Tensor& x, const Tensor& w) {
+    Tensor noise = empty({x.size(0), 1}, x.dtype());
+    bernoulli_(noise, 0.75);
+    return std::vector<Tensor>{sum(mul(mm(x, w), div(noise, 0.75)))};
+  };
+  auto run = [&](auto&& fn) {
+    Tensor x = test_input({8, 4}, -1, 1, 30).to(DType::f32).detach().requires_grad_();
+    Tensor w = test_input({4, 3}, -1, 1, 31).to(DType::f32).detach().requires_grad_();
+    manual_seed(77);
+    Tensor out = fn(x, w)[0];
+    out.backward();
+    return std::vector<Tensor>{out.detach(), x.grad(), w.grad()};
+  };
+  std::vector<Tensor> eager = run(stochastic_depth);
+  for (const char* partitioner : {"default", "min_cut"}) {
+    auto compiled = aot_function(stochastic_depth, with(partitioner));
+    std::vector<Tensor> comp = run(compiled);
+    for (size_t k = 0; k < eager.size(); ++k)
+      EXPECT_TRUE(same_bits(comp[k], eager[k])) << partitioner << ": value " << k;
+    const std::string fw = compiled.graphs().forward;
+    EXPECT_EQ(fw.find("aten.bernoulli_"), std::string::npos) << fw;
+    EXPECT_NE(fw.find("aotgrad.philox_rand.default"), std::string::npos) << fw;
+  }
+}
+
+TEST(RandomEager, RandomRowsCheckTheirArguments) {
+  Tensor x = zeros({2, 3});
+  EXPECT_NE(testing::error_of([&] { bernoulli_(x, zeros({4})); }).find("does not broadcast"),
+            std::string::npos);
+  EXPECT_NE(testing::error_of([&] { uniform_(x, 2.0, 1.0); }).find("from=2"), std::string::npos);
+  EXPECT_NE(testing::error_of([] { normal(0.0, -1.0, {2}); }).find("std >= 0.0"),
+            std::string::npos);
+  // The in-place row writes through a view into its base.
+  Tensor base = zeros({4, 4});
+  Tensor row = select(base, 0, 1);
+  manual_seed(5);
+  bernoulli_(row, 1.0);
+  EXPECT_EQ(sum(base).item<float>(), 4.0f);
+}
+
+}  // namespace
+}  // namespace aotgrad
