@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "aotgrad/aotgrad.h"
+#include "ops/effects.h"
 #include "testing/compare.h"
 #include "testing/gradcheck.h"
 
@@ -100,6 +101,30 @@ TEST(EffectTokens, ArtifactRoundTripRunsTheEffects) {
   ASSERT_EQ(out.size(), 1u);
   EXPECT_EQ(out[0].item<float>(), 5.0f);
   EXPECT_EQ(take_printed(), std::vector<std::string>{"[4]"});
+}
+
+TEST(EffectTokens, FormatsWithSeparatorsAndQuotesSurviveTheGraph) {
+  const std::string fmt = "a;b \"q\" s:3:x; {} \\ end";
+  auto fn = [&](const Tensor& x) {
+    print(x, fmt);
+    return mul(x, 3.0);
+  };
+  Tensor x = from_vector(std::vector<float>{1.0f, -2.0f}, {2});
+  take_printed();
+  fn(x);
+  const std::vector<std::string> eager = take_printed();
+  auto compiled = aot_function(fn);
+  compiled(x);
+  EXPECT_EQ(take_printed(), eager);
+  testing::compare_detail::expect_graph_text_round_trips(compiled.graphs().inference, "inference");
+}
+
+TEST(EffectTokens, OnlyEffectfulRowsCanBeMarked) {
+  EXPECT_TRUE(ops::is_effectful(ops::lookup("aotgrad.print.default")));
+  // native_batch_norm is Recompute::effectful for its hidden update, not a threaded effect.
+  EXPECT_FALSE(ops::is_effectful(ops::lookup("aten.native_batch_norm.default")));
+  EXPECT_THROW(ops::mark_effectful("aten.add.Tensor"), std::invalid_argument);
+  EXPECT_THROW(ops::mark_effectful("aten.relu_.default"), std::invalid_argument);
 }
 
 }  // namespace
