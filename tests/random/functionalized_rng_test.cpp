@@ -157,6 +157,11 @@ TEST(RandomCompiled, MinCutReplaysTheMaskInTheBackward) {
        p = cut.saved_report.find(": i64[]  8 B  from input", p + 1))
     ++scalars;
   EXPECT_EQ(scalars, 2u) << cut.saved_report;
+  EXPECT_NE(cut.saved_report.find("fw_rng_seed(): the backward replays random draws"),
+            std::string::npos)
+      << cut.saved_report;
+  EXPECT_NE(cut.saved_report.find("fw_rng_offset(256): the backward replays"), std::string::npos)
+      << cut.saved_report;
   EXPECT_LT(cut.saved_bytes, def.saved_bytes);
 }
 
