@@ -129,3 +129,26 @@ TEST(EffectTokens, OnlyEffectfulRowsCanBeMarked) {
 
 }  // namespace
 }  // namespace aotgrad
+
+namespace aotgrad {
+namespace {
+
+// Export of a function that draws and prints: the graph shows the RNG and token inputs and the
+// token output; the signature lists only the user's input and output (the runtime feeds the
+// rest, as PyTorch's input_tokens are not user inputs).
+TEST(EffectTokens, ExportShowsStateInputsAndKeepsThemOutOfTheSignature) {
+  auto fn = [](const std::vector<Tensor>& in) {
+    print(in[0], "{}");
+    return std::vector<Tensor>{dropout(in[0], 0.5)};
+  };
+  ExportedGraph e = aot_export_joint_simple(fn, {ones({4})}, /*trace_joint=*/false);
+  take_printed();
+  EXPECT_NE(e.graph.find("fw_rng_seed()"), std::string::npos) << e.graph;
+  EXPECT_NE(e.graph.find("fw_rng_offset(1)"), std::string::npos) << e.graph;
+  EXPECT_NE(e.graph.find("fw_token(0)"), std::string::npos) << e.graph;
+  EXPECT_EQ(e.signature.user_inputs.size(), 1u);
+  EXPECT_EQ(e.signature.user_outputs.size(), 1u);
+}
+
+}  // namespace
+}  // namespace aotgrad
