@@ -177,19 +177,29 @@ void validate_artifact(const Artifact& a) {
   check_plan(a.guards.plan, a.guards.inputs.size());
   size_t num_graph = a.guards.plan.graph_inputs.size();
   const graph::Graph& main = a.is_inference ? a.inference : a.forward;
-  if (main.inputs().size() != num_graph)
+  // Inputs after the plan's carry RNG state (fw_rng_seed, fw_rng_offset) and the effect token
+  // (fw_token), fed by the runtime.
+  size_t num_state = 0;
+  for (const Descriptor& d : main.input_descs())
+    num_state += d.kind == DescriptorKind::fw_rng_seed || d.kind == DescriptorKind::fw_rng_offset ||
+                 d.kind == DescriptorKind::fw_token;
+  // ... and the effect token it returns last (after the outputs the meta accounts for).
+  size_t num_tokens = 0;
+  for (const Descriptor& d : main.output_descs()) num_tokens += d.kind == DescriptorKind::fw_token;
+  if (main.inputs().size() != num_graph + num_state)
     fail("the " + main.name() + " graph takes " + std::to_string(main.inputs().size()) +
-         " inputs, the plan makes " + std::to_string(num_graph));
+         " inputs, the plan makes " + std::to_string(num_graph) + " (and " +
+         std::to_string(num_state) + " RNG state and token inputs)");
   if (a.is_inference) {
     if (!a.saved.empty() || !a.tangent_of_output.empty() || !a.grad_of_primal.empty())
       fail("an inference artifact has saved values, tangents or gradients");
-    check_meta(a, a.inference.outputs().size());
+    check_meta(a, a.inference.outputs().size() - num_tokens);
     return;
   }
   size_t num_out = a.forward.outputs().size();
   if (a.saved.size() > num_out) fail("more saved values than forward outputs");
   num_out -= a.saved.size();
-  check_meta(a, num_out);
+  check_meta(a, num_out - num_tokens);
   for (size_t o : a.tangent_of_output) check_index(o, num_out, "a tangent's forward output");
   for (size_t p : a.grad_of_primal) check_index(p, num_graph, "a gradient's graph input");
   if (a.backward.inputs().size() != a.saved.size() + a.tangent_of_output.size())

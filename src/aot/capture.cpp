@@ -410,6 +410,10 @@ CapturedForward capture_forward(const FlatFn& fn, const std::vector<Tensor>& inp
   if (c.needs_autograd) check_metadata_mutations_of_leaves(meta, inputs, config.name);
   add_forward_outputs(c, mutated_values, out_plan,
                       config.keep_inference_input_mutations && !c.needs_autograd);
+  // The last effect token is the last forward output (include/aotgrad/effects.h).
+  if (tracer.effect_token().defined())
+    c.graph.add_output(tracer.value_of(tracer.effect_token(), "the effect token"),
+                       Descriptor{DescriptorKind::fw_token, 0});
   rg.resize(c.graph.values().size(), false);  // copy_ results (inference only)
   c.value_requires_grad = rg;
   c.backward_errors = tracer.backward_errors();

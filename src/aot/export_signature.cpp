@@ -48,6 +48,10 @@ GraphSignature signature_of(const graph::Graph& g, std::optional<size_t> loss_ou
         break;
       case DescriptorKind::tangent:
         break;  // a joint's tangents are not inputs of the module
+      case DescriptorKind::fw_rng_seed:
+      case DescriptorKind::fw_rng_offset:
+      case DescriptorKind::fw_token:
+        break;  // RNG state and the effect token: fed by the runtime, not module inputs
       default:
         fail(who, describe(g, true, i) + " is " +
                       (d.empty() ? std::string("undescribed") : d.to_string()) +
@@ -60,7 +64,9 @@ GraphSignature signature_of(const graph::Graph& g, std::optional<size_t> loss_ou
     const Descriptor& d = g.output_descs()[o];
     const std::string& name = g.value(g.outputs()[o]).name;
     const Descriptor* inner = d.of.empty() ? nullptr : &d.of.front();
-    if (d.kind == DescriptorKind::output) {
+    if (d.kind == DescriptorKind::fw_token) {
+      continue;  // the last effect token, dropped by the runtime
+    } else if (d.kind == DescriptorKind::output) {
       s.user_outputs.push_back(name);
     } else if (d.kind == DescriptorKind::mutated_input && inner->kind == DescriptorKind::buffer) {
       s.buffers_to_mutate.emplace_back(name, inner->name);

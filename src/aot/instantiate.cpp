@@ -154,6 +154,11 @@ std::shared_ptr<const Runtime> instantiate(const Artifact& a, const Compilers& c
   for (const OutputAliasInfo& o : m.output_info)
     keep_graph_inputs = keep_graph_inputs || o.type == OutputType::alias_of_input;
   if (!writes.empty()) w.push_back(std::make_unique<MutationEpilogue>(std::move(writes)));
+  // Innermost: RNG state and effect token inputs follow the plan's graph inputs
+  // (aot/runtime_rng.cpp).
+  if (auto state = graph_state_inputs(a.is_inference ? a.inference : a.forward,
+                                      a.guards.plan.graph_inputs.size()))
+    w.push_back(std::move(state));
 
   Compilers c = compilers;
   c.forward = or_default(c.forward, backends::compiler("interpreter"));

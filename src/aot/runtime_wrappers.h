@@ -134,6 +134,30 @@ class AliasedOutputs final : public RuntimeWrapper {
   bool identity_;  // every output is graph output k, in order, with nothing else to do
 };
 
+// Feeds the graph inputs that follow the plan's (innermost wrapper; aot/runtime_rng.cpp): for a
+// graph that draws random numbers, the calling thread's default generator's seed and offset
+// (fw_rng_seed(), fw_rng_offset(N)), advancing the generator by the N Philox blocks eager would
+// have drawn, before the body runs, as eager reserves draws before computing them; for a graph
+// with effectful ops, a fresh effect token (fw_token(0)), and it drops the token the graph
+// returns last.
+class GraphStateInputs final : public RuntimeWrapper {
+ public:
+  GraphStateInputs(std::vector<DescriptorKind> kinds, uint64_t rng_blocks, size_t token_outputs)
+      : kinds_(std::move(kinds)), rng_blocks_(rng_blocks), token_outputs_(token_outputs) {}
+  std::string_view name() const override { return "GraphStateInputs"; }
+  void before(CallFrame& f) const override;
+  void after(CallFrame& f) const override;
+
+ private:
+  std::vector<DescriptorKind> kinds_;  // of each input after the plan's, in order
+  uint64_t rng_blocks_;
+  size_t token_outputs_;  // trailing outputs of f.outs that are effect tokens
+};
+// The wrapper for `main` (the forward or inference graph) when it takes inputs after the plan's
+// `num_plan_inputs`; null otherwise. Throws std::invalid_argument for an input it cannot feed.
+std::unique_ptr<const RuntimeWrapper> graph_state_inputs(const graph::Graph& main,
+                                                         size_t num_plan_inputs);
+
 class InferenceBody final : public CompiledBody {
  public:
   InferenceBody(backends::CompiledGraph graph, bool keep_graph_inputs)

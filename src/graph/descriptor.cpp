@@ -32,7 +32,7 @@ constexpr KindRow kKinds[] = {
     {K::view_base, "view_base", Args::descs},
     {K::tangent, "tangent", Args::one_desc},
     {K::fw_rng_seed, "fw_rng_seed", Args::none},
-    {K::fw_rng_offset, "fw_rng_offset", Args::none},
+    {K::fw_rng_offset, "fw_rng_offset", Args::index},  // index: blocks the call draws
     {K::bw_rng_seed, "bw_rng_seed", Args::none},
     {K::bw_rng_offset, "bw_rng_offset", Args::none},
     {K::saved, "saved", Args::index},

@@ -16,12 +16,12 @@
 #include <type_traits>
 #include <vector>
 
-#include "aotgrad/random.h"
 #include "kernels/arith.h"
 #include "kernels/copy.h"
 #include "kernels/data.h"
 #include "kernels/elementwise.h"
 #include "kernels/parallel.h"
+#include "kernels/random.h"
 #include "kernels/vec/rows.h"
 #include "ops/promotion.h"
 #include "tensor/dtype_dispatch.h"
@@ -247,35 +247,14 @@ std::array<Tensor, 3> layer_norm_backward(const Tensor& grad_out, const Tensor& 
   return {dx.finish(), dw.finish(), db.finish()};
 }
 
+// The mask from the Philox stream, then the masked scaling of dropout_backward: the functional
+// form a trace records (mask op + dropout_backward) is then the same arithmetic, bit for bit, in
+// every dtype.
 std::pair<Tensor, Tensor> dropout(const Tensor& input, double keep_prob, uint64_t seed,
                                   uint64_t block_offset) {
-  const DType compute = ops::compute_dtype(input.dtype());
-  const int64_t n = input.numel();
-  Tensor x = as_dense(input, compute);
-  Tensor mask = make_tensor(input.sizes(), DType::b8);
-  Staged out(input.sizes(), input.dtype(), compute);
-  const double threshold = keep_prob * 4294967296.0;  // keep_prob 1 keeps every word
-  visit_float(compute, [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    const T* xs = cdata<T>(x);
-    T* ys = data_of<T>(out.buffer);
-    bool* ms = data_of<bool>(mask);
-    const T scale = keep_prob == 0 ? T(0) : static_cast<T>(1.0 / keep_prob);
-    const int64_t blocks = (n + 3) / 4;
-#pragma omp parallel for if (n > kParallelWork)
-    for (int64_t blk = 0; blk < blocks; ++blk) {
-      uint32_t words[4];
-      philox4x32(seed, block_offset + static_cast<uint64_t>(blk), words);
-      const int64_t k0 = blk * 4, k1 = std::min(n, k0 + 4);
-      for (int64_t k = k0; k < k1; ++k) {
-        const bool keep = static_cast<double>(words[k - k0]) < threshold;
-        ms[k] = keep;
-        // x * mask * scale, not a select: a dropped NaN stays NaN, as in torch.
-        ys[k] = xs[k] * static_cast<T>(keep) * scale;
-      }
-    }
-  });
-  return {out.finish(), mask};
+  Tensor mask = dropout_mask(input.sizes(), keep_prob, seed, block_offset);
+  const double scale = keep_prob == 0 ? 0.0 : 1.0 / keep_prob;
+  return {dropout_backward(input, mask, scale), mask};
 }
 
 Tensor dropout_backward(const Tensor& grad, const Tensor& mask, double scale) {

@@ -22,6 +22,8 @@ std::span<const OpDef> functional_ops();  // functional.cpp: scatters and update
 std::span<const OpDef> joining_ops();    // joining.cpp: cat, stack, split, unbind, chunk
 std::span<const OpDef> indexing_ops();   // indexing.cpp: index_select, gather, embedding, masked_fill, tril
 std::span<const OpDef> normalization_ops();  // normalization.cpp: native_layer_norm, native_dropout
+std::span<const OpDef> random_ops();  // random.cpp: philox_rand, philox_randn, philox_dropout_mask
+std::span<const OpDef> effect_ops();  // effects.cpp: print, with_effects
 std::span<const OpDef> math_ops();  // math.cpp: clamp, abs, sign, max/min, var/std, cumsum, ...
 std::span<const OpDef> conv_ops();     // conv.cpp: convolution, batch norm (and backward rows)
 std::span<const OpDef> pooling_ops();  // pooling.cpp: max_pool2d_with_indices, _adaptive_avg_pool2d

@@ -50,6 +50,18 @@ Ban ban_of(const graph::Node& n, bool forward_required) {
   }
 }
 
+// Why a graph input is saved; the RNG state inputs say what the backward does with them.
+std::string input_reason(const graph::Graph& joint, graph::ValueId v) {
+  const std::string plain = "graph input: free to save, it is alive anyway";
+  for (size_t i = 0; i < joint.inputs().size() && i < joint.input_descs().size(); ++i) {
+    if (joint.inputs()[i].index != v.index) continue;
+    const Descriptor& d = joint.input_descs()[i];
+    if (d.kind == DescriptorKind::fw_rng_seed || d.kind == DescriptorKind::fw_rng_offset)
+      return plain + "; " + d.to_string() + ": the backward replays random draws from it";
+  }
+  return plain;
+}
+
 std::vector<bool> or_of(const std::vector<bool>& a, const std::vector<bool>& b) {
   std::vector<bool> r(a.size());
   for (size_t i = 0; i < a.size(); ++i) r[i] = a[i] || b[i];
@@ -241,9 +253,8 @@ Partition build_partition(const graph::Graph& joint, const JointAnalysis& a,
 
   std::vector<std::string> all_reasons;
   for (graph::ValueId v : all_saved)
-    all_reasons.push_back(joint.value(v).producer < 0
-                              ? "graph input: free to save, it is alive anyway"
-                              : reason_of.at(v.index));
+    all_reasons.push_back(joint.value(v).producer < 0 ? input_reason(joint, v)
+                                                      : reason_of.at(v.index));
   JointInfo info{a.primals.size(), a.fw_outputs.size(), {}};
   Partition p = assemble_partition(joint, info, all_saved, all_reasons);
   place_recomputation_before_use(p.backward, all_saved.size());

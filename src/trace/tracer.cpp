@@ -8,6 +8,7 @@
 
 #include "aotgrad/autograd.h"
 #include "aotgrad/memory_budget.h"
+#include "ops/effects.h"
 #include "ops/inplace_view.h"
 #include "ops/tensor_constant.h"
 
@@ -326,6 +327,9 @@ std::vector<Tensor> Tracer::call(const ops::OpDef& op, ops::OpArgs& args) {
   check_view_rules(op, args);
   sync_args(args);
   check_no_grad_views_unused(op, args);
+  if (ops::is_effectful(op)) return thread_effect(op, args);
+  if (op.recompute == ops::Recompute::random)
+    if (std::optional<std::vector<Tensor>> r = functionalize_random(op, args)) return std::move(*r);
   if (op.is_inplace() && ops::mutates_metadata_only(op)) return functionalize_metadata(op, args);
   if (op.is_inplace()) return functionalize_inplace(op, args);
   return record(op, args, /*track=*/true);

@@ -21,6 +21,7 @@
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -113,6 +114,9 @@ class Tracer final : public ops::Interpreter, public autograd::TracedAutograd {
   // storage offset, so their guards leave offsets out.
   bool reads_input_offsets() const { return reads_input_offsets_; }
   graph::Graph& graph() { return graph_; }
+  // The last effect token (the value the graph returns as fw_token(0)); undefined when the trace
+  // made no effectful call.
+  const Tensor& effect_token() const { return token_; }
 
  private:
   struct SavedUse {
@@ -148,6 +152,17 @@ class Tracer final : public ops::Interpreter, public autograd::TracedAutograd {
   void check_view_rules(const ops::OpDef& op, const ops::OpArgs& args) const;
   void check_no_grad_views_unused(const ops::OpDef& op, const ops::OpArgs& args);
   void make_interior_leaf(const Tensor& t);
+  // ---- functionalized RNG (trace/random.cpp) ----
+  // The functional (seed, offset) form of an eager random row (rand, randn, native_dropout in
+  // training), recorded; nullopt for a call that draws nothing or a random row it does not know
+  // (recorded as is: Recompute::random keeps the partitioner from replaying it).
+  std::optional<std::vector<Tensor>> functionalize_random(const ops::OpDef& op, ops::OpArgs& args);
+  // Reserves `blocks` Philox blocks of this call's stream and returns where they start; creates
+  // the fw_rng_seed() / fw_rng_offset(N) inputs on first use and keeps N the running total.
+  int64_t take_rng_blocks(int64_t blocks);
+  // An effectful call recorded as aotgrad.with_effects, threaded through the effect token (the
+  // graph input fw_token(0), created on first use); returns the op's results.
+  std::vector<Tensor> thread_effect(const ops::OpDef& op, ops::OpArgs& args);
   bool is_eager_leaf(graph::ValueId v, const TensorState* ts) const;
   void check_inner_grad_node(size_t node) const;
   Tensor output_gradient(const Tensor& output, const Tensor& given, size_t i);
@@ -167,6 +182,10 @@ class Tracer final : public ops::Interpreter, public autograd::TracedAutograd {
   std::vector<bool> freed_nodes_;
   std::vector<std::pair<const TensorImpl*, bool>> metadata_touches_;  // (tensor, grad mode on)
   std::vector<std::string> backward_errors_;
+  Tensor rng_seed_, rng_offset_;  // fakes of the RNG inputs, once a random op was traced
+  size_t rng_offset_input_ = 0;   // graph input position of rng_offset_
+  int64_t rng_blocks_ = 0;        // Philox blocks the traced call draws so far
+  Tensor token_;                  // the current effect token, once an effectful op was traced
 };
 
 }  // namespace aotgrad::trace

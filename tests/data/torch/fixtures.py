@@ -312,7 +312,22 @@ def model_ops():
     ]
 
 
+def random_ops():
+    """Dropout with p > 0 in training. PyTorch's CPU stream is not Philox, so no mask agrees; these
+    record outputs that do not depend on the stream: out * (1 - p) - x * mask is zero for any mask
+    (out = x * mask / (1 - p)), and so is its gradient. They check that PyTorch's dropout graphs
+    (forward, and its own joint with native_dropout_backward) load and run, and that out and mask
+    are consistent in both implementations."""
+    def consistent(x):
+        out, mask = torch.native_dropout(x, 0.3, True)
+        return out * 0.7 - x * mask
+    return [
+        op("native_dropout_consistent", consistent, [r(4, 5)]),
+        op("bw_native_dropout_consistent", consistent, [r(4, 5)], joint=True),
+    ]
+
+
 def fixtures():
     torch.manual_seed(0)
     return (pointwise() + reductions() + linalg_and_views() + indexing() + nn_ops() + backward_graphs() + models()
-            + activations() + model_ops())
+            + activations() + model_ops() + random_ops())
