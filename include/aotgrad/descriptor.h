@@ -14,9 +14,13 @@
 //   mutated_input(buffer(n))  the new value of a mutated input, written back by the runtime
 //   intermediate_base(output(2))  the base of aliased outputs, returned so they can be regenerated
 //   grad(param(w))            the gradient of an input (backward output)
-//   fw_rng_seed(), fw_rng_offset(), bw_rng_seed(), bw_rng_offset(), fw_rng_new_offset(),
-//   bw_rng_new_offset(), fw_token(k), bw_token(k)   functionalized RNG state and effect tokens
-//                             (defined for graphs that thread them; nothing produces them yet)
+//   fw_rng_seed(), fw_rng_offset(N)   the calling thread's generator seed and offset, fed by the
+//                             runtime to graphs with random ops (N: the Philox blocks one call
+//                             draws; docs/partitioning.md "Random ops and effects")
+//   fw_token(k)               the effect token threaded through effectful ops (input and output)
+//   bw_rng_seed(), bw_rng_offset(), fw_rng_new_offset(), bw_rng_new_offset(), bw_token(k)
+//                             PyTorch's other state descriptors, parsed and printed; the backward
+//                             reads the forward's seed and offset as saved(k) instead
 //
 // Descriptors nest only down the pipeline, as in PyTorch: tangent and grad wrap the descriptor of
 // what they are the gradient of, mutated_input the input it writes. In graph text a descriptor is

@@ -186,7 +186,8 @@ const OpDef kRows[] = {
      .schema = "print(Tensor x, str fmt) -> ()",
      .meta = print_meta,
      .kernel = print_kernel,
-     .recompute = Recompute::effectful},
+     .recompute = Recompute::effectful,
+     .effectful = true},
     {.name = kWithEffects,
      .schema = "with_effects(Tensor token, str op, Tensor[] tensors, str attrs) -> Tensor[]",
      .meta = with_effects_meta,
@@ -194,33 +195,10 @@ const OpDef kRows[] = {
      .recompute = Recompute::effectful},
 };
 
-struct Marked {
-  std::mutex mu;
-  std::set<std::string, std::less<>> names{"aotgrad.print.default"};
-};
-Marked& marked() {
-  static Marked m;
-  return m;
-}
-
 }  // namespace
 
 bool is_effectful(const OpDef& op) {
-  if (op.recompute != Recompute::effectful) return false;
-  Marked& m = marked();
-  std::lock_guard<std::mutex> lock(m.mu);
-  return m.names.count(op.name) != 0;
-}
-
-void mark_effectful(std::string_view name) {
-  const OpDef& op = lookup(name);
-  if (op.recompute != Recompute::effectful || op.is_inplace())
-    throw std::invalid_argument(std::string(name) +
-                                ": only a row with Recompute::effectful that is not in place can "
-                                "be marked effectful");
-  Marked& m = marked();
-  std::lock_guard<std::mutex> lock(m.mu);
-  m.names.emplace(name);
+  return op.effectful && !op.is_inplace();
 }
 
 OpArgs with_effects_args(const OpDef& op, const OpArgs& args, const Tensor& token) {

@@ -5,15 +5,12 @@
 
 namespace aotgrad::ops {
 
-// Whether calls of `op` are side effects to keep in order: the row's `effectful` flag. A row is
-// effectful when its recompute class is Recompute::effectful (so DCE, CSE and the partitioners
-// leave it alone) and it was marked with mark_effectful. The mark lives here rather than as an
-// OpDef member: Recompute::effectful alone also covers ops that are not side effects to thread
-// (in-place ops, native_batch_norm's schema-hidden update, functionalized by the tracer).
+// Whether calls of `op` are side effects to thread through effect tokens: the row's `effectful`
+// flag (aotgrad.print, custom ops registered effectful), unless it writes in place (the tracer
+// functionalizes those first, and the functional row carries the flag). Such rows also have
+// Recompute::effectful, so DCE, CSE and the partitioners leave them alone; that class alone also
+// covers rows that are not threaded effects (in-place ops, native_batch_norm's hidden update).
 bool is_effectful(const OpDef& op);
-// Marks the row called `name` effectful (custom ops call it for an effectful schema); its
-// recompute class must be Recompute::effectful (std::invalid_argument otherwise). Thread-safe.
-void mark_effectful(std::string_view name);
 
 // The arguments of aotgrad.with_effects.default for calling `op` with (normalized) `args` after
 // the effect token `token`: (token, op name, its Tensor arguments, the others encoded as text).

@@ -58,7 +58,8 @@ enum class Recompute : uint8_t {
   reduction,      // cheap reduction: recompute when it saves memory
   factory,        // creates a tensor from constants
   compute_heavy,  // matmul, convolution: save rather than recompute
-  random,         // draws from a generator: never recompute until RNG state is functionalized
+  random,         // draws from a generator inside its kernel: never recompute (traced random ops
+                  // become aotgrad.philox_* rows, which are recomputable)
   effectful,      // mutates state: never recompute, never eliminate
 };
 std::string_view recompute_name(Recompute r);
