@@ -14,6 +14,7 @@
 #include "aotgrad/npy.h"
 #include "aotgrad/version.h"
 #include "cli_args.h"
+#include "export_command.h"
 
 namespace {
 
@@ -109,6 +110,8 @@ int failure(std::string_view what) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (argc > 1 && std::string_view(argv[1]) == "export")
+    return cli::export_main(std::vector<std::string>(argv + 2, argv + argc));
   cli::CliArgs args;
   try {
     args = cli::parse_cli_args(std::vector<std::string>(argv + 1, argv + argc));

@@ -15,7 +15,8 @@ const char* const kUsage = R"(usage:
               [--backward [--tangents T.npy ...] [--no-grad I,J,...]
                [--partition NAME] [--memory-budget F]]
   aotgrad show GRAPH [--dot] [--backward [--no-grad I,J,...] [--partition NAME] [--memory-budget F]]
-  aotgrad --help | run --help | show --help
+  aotgrad export GRAPH --out DIR [--inference | --joint [--loss-output K]]
+  aotgrad --help | run --help | show --help | export --help
   aotgrad --version
 
 run   runs GRAPH (the text format of docs/ir.md) on the inputs, in order, with the interpreter and
@@ -25,6 +26,7 @@ run   runs GRAPH (the text format of docs/ir.md) on the inputs, in order, with t
       gets a gradient. Every floating input requires grad unless --no-grad lists its position.
 show  prints GRAPH; with --backward also the joint, forward and backward graphs and the values the
       forward saves for the backward, with their totals. --dot prints Graphviz instead.
+export writes GRAPH's forward (or joint) graph and its signature as aot_export_module would.
 exit status: 0 ok, 1 bad graph, input or run, 2 bad usage (docs/cli.md).
 )";
 
