@@ -66,6 +66,7 @@
 #include <vector>
 
 #include "aotgrad/artifact.h"
+#include "aotgrad/compiler.h"
 #include "aotgrad/tensor.h"
 
 namespace aotgrad {
@@ -76,11 +77,23 @@ enum class CacheLimitAction {
   error,              // throw std::runtime_error naming the function, the limit and the fix
 };
 
+// Compilers and the partitioner are chosen by name (registered ones: compiler.h,
+// register_compiler) or supplied as callables (compiler.h; PyTorch's fw_compiler, bw_compiler,
+// inference_compiler, partition_fn). A callable, when set, is used instead of the name; the
+// artifact still records the names, so instantiate(artifact) without a config uses those.
 struct AotConfig {
   std::string fw_compiler = "interpreter";
   std::string bw_compiler;              // empty: same as fw_compiler
   std::string inference_compiler;       // empty: same as fw_compiler
   std::string partitioner = "default";  // or "min_cut"
+  // Set: used instead of the name beside it. The backward (inference) graph goes to
+  // bw_compiler_fn (inference_compiler_fn), else the compiler bw_compiler (inference_compiler)
+  // names, else the forward's: fw_compiler_fn, else the one fw_compiler names.
+  CompilerFn fw_compiler_fn, bw_compiler_fn, inference_compiler_fn;
+  PartitionFn partition_fn;  // set: splits joint graphs instead of `partitioner`
+  // Ops the tracer replaces by these functions instead of recording them (PyTorch's
+  // decompositions), in forward and backward graphs.
+  DecompositionTable decompositions;
   // min_cut only: fraction in [0, 1] of the runtime-optimal saved activation bytes to keep.
   double activation_memory_budget = 1.0;
   std::string name = "fn";  // used in error messages and logs

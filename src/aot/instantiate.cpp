@@ -136,8 +136,19 @@ Compilers named_compilers(const ArtifactConfig& config) {
   return c;
 }
 
+// The callables of AotConfig take precedence over the names beside them (aot.h).
 Compilers named_compilers(const AotConfig& config) {
-  return named_compilers(artifact_config(config));
+  Compilers c = named_compilers(artifact_config(config));
+  if (config.fw_compiler_fn) c.forward = backends::over_ir(config.fw_compiler_fn);
+  if (config.bw_compiler_fn)
+    c.backward = backends::over_ir(config.bw_compiler_fn);
+  else if (config.bw_compiler.empty())
+    c.backward = c.forward;
+  if (config.inference_compiler_fn)
+    c.inference = backends::over_ir(config.inference_compiler_fn);
+  else if (config.inference_compiler.empty())
+    c.inference = c.forward;
+  return c;
 }
 
 std::shared_ptr<const Runtime> instantiate(const Artifact& a, const Compilers& compilers) {

@@ -5,10 +5,11 @@
 
 #include "aot/capture.h"
 #include "aot/joint.h"
+#include "aot/partition_fn.h"
 #include "aot/tracing_state.h"
 #include "aotgrad/autograd.h"
 #include "graph/dce.h"
-#include "partition/registry.h"
+#include "trace/decompose.h"
 
 namespace aotgrad::aot {
 namespace {
@@ -105,9 +106,8 @@ void lower_training(const CapturedForward& c, const AotConfig& config, Artifact&
                     const GraphHook& on_graph) {
   JointGraph joint = build_joint(c.graph, c.value_requires_grad);
   if (on_graph) on_graph("joint", joint.graph);
-  partition::Partition part = partition::run_partitioner(
-      config.partitioner, joint.graph, {joint.num_primals, joint.num_fw_outputs, c.node_budgets},
-      {.activation_memory_budget = config.activation_memory_budget});
+  partition::Partition part =
+      run_partition(config, joint.graph, {joint.num_primals, joint.num_fw_outputs, c.node_budgets});
   mark_recomputed(part.backward);
   if (on_graph) {
     on_graph("forward", part.forward);
@@ -139,6 +139,7 @@ std::vector<bool> values_requiring_grad(const graph::Graph& g,
 }
 
 Artifact lower(const LowerInput& input, const AotConfig& config, const GraphHook& on_graph) {
+  trace::DecompositionScope decompositions(config.decompositions);
   Artifact a;
   a.config = artifact_config(config);
   CapturedForward c;

@@ -1,3 +1,9 @@
+// The registry of compilers by name (aotgrad/compiler.h: register_compiler). Built-in compilers
+// are registered through the same call as a user's, once, on first use; to add one, add a line to
+// register_builtins. Thread-safety: one mutex guards the map; lookups copy the function out, so a
+// compile never runs under the lock.
+#include <map>
+#include <mutex>
 #include <stdexcept>
 
 #include "backends/backend.h"
@@ -5,19 +11,80 @@
 #include "backends/interpreter.h"
 #include "tensor/message_text.h"
 
-namespace aotgrad::backends {
+namespace aotgrad {
+namespace {
 
-Compiler compiler(const std::string& name) {
-  if (name == "interpreter") return compile_interpreter;
-  if (name == "cpp") return compile_cpp;
+struct Registry {
+  std::mutex mutex;
+  std::map<std::string, CompilerFn> compilers;
+};
+
+void register_builtins(Registry& r) {
+  r.compilers["interpreter"] = [](const GraphView& g) {
+    return backends::compile_interpreter(g.graph());
+  };
+  r.compilers["cpp"] = [](const GraphView& g) { return backends::compile_cpp(g.graph()); };
+}
+
+Registry& registry() {
+  static Registry r;
+  static const bool ready = (register_builtins(r), true);  // once, thread-safe (magic statics)
+  (void)ready;
+  return r;
+}
+
+}  // namespace
+
+void register_compiler(const std::string& name, CompilerFn compiler) {
+  if (name.empty()) throw std::invalid_argument("register_compiler: the name is empty");
+  if (!compiler)
+    throw std::invalid_argument("register_compiler: no compiler function given for '" +
+                                escape_for_message(name, 64) + "'");
+  Registry& r = registry();
+  std::lock_guard lock(r.mutex);
+  r.compilers[name] = std::move(compiler);
+}
+
+std::vector<std::string> compiler_names() {
+  Registry& r = registry();
+  std::lock_guard lock(r.mutex);
+  std::vector<std::string> names;
+  for (const auto& [name, fn] : r.compilers) names.push_back(name);
+  return names;
+}
+
+CompilerFn registered_compiler(const std::string& name) {
+  {
+    Registry& r = registry();
+    std::lock_guard lock(r.mutex);
+    auto it = r.compilers.find(name);
+    if (it != r.compilers.end()) return it->second;
+  }
   std::string known;
   for (const std::string& n : compiler_names()) known += (known.empty() ? "" : ", ") + n;
   throw std::invalid_argument("unknown compiler '" + escape_for_message(name) +
                               "' (known: " + known + ")");
 }
 
-std::vector<std::string> compiler_names() {
-  return {"interpreter", "cpp"};
+CompiledGraphFn compile_with(const std::string& name, const GraphView& graph) {
+  return registered_compiler(name)(graph);
 }
 
-}  // namespace aotgrad::backends
+namespace backends {
+
+Compiler over_ir(CompilerFn compiler) {
+  return [compiler = std::move(compiler)](const graph::Graph& g) {
+    return compiler(GraphView(std::make_shared<const graph::Graph>(g)));
+  };
+}
+
+Compiler compiler(const std::string& name) {
+  return over_ir(registered_compiler(name));
+}
+
+std::vector<std::string> compiler_names() {
+  return aotgrad::compiler_names();
+}
+
+}  // namespace backends
+}  // namespace aotgrad

@@ -11,6 +11,7 @@
 #include "ops/effects.h"
 #include "ops/inplace_view.h"
 #include "ops/tensor_constant.h"
+#include "trace/decompose.h"
 
 namespace aotgrad::trace {
 namespace {
@@ -323,6 +324,7 @@ std::vector<double> Tracer::node_budgets() const {
 // ---- recording ----
 
 std::vector<Tensor> Tracer::call(const ops::OpDef& op, ops::OpArgs& args) {
+  if (const DecompositionFn* d = decomposition_for(op)) return run_decomposition(op, *d, args);
   lift_real_tensors(args);
   check_view_rules(op, args);
   sync_args(args);
