@@ -12,6 +12,7 @@
 #include "aot/export_signature.h"
 #include "aot/graph_function.h"
 #include "aot/lower.h"
+#include "aot/partition_fn.h"
 #include "aotgrad/autograd.h"
 #include "aotgrad/ops.h"
 #include "graph/dce.h"
@@ -325,15 +326,14 @@ std::vector<std::string> JointWithDescriptors::buffers() const {
 CompiledArtifact aot_compile_joint_with_descriptors(const JointWithDescriptors& joint,
                                                     const AotConfig& config) {
   aot::Artifact a = joint.artifact().data();
-  bool repartition = config.partitioner != a.config.partitioner ||
+  bool repartition = config.partition_fn ||  // a user's partitioner always runs
+                     config.partitioner != a.config.partitioner ||
                      config.activation_memory_budget != a.config.activation_memory_budget;
   if (!a.is_inference && repartition) {
     partition::JointInfo info{a.joint.inputs().size() - a.tangent_of_output.size(),
                               a.joint.outputs().size() - a.grad_of_primal.size(),
                               {}};
-    partition::Partition part =
-        partition::run_partitioner(config.partitioner, a.joint, info,
-                                   {.activation_memory_budget = config.activation_memory_budget});
+    partition::Partition part = aot::run_partition(config, a.joint, info);
     mark_recomputed(part.backward);
     a.forward = std::move(part.forward);
     a.backward = std::move(part.backward);
