@@ -10,10 +10,12 @@
 #include <system_error>
 #include <vector>
 
+#include "aotgrad/custom_op.h"
 #include "aotgrad/graph_program.h"
 #include "aotgrad/npy.h"
 #include "aotgrad/version.h"
 #include "cli_args.h"
+#include "export_command.h"
 
 namespace {
 
@@ -109,6 +111,8 @@ int failure(std::string_view what) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (argc > 1 && std::string_view(argv[1]) == "export")
+    return cli::export_main(std::vector<std::string>(argv + 2, argv + argc));
   cli::CliArgs args;
   try {
     args = cli::parse_cli_args(std::vector<std::string>(argv + 1, argv + argc));
@@ -119,6 +123,7 @@ int main(int argc, char** argv) {
     return failure("aotgrad: error: out of memory while reading the command line");
   }
   try {
+    for (const std::string& lib : args.load_ops) ag::load_op_library(lib);
     switch (args.command) {
       case cli::CliArgs::Command::help:
         std::cout << (args.help_topic == cli::CliArgs::Command::run    ? cli::kRunUsage

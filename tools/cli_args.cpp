@@ -15,7 +15,8 @@ const char* const kUsage = R"(usage:
               [--backward [--tangents T.npy ...] [--no-grad I,J,...]
                [--partition NAME] [--memory-budget F]]
   aotgrad show GRAPH [--dot] [--backward [--no-grad I,J,...] [--partition NAME] [--memory-budget F]]
-  aotgrad --help | run --help | show --help
+  aotgrad export GRAPH --out DIR [--inference | --joint [--loss-output K]]
+  aotgrad --help | run --help | show --help | export --help
   aotgrad --version
 
 run   runs GRAPH (the text format of docs/ir.md) on the inputs, in order, with the interpreter and
@@ -25,12 +26,13 @@ run   runs GRAPH (the text format of docs/ir.md) on the inputs, in order, with t
       gets a gradient. Every floating input requires grad unless --no-grad lists its position.
 show  prints GRAPH; with --backward also the joint, forward and backward graphs and the values the
       forward saves for the backward, with their totals. --dot prints Graphviz instead.
+export writes GRAPH's forward (or joint) graph and its signature as aot_export_module would.
 exit status: 0 ok, 1 bad graph, input or run, 2 bad usage (docs/cli.md).
 )";
 
 const char* const kRunUsage = R"(usage: aotgrad run GRAPH --inputs A.npy [B.npy ...] --out DIR
                    [--backward [--tangents T.npy ...] [--no-grad I,J,...]
-                    [--partition NAME] [--memory-budget F]]
+                    [--partition NAME] [--memory-budget F]] [--load-ops LIB.so ...]
 
 Runs GRAPH (the text format of docs/ir.md) on the .npy inputs, in the order of its signature, and
 writes out0.npy, out1.npy, ... into DIR (created if missing).
@@ -42,12 +44,15 @@ writes out0.npy, out1.npy, ... into DIR (created if missing).
   --no-grad I,J,...     input positions that never require grad (every other floating input does)
   --partition NAME      default | min_cut (default: default)
   --memory-budget F     min_cut's activation memory budget in [0, 1] (1: fastest; 0: save least)
+  --load-ops LIB.so ... shared libraries that register custom ops (their static initializers, or
+                        an exported aotgrad_register_ops()), loaded before GRAPH is read
 A graph that writes into its inputs (make_fx training steps) is functionalized first; each input
 it wrote is saved as mutatedI.npy and named on stdout. Exit status: 0 ok, 1 failure, 2 usage.
 )";
 
 const char* const kShowUsage = R"(usage: aotgrad show GRAPH [--dot]
                     [--backward [--no-grad I,J,...] [--partition NAME] [--memory-budget F]]
+                    [--load-ops LIB.so ...]
 
 Prints GRAPH as parsed. With --backward also the joint graph, the partitioned forward and backward
 graphs and the saved-value report (every value the forward keeps for the backward, with its size
@@ -142,6 +147,9 @@ class FlagReader {
     } else if (is_run && f == "--out") {
       once(f, out_seen_);
       a_.out = value();
+    } else if (f == "--load-ops") {
+      once(f, load_ops_seen_);
+      list(a_.load_ops);
     } else if (is_flag(f)) {
       usage("unknown flag " + quoted(f) + " for '" + args_[0] + "'");
     } else {
@@ -179,7 +187,8 @@ class FlagReader {
   CliArgs& a_;
   size_t i_ = 2;
   bool backward_seen_ = false, partition_seen_ = false, budget_seen_ = false, no_grad_seen_ = false,
-       inputs_seen_ = false, tangents_seen_ = false, out_seen_ = false, dot_seen_ = false;
+       inputs_seen_ = false, tangents_seen_ = false, out_seen_ = false, dot_seen_ = false,
+       load_ops_seen_ = false;
 };
 
 }  // namespace

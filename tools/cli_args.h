@@ -33,6 +33,7 @@ struct CliArgs {
   std::string graph;  // GRAPH, a path
   std::string out;    // --out DIR (run only)
   std::vector<std::string> inputs, tangents;
+  std::vector<std::string> load_ops;  // --load-ops LIB ...: custom-op libraries, loaded first
   GraphRunOptions options;
 };
 

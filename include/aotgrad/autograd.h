@@ -25,6 +25,9 @@ class Node : public std::enable_shared_from_this<Node> {
   // Frees saved tensors after a backward pass that did not retain the graph.
   virtual void release_saved() {}
   virtual uint32_t num_outputs() const { return 1; }
+  // false: apply() takes undefined tensors for outputs no gradient reached, instead of zeros (a
+  // custom Function after set_materialize_grads(false)).
+  virtual bool materializes_grads() const { return true; }
 
   std::vector<Edge> next_edges;
   // Metadata of each output, used to materialise a zero gradient where none flowed.

@@ -3,13 +3,15 @@
 // walks the forward nodes in reverse running each one's VJP rule under the Trace interpreter
 // (run_vjps), and returns (forward outputs..., gradients...) (add_outputs). `fake_` maps every
 // forward value to the fake tensor standing for it in the joint graph; `grads_` accumulates the
-// gradient of each forward value.
+// gradient of each forward value. A custom autograd Function's node (autograd/custom_function.h)
+// is not copied: its results are its `outputs` argument, and its VJP traces the user's backward.
 #include "aot/joint.h"
 
 #include <stdexcept>
 
 #include "aotgrad/autograd.h"
 #include "aotgrad/ops.h"
+#include "autograd/custom_function.h"
 #include "trace/tracer.h"
 
 namespace aotgrad::aot {
@@ -57,6 +59,12 @@ class JointBuilder {
       fake_[v.index] = tracer_.bind(nv, needs(v));
     }
     for (const graph::Node& n : fw_.nodes()) {
+      if (autograd::is_autograd_function(*n.op)) {
+        const auto& outs = std::get<graph::ValueList>(n.args[autograd::kFunctionOutputs]);
+        for (size_t k = 0; k < n.outputs.size(); ++k)
+          fake_[n.outputs[k].index] = tracer_.bind(joint_value(outs[k]), needs(n.outputs[k]));
+        continue;
+      }
       std::vector<graph::NodeArg> args = n.args;
       for (graph::NodeArg& a : args) {
         if (auto* v = std::get_if<graph::ValueId>(&a)) *v = joint_value(*v);
@@ -138,8 +146,9 @@ class JointBuilder {
     for (graph::ValueId o : n.outputs) {
       outs.push_back(fake_[o.index]);
       Tensor gr = grads_[o.index];
-      // As in the eager engine: a multi-output op gets zeros for outputs without a gradient.
-      if (!gr.defined() && n.outputs.size() > 1)
+      // As in the eager engine: a multi-output op gets zeros for outputs without a gradient (a
+      // custom Function decides itself, by its materialize_grads flag).
+      if (!gr.defined() && n.outputs.size() > 1 && !autograd::is_autograd_function(*n.op))
         gr = zeros(fw_.value(o).meta.sizes, fw_.value(o).meta.dtype);
       out_grads.push_back(gr);
     }

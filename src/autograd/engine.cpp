@@ -154,7 +154,8 @@ std::vector<Tensor> run_backward(const std::vector<Tensor>& outputs,
     std::vector<Tensor> grad_inputs;
     if (any && !skip) {
       for (uint32_t s = 0; s < grads.size(); ++s)
-        if (!grads[s].defined() && n->num_outputs() > 1) grads[s] = zeros_for(*n, s);
+        if (!grads[s].defined() && n->num_outputs() > 1 && n->materializes_grads())
+          grads[s] = zeros_for(*n, s);
       grad_inputs = n->apply(std::move(grads));
       if (!retain_graph) n->release_saved();
     }

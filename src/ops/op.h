@@ -97,6 +97,8 @@ struct OpDef {
   // For view ops: how to write an updated view back into its base (null: writing through this
   // view inside a compiled function is rejected).
   ViewScatterFn view_scatter = nullptr;
+  // Has side effects beyond its results (an effectful custom op): run once, in program order.
+  bool effectful = false;
 
   // Derived from `schema` once, by the registry, before any lookup returns the row.
   struct Derived {

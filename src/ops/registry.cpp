@@ -1,9 +1,18 @@
-// The op table: concatenates the families and derives each row's schema facts once.
+// The op table: concatenates the families and derives each row's schema facts once, and holds
+// the rows registered at run time (custom ops, ops/custom_op_table.h).
+//
+// Thread-safety: the built-in rows are built once (a function-local static) and never change, so
+// their lookups take no lock. Run-time rows live in a second map behind a shared_mutex; a lookup
+// that misses the built-in rows takes it only once some op was registered.
+#include <atomic>
 #include <memory>
+#include <mutex>
+#include <shared_mutex>
 #include <stdexcept>
 #include <string>
 #include <unordered_map>
 
+#include "ops/custom_op_table.h"
 #include "ops/families.h"
 #include "ops/op.h"
 
@@ -59,12 +68,41 @@ const Registry& registry() {
   return r;
 }
 
+struct RuntimeRows {
+  std::shared_mutex mutex;
+  std::vector<std::unique_ptr<OpDef::Derived>> derived;
+  std::unordered_map<std::string_view, const OpDef*> by_name;  // names owned by the rows' owner
+  std::atomic<bool> any{false};
+};
+
+RuntimeRows& runtime_rows() {
+  static RuntimeRows r;
+  return r;
+}
+
 }  // namespace
+
+void add_runtime_row(const OpDef& op, OpDef::Derived derived) {
+  const Registry& fixed = registry();
+  RuntimeRows& rt = runtime_rows();
+  std::unique_lock lock(rt.mutex);
+  if (fixed.by_name.count(op.name) || rt.by_name.count(op.name))
+    throw std::invalid_argument("op '" + std::string(op.name) + "' is registered already");
+  rt.derived.push_back(std::make_unique<OpDef::Derived>(std::move(derived)));
+  op.derived = rt.derived.back().get();
+  rt.by_name.emplace(op.name, &op);
+  rt.any.store(true, std::memory_order_release);
+}
 
 const OpDef* find(std::string_view name) {
   const auto& r = registry();
   auto it = r.by_name.find(name);
-  return it == r.by_name.end() ? nullptr : it->second;
+  if (it != r.by_name.end()) return it->second;
+  RuntimeRows& rt = runtime_rows();
+  if (!rt.any.load(std::memory_order_acquire)) return nullptr;
+  std::shared_lock lock(rt.mutex);
+  auto rit = rt.by_name.find(name);
+  return rit == rt.by_name.end() ? nullptr : rit->second;
 }
 
 const OpDef& lookup(std::string_view name) {
@@ -73,6 +111,8 @@ const OpDef& lookup(std::string_view name) {
   return *op;
 }
 
+// Built-in rows only: sweeps over the table test what aotgrad ships, and a span over the run-time
+// rows could not stay valid while another thread registers.
 std::span<const OpDef* const> all_ops() {
   return registry().rows;
 }

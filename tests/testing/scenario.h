@@ -32,6 +32,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <exception>
 #include <functional>
 #include <optional>
@@ -97,6 +98,9 @@ struct ScenarioConfig {
     c.activation_memory_budget = budget;
     c.keep_inference_input_mutations = keep_inference_input_mutations;
     c.name = "scenario";
+    // AOTGRAD_TEST_COMPILER=cpp runs every scenario under that backend (the cpp backend's check).
+    if (const char* compiler = std::getenv("AOTGRAD_TEST_COMPILER"); compiler && *compiler)
+      c.fw_compiler = compiler;
     return c;
   }
 };

@@ -1,0 +1,155 @@
+// Training-step time of the three reference models (those of models_bench.cpp) eagerly and through
+// aot_module with fw_compiler "interpreter" and "cpp", in one run:
+//
+//   build/cpp_bench [iterations_scale] [mlp|block|gpt4] [eager|interp|cpp]
+//
+// (a variant name runs only that variant in the timed loop: for `perf record`.)
+// One step = grads set to None, forward, MSE loss, backward. The three variants alternate inside
+// one loop so they see the same machine noise; the table prints the best step of each (on a
+// shared machine the best is the least disturbed; at least 5 repetitions) and the ratios
+// eager / compiled (above 1: compiling helps). The first compiled calls trace and compile (the
+// cpp backend's build cache makes a second run of the bench skip the C++ compiler); the cold
+// compile time of each variant is printed too.
+#include <omp.h>
+#include <time.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "aotgrad/aotgrad.h"
+#include "aotgrad/nn.h"
+#include "torch_peer.h"
+
+namespace ag = aotgrad;
+namespace nn = aotgrad::nn;
+using ag::Tensor;
+using torch_peer::min_of;
+
+namespace {
+
+// Wall time, or with AOTGRAD_BENCH_CPU_TIME=1 the process's CPU time: on a loaded machine, run
+// with OMP_NUM_THREADS=1 and CPU time to compare the work of the variants rather than the noise.
+double now_ms() {
+  static const bool cpu = [] {
+    const char* e = std::getenv("AOTGRAD_BENCH_CPU_TIME");
+    return e && *e == '1';
+  }();
+  if (!cpu) return torch_peer::now_ms();
+  timespec ts;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) * 1e3 + static_cast<double>(ts.tv_nsec) / 1e6;
+}
+
+std::string only_variant;
+
+template <typename M>
+void bench(const std::string& name, std::shared_ptr<M> model, const Tensor& x, const Tensor& target,
+           int iterations) {
+  ag::AotConfig interp_cfg, cpp_cfg;
+  interp_cfg.fw_compiler = "interpreter";
+  cpp_cfg.fw_compiler = "cpp";
+  auto interp = ag::aot_module(model, interp_cfg);
+  auto cpp = ag::aot_module(model, cpp_cfg);
+  auto step = [&](const std::function<Tensor(const Tensor&)>& fwd) {
+    model->zero_grad(/*set_to_none=*/true);
+    Tensor loss = ag::mse_loss(fwd(x), target);
+    loss.backward();
+  };
+  std::function<Tensor(const Tensor&)> variants[3] = {
+      [&](const Tensor& in) { return model->forward(in); },
+      [&](const Tensor& in) { return interp(in); }, [&](const Tensor& in) { return cpp(in); }};
+  double first_ms[3];
+  for (int v = 0; v < 3; ++v) {
+    double t0 = now_ms();
+    step(variants[v]);
+    first_ms[v] = now_ms() - t0;
+  }
+  for (int i = 0; i < 2; ++i)
+    for (auto& f : variants) step(f);
+  std::vector<double> t[3];
+  for (int i = 0; i < iterations; ++i)
+    for (int v = 0; v < 3; ++v) {
+      static const char* names[3] = {"eager", "interp", "cpp"};
+      if (!only_variant.empty() && only_variant != names[v]) {
+        t[v].push_back(0);
+        continue;
+      }
+      double t0 = now_ms();
+      step(variants[v]);
+      t[v].push_back(now_ms() - t0);
+    }
+  double e = min_of(t[0]), in = min_of(t[1]), c = min_of(t[2]);
+  std::printf("%-22s %8.2f %8.2f %8.2f %12.2f %12.2f   %7.0f %7.0f\n", name.c_str(), e, in, c,
+              e / in, e / c, first_ms[1], first_ms[2]);
+}
+
+// Per-call overhead: (a*b).sin().sum() on 8 elements, forward + backward, median of 20000.
+void tiny_call() {
+  Tensor a = ag::randn({8}).requires_grad_(), b = ag::randn({8}).requires_grad_();
+  auto fn = [](const Tensor& p, const Tensor& q) { return (p * q).sin().sum(); };
+  ag::AotConfig interp_cfg, cpp_cfg;
+  interp_cfg.fw_compiler = "interpreter";
+  cpp_cfg.fw_compiler = "cpp";
+  auto interp = ag::aot_function(fn, interp_cfg);
+  auto cpp = ag::aot_function(fn, cpp_cfg);
+  auto per_call_us = [&](auto& f) {
+    std::vector<double> us;
+    for (int i = 0; i < 20000; ++i) {
+      double t0 = torch_peer::now_ms();
+      f(a, b).backward();
+      a.set_grad(Tensor());
+      b.set_grad(Tensor());
+      us.push_back((torch_peer::now_ms() - t0) * 1e3);
+    }
+    std::sort(us.begin(), us.end());
+    return us[us.size() / 2];
+  };
+  per_call_us(interp);
+  per_call_us(cpp);
+  double ti = per_call_us(interp), tc = per_call_us(cpp), te = per_call_us(fn);
+  std::printf(
+      "(a*b).sin().sum(), 8 elements, fw+bw per call (median us): eager %.2f, interp %.2f, "
+      "cpp %.2f\n",
+      te, ti, tc);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const double scale = argc > 1 ? std::atof(argv[1]) : 1.0;
+  const std::string only = argc > 2 ? argv[2] : "";
+  only_variant = argc > 3 ? argv[3] : "";
+  auto wanted = [&](const char* key) { return only.empty() || only == key; };
+  auto iters = [&](int n) { return std::max(5, static_cast<int>(n * scale)); };
+  ag::manual_seed(0);
+  std::printf("%-22s %8s %8s %8s %12s %12s   %7s %7s\n", "best step ms", "eager", "interp", "cpp",
+              "eager/interp", "eager/cpp", "1st int", "1st cpp");
+  if (wanted("mlp")) {
+    auto m = std::make_shared<nn::Sequential>();
+    for (int i = 0; i < 4; ++i) {
+      m->push_back(std::make_shared<nn::Linear>(1024, 1024));
+      if (i < 3) m->push_back(std::make_shared<nn::GELU>("none"));
+    }
+    bench("MLP 4x1024, batch 64", m, ag::randn({64, 1024}), ag::randn({64, 1024}), iters(20));
+  }
+  Tensor x = ag::randn({8, 128, 256}), target = ag::randn({8, 128, 256});
+  if (wanted("block"))
+    bench("transformer block", std::make_shared<nn::TransformerBlock>(256, 4, 128, 1024), x, target,
+          iters(10));
+  if (wanted("gpt4")) {
+    auto m = std::make_shared<nn::Sequential>();
+    for (int i = 0; i < 4; ++i)
+      m->push_back(std::make_shared<nn::TransformerBlock>(256, 4, 128, 1024));
+    m->push_back(std::make_shared<nn::LayerNorm>(ag::IntList{256}));
+    bench("4 blocks + LayerNorm", m, x, target, iters(5));
+  }
+  if (wanted("tiny")) tiny_call();
+  std::printf("(%d threads; 1st = first call incl. trace, partition and compile, ms)\n",
+              omp_get_max_threads());
+  return 0;
+}

@@ -1,0 +1,265 @@
+#include "backends/cpp/codegen.h"
+
+#include <sstream>
+
+namespace aotgrad::backends::cpp {
+namespace {
+
+// The gelu formulas and constants of src/kernels/arith.h (ATen's), for gelu nodes.
+constexpr const char* kGeluHelpers = R"(
+template <typename T> static inline T gelu_erf(T x) {
+  return T(0.5) * x * (T(1) + std::erf(x * T(0.70710678118654752440)));
+}
+template <typename T> static inline T gelu_tanh(T x) {
+  T inner = T(0.79788456080286535588) * (x + T(0.044715) * x * x * x);
+  return T(0.5) * x * (T(1) + std::tanh(inner));
+}
+template <typename T> static inline T gelu_erf_derivative(T x) {
+  T cdf = T(0.5) * (T(1) + std::erf(x * T(0.70710678118654752440)));
+  T pdf = T(0.39894228040143267794) * std::exp(T(-0.5) * x * x);
+  return cdf + x * pdf;
+}
+template <typename T> static inline T gelu_tanh_derivative(T x) {
+  T x_sq = x * x;
+  T inner = T(0.79788456080286535588) * (x + T(0.044715) * x_sq * x);
+  T t = std::tanh(inner);
+  T left = T(0.5) * (T(1) + t);
+  T right = T(0.5) * x * (T(1) - t * t) * T(0.79788456080286535588) * (T(1) + T(3 * 0.044715) * x_sq);
+  return left + right;
+}
+)";
+
+const char* c_type(DType t) {
+  switch (t) {
+    case DType::f32:
+      return "float";
+    case DType::f64:
+      return "double";
+    case DType::b8:
+      return "bool";
+    default:
+      return "?";
+  }
+}
+
+// The type a node computes in: its result's when floating, else (a comparison) the widest
+// floating input's. Scalars of the node are converted to it, as the eager kernels do.
+DType compute_dtype(const graph::Graph& g, const graph::Node& n) {
+  DType out = g.value(n.outputs[0]).meta.dtype;
+  if (out != DType::b8) return out;
+  DType widest = DType::f32;
+  for (const graph::NodeArg& a : n.args)
+    for (graph::ValueId v : graph::arg_values(a))
+      if (g.value(v).meta.dtype == DType::f64) widest = DType::f64;
+  return widest;
+}
+
+std::string var(uint32_t value) {
+  return "v" + std::to_string(value);
+}
+
+// How many of the kernel's outputs are pointwise values (all but a reduction's, which is last).
+size_t pointwise_outputs(const Kernel& k) {
+  return k.outputs.size() - (k.reduction == Reduction::none ? 0 : 1);
+}
+
+// The node's fusion expression with a/b/c renamed to its operands' variables and sN to its
+// scalar variables.
+std::string node_expr(const graph::Node& n, uint32_t scalar_base) {
+  std::vector<uint32_t> operands;
+  const auto& schema = n.op->parsed_schema().args;
+  for (size_t k = 0; k < n.args.size(); ++k)
+    if (schema[k].type == ops::ArgType::tensor)
+      operands.push_back(std::get<graph::ValueId>(n.args[k]).index);
+  std::string out;
+  for (const std::string& tok : expr_tokens(fusion_expr_of(n))) {
+    if (tok.size() == 1 && tok[0] >= 'a' && tok[0] <= 'c')
+      out += var(operands[tok[0] - 'a']);
+    else if (tok.size() == 2 && tok[0] == 's' && tok[1] >= '0' && tok[1] <= '9')
+      out += "sc" + std::to_string(scalar_base + (tok[1] - '0'));
+    else
+      out += tok;
+  }
+  return out;
+}
+
+// Loads of the kernel inputs at inner index `i`, the nodes' values, and the stores of the outputs
+// that are `k.shape`-sized (`q0[i] = ...`): one element of the fused pointwise chain.
+void emit_element(std::ostream& o, const graph::Graph& g, const Kernel& k, const std::string& pad) {
+  auto dtype_of = [&](uint32_t v) { return g.value(graph::ValueId{v}).meta.dtype; };
+  for (size_t i = 0; i < k.inputs.size(); ++i) {
+    uint32_t v = k.inputs[i].value;
+    std::string at = k.inputs[i].inner == InnerStride::zero   ? "0"
+                     : k.inputs[i].inner == InnerStride::unit ? "i"
+                                                              : "i * st" + std::to_string(i);
+    o << pad << "const " << c_type(dtype_of(v)) << " " << var(v) << " = p" << i << "[" << at << "]"
+      << (dtype_of(v) == DType::b8 ? " != 0" : "") << ";\n";
+  }
+  for (size_t j = 0; j < k.nodes.size(); ++j) {
+    const graph::Node& n = g.nodes()[k.nodes[j]];
+    uint32_t v = n.outputs[0].index;
+    o << pad << "const " << c_type(dtype_of(v)) << " " << var(v) << " = static_cast<"
+      << c_type(dtype_of(v)) << ">(" << node_expr(n, k.scalar_base[j]) << ");  // " << n.op->name
+      << "\n";
+  }
+  for (size_t i = 0; i < pointwise_outputs(k); ++i)
+    o << pad << "q" << i << "[i] = " << var(k.outputs[i]) << ";\n";
+}
+
+// Input pointers advanced to outer index `o` (the strides of the dims before the last).
+void emit_row_offsets(std::ostream& o, const Kernel& k, const std::string& pad) {
+  const size_t rank = k.dim_groups.size();
+  for (size_t i = 0; i < k.inputs.size(); ++i) {
+    o << pad << "const "
+      << "auto* p" << i << " = in" << i << ";\n";
+    if (k.inputs[i].inner == InnerStride::any)
+      o << pad << "const int64_t st" << i << " = strides[" << i * rank + rank - 1 << "];\n";
+  }
+  if (rank > 1) {
+    o << pad << "int64_t rem = o;\n";
+    for (size_t d = rank - 1; d-- > 0;) {
+      o << pad << "{ const int64_t ix = rem % sizes[" << d << "]; rem /= sizes[" << d << "];";
+      for (size_t i = 0; i < k.inputs.size(); ++i)
+        o << " p" << i << " += ix * strides[" << i * rank + d << "];";
+      o << " }\n";
+    }
+  }
+}
+
+void emit_pointwise_loops(std::ostream& o, const graph::Graph& g, const Kernel& k) {
+  o << "  const int64_t chunks = (inner + " << kInnerChunk << " - 1) / " << kInnerChunk << ";\n";
+  o << "  const int64_t tasks = outer * chunks;\n";
+  o << "#pragma omp parallel for schedule(static) if (outer * inner >= " << kParallelGrain << ")\n";
+  o << "  for (int64_t t = 0; t < tasks; ++t) {\n";
+  o << "    const int64_t o = t / chunks;\n";
+  o << "    const int64_t i0 = (t % chunks) * " << kInnerChunk << ";\n";
+  o << "    const int64_t i1 = inner - i0 < " << kInnerChunk << " ? inner : i0 + " << kInnerChunk
+    << ";\n";
+  emit_row_offsets(o, k, "    ");
+  for (size_t i = 0; i < k.outputs.size(); ++i)
+    o << "    auto* q" << i << " = out" << i << " + o * inner;\n";
+  o << "    for (int64_t i = i0; i < i1; ++i) {\n";
+  emit_element(o, g, k, "      ");
+  o << "    }\n  }\n";
+}
+
+// One row per task: the pointwise chain along the row, folded into the reduction; softmax and
+// log_softmax then make two more passes over their output row (max, then exp-sum, then scale),
+// as the eager kernels do.
+void emit_reduction_loops(std::ostream& o, const graph::Graph& g, const Kernel& k) {
+  const graph::Node& r = g.nodes()[k.reduction_node];
+  const std::string x = var(std::get<graph::ValueId>(r.args[0]).index);
+  const char* t = c_type(g.value(r.outputs[0]).meta.dtype);
+  const size_t ro = k.outputs.size() - 1;  // the reduction's output comes last
+  const bool rowwise = k.reduction == Reduction::softmax || k.reduction == Reduction::log_softmax;
+  o << "#pragma omp parallel for schedule(static) if (outer * inner >= " << kParallelGrain << ")\n";
+  o << "  for (int64_t o = 0; o < outer; ++o) {\n";
+  emit_row_offsets(o, k, "    ");
+  for (size_t i = 0; i < ro; ++i) o << "    auto* q" << i << " = out" << i << " + o * inner;\n";
+  o << "    auto* r = out" << ro << " + o" << (rowwise ? " * inner" : "") << ";\n";
+  if (k.reduction == Reduction::amax || rowwise)
+    o << "    " << t << " acc = -INFINITY;\n";
+  else
+    o << "    double acc = 0;  // as the eager sum: f32 rows add up in double\n";
+  // Sums may reassociate (omp simd) so the row loop vectorizes; max keeps NaN order, so stays
+  // scalar.
+  if (k.reduction == Reduction::sum || k.reduction == Reduction::mean)
+    o << "#pragma omp simd reduction(+ : acc)\n";
+  o << "    for (int64_t i = 0; i < inner; ++i) {\n";
+  emit_element(o, g, k, "      ");
+  if (k.reduction == Reduction::sum || k.reduction == Reduction::mean)
+    o << "      acc += " << x << ";\n";
+  else
+    o << "      acc = (" << x << " > acc || " << x << " != " << x << ") ? " << x << " : acc;\n";
+  if (rowwise) o << "      r[i] = " << x << ";\n";
+  o << "    }\n";
+  switch (k.reduction) {
+    case Reduction::sum:
+      o << "    r[0] = static_cast<" << t << ">(acc);\n";
+      break;
+    case Reduction::mean:
+      o << "    r[0] = static_cast<" << t << ">(acc / inner);\n";
+      break;
+    case Reduction::amax:
+      o << "    r[0] = acc;\n";
+      break;
+    case Reduction::softmax:
+      o << "    " << t << " sum = 0;\n";
+      o << "#pragma omp simd reduction(+ : sum)\n";
+      o << "    for (int64_t i = 0; i < inner; ++i) { r[i] = std::exp(r[i] - acc); sum += r[i]; "
+           "}\n";
+      o << "    const " << t << " scale = 1 / sum;\n";
+      o << "    for (int64_t i = 0; i < inner; ++i) r[i] *= scale;\n";
+      break;
+    case Reduction::log_softmax:
+      o << "    " << t << " sum = 0;\n";
+      o << "#pragma omp simd reduction(+ : sum)\n";
+      o << "    for (int64_t i = 0; i < inner; ++i) sum += std::exp(r[i] - acc);\n";
+      o << "    const " << t << " shift = acc + std::log(sum);\n";
+      o << "    for (int64_t i = 0; i < inner; ++i) r[i] -= shift;\n";
+      break;
+    case Reduction::none:
+      break;
+  }
+  o << "  }\n";
+}
+
+void emit_kernel(std::ostream& o, const graph::Graph& g, const Kernel& k) {
+  const size_t rank = k.dim_groups.size();
+  auto dtype_of = [&](uint32_t v) { return g.value(graph::ValueId{v}).meta.dtype; };
+  auto storage_type = [&](uint32_t v) {
+    return dtype_of(v) == DType::b8 ? std::string("unsigned char")
+                                    : std::string(c_type(dtype_of(v)));
+  };
+  o << "extern \"C\" void " << k.name
+    << "(const char* const* in, char* const* out, const int64_t* sizes, const int64_t* strides, "
+       "const double* scalars) {\n";
+  for (size_t i = 0; i < k.inputs.size(); ++i)
+    o << "  const " << storage_type(k.inputs[i].value) << "* __restrict in" << i << " = (const "
+      << storage_type(k.inputs[i].value) << "*)in[" << i << "];\n";
+  for (size_t i = 0; i < k.outputs.size(); ++i)
+    o << "  " << storage_type(k.outputs[i]) << "* __restrict out" << i << " = ("
+      << storage_type(k.outputs[i]) << "*)out[" << i << "];\n";
+  for (size_t j = 0; j < k.nodes.size(); ++j) {
+    const graph::Node& n = g.nodes()[k.nodes[j]];
+    size_t count =
+        (j + 1 < k.nodes.size() ? k.scalar_base[j + 1] : k.scalars.size()) - k.scalar_base[j];
+    for (size_t s = 0; s < count; ++s) {
+      size_t idx = k.scalar_base[j] + s;
+      o << "  const " << c_type(compute_dtype(g, n)) << " sc" << idx << " = ("
+        << c_type(compute_dtype(g, n)) << ")scalars[" << idx << "];\n";
+    }
+  }
+  o << "  const int64_t inner = sizes[" << rank - 1 << "];\n";
+  o << "  const int64_t outer = ";
+  for (size_t d = 0; d + 1 < rank; ++d) o << "sizes[" << d << "] * ";
+  o << "1;\n";
+  if (k.reduction == Reduction::none)
+    emit_pointwise_loops(o, g, k);
+  else
+    emit_reduction_loops(o, g, k);
+  o << "}\n";
+}
+
+}  // namespace
+
+std::string generate_source(const graph::Graph& g, const Schedule& s) {
+  std::ostringstream o;
+  o << "// Generated by the aotgrad cpp backend.\n";
+  bool gelu = false;
+  for (const Kernel& k : s.kernels)
+    for (uint32_t i : k.nodes)
+      gelu |= fusion_expr_of(g.nodes()[i]).find("gelu") != std::string_view::npos;
+  // glibc declares the SIMD variants of exp, tanh, erf, ... (libmvec, at most 4 ulp) only under
+  // __FAST_MATH__; defining the macro, without -ffast-math's semantics, lets loops calling them
+  // vectorize while NaN and inf keep their IEEE behaviour.
+  o << "#define __FAST_MATH__ 1\n#include <cmath>\n#include <cstdint>\n";
+  if (gelu) o << kGeluHelpers;
+  for (const Kernel& k : s.kernels) {
+    o << "\n";
+    emit_kernel(o, g, k);
+  }
+  return o.str();
+}
+
+}  // namespace aotgrad::backends::cpp

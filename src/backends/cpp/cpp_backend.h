@@ -1,0 +1,18 @@
+// The cpp backend: fuses a graph's pointwise nodes into generated C++ kernels, compiles them with
+// the system compiler, loads them, and runs the schedule.
+//
+// Needs: a verified graph whose only in-place ops write graph inputs. Guarantees: the same results
+// as the interpreter backend (bitwise for extern steps; generated kernels may differ from the eager
+// ones by a few ulp in exp/tanh/log and friends, as they use the C library's functions); each value
+// is released right after its last use; graph outputs are the buffers the steps wrote (no copy).
+// The returned callable is reentrant. Compilation errors throw std::runtime_error naming the kept
+// source file.
+#pragma once
+
+#include "backends/backend.h"
+
+namespace aotgrad::backends {
+
+CompiledGraph compile_cpp(const graph::Graph& g);
+
+}  // namespace aotgrad::backends

@@ -1,0 +1,79 @@
+// Scheduling for the cpp backend: which nodes fuse into which generated kernel.
+//
+// Needs: a verified, functional graph (in-place ops only write graph inputs). Guarantees: the
+// steps, run in order, compute every graph output as the graph's node order would. A kernel is
+// a group of pointwise nodes (rows with a fusion_expr, f32/f64 with b8 masks, contiguous result)
+// of one output shape, optionally ended by a last-dim reduction of that shape (sum, mean, amax,
+// softmax, log_softmax), which closes it; values used only inside the group get no buffer. A node
+// joins the open group of its shape; a group is emitted when something outside it needs one of its
+// values, when an in-place node runs, or at the end. Every other node is an extern step: its
+// op-table kernel is called exactly as the interpreter calls it, so every graph compiles.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "graph/graph.h"
+
+namespace aotgrad::backends::cpp {
+
+// Per-dim stride of a kernel input in the collapsed loop nest, as the code is specialized:
+// broadcast (0), unit (1), or passed at run time.
+enum class InnerStride : uint8_t { zero, unit, any };
+
+struct KernelInput {
+  uint32_t value = 0;
+  InnerStride inner = InnerStride::any;
+};
+
+// A reduction along the last dim that ends a kernel (its input computed by the kernel's pointwise
+// nodes, row by row, without a buffer).
+enum class Reduction : uint8_t { none, sum, mean, amax, softmax, log_softmax };
+
+struct Kernel {
+  std::string name;                   // "kernel3"
+  IntList shape;                      // the output shape of every node in the group
+  std::vector<IntList> dim_groups;    // collapsed loop dims: each a run of adjacent shape dims
+  std::vector<uint32_t> nodes;        // node indices, in graph order
+  std::vector<uint32_t> scalar_base;  // per node: index of its first scalar argument in `scalars`
+  std::vector<KernelInput> inputs;    // values read from outside the group (unique)
+  std::vector<uint32_t> outputs;      // values of the group that get a buffer
+  std::vector<double> scalars;        // the nodes' scalar arguments, passed at run time
+  Reduction reduction = Reduction::none;
+  int32_t reduction_node = -1;  // node index of the reduction (its input: the last dim)
+};
+
+struct Step {
+  bool is_kernel = false;
+  uint32_t index = 0;  // node index (extern) or kernel index
+};
+
+struct Schedule {
+  std::vector<Kernel> kernels;
+  std::vector<Step> steps;
+};
+
+// The tokens of a fusion expression: identifiers (a, b, c, s0, std, exp, ...) and everything else
+// one character at a time, so that codegen can rename operands and schedule can check them.
+std::vector<std::string> expr_tokens(std::string_view expr);
+
+// `strides` of a tensor of `sizes` seen as broadcast to `shape`: 0 where it is broadcast (a size 1
+// against a larger one, or a missing leading dim), and where `shape` has size 1.
+IntList broadcast_strides(const IntList& sizes, const IntList& strides, const IntList& shape);
+
+// The expression a node computes in a kernel: its row's fusion_expr, or for gelu and
+// gelu_backward (whose formula depends on the string argument `approximate`) one of the helpers
+// the generated source defines. Empty when the node has none.
+std::string_view fusion_expr_of(const graph::Node& n);
+
+// The reduction node `n` is, when the cpp backend can fuse it (f32/f64, over the last dim only,
+// that dim longer than 1, contiguous result); Reduction::none otherwise.
+Reduction fusable_reduction(const graph::Graph& g, const graph::Node& n);
+
+// Whether node `n` can be part of a generated kernel (and why not, for the golden tests).
+bool is_fusable(const graph::Graph& g, const graph::Node& n);
+
+Schedule schedule_graph(const graph::Graph& g);
+
+}  // namespace aotgrad::backends::cpp

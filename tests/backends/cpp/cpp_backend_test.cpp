@@ -1,0 +1,182 @@
+// The cpp backend against the interpreter on small graphs: fused pointwise chains, broadcasting,
+// strided (transposed, expanded) inputs, masks, extern calls in between, inputs whose layout
+// differs from the traced one, and the build's error paths.
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "backends/cpp/build.h"
+#include "backends/cpp/cpp_test_util.h"
+#include "backends/cpp/schedule.h"
+#include "testing/values.h"
+
+namespace ag = aotgrad;
+using ag::testing::expect_cpp_matches_interpreter;
+
+TEST(CppBackend, FusesAPointwiseChainWithBroadcasting) {
+  expect_cpp_matches_interpreter(R"(graph f(%x: f64[4,8], %b: f64[8], %s: f64[]) {
+  %m: f64[4,8] = aten.mul.Tensor(%x, %x)
+  %a: f64[4,8] = aten.add.Tensor(%m, %b, alpha=2)
+  %t: f64[4,8] = aten.tanh.default(%a)
+  %r: f64[4,8] = aten.relu.default(%t)
+  %d: f64[4,8] = aten.div.Tensor(%r, %s)
+  return (%d, %t)
+})");
+}
+
+TEST(CppBackend, OnlyTheValuesNeededOutsideAKernelGetBuffers) {
+  ag::graph::Graph g = ag::graph::parse_graph(R"(graph f(%x: f32[4,8], %w: f32[8,3]) {
+  %e: f32[4,8] = aten.exp.default(%x)
+  %n: f32[4,8] = aten.neg.default(%e)
+  %mm: f32[4,3] = aten.mm.default(%n, %w)
+  %s: f32[4,3] = aten.sigmoid.default(%mm)
+  return (%s)
+})");
+  ag::backends::cpp::Schedule s = ag::backends::cpp::schedule_graph(g);
+  ASSERT_EQ(s.kernels.size(), 2u);
+  EXPECT_EQ(s.kernels[0].nodes, (std::vector<uint32_t>{0, 1}));
+  EXPECT_EQ(s.kernels[0].outputs, (std::vector<uint32_t>{3}));  // %n only, not %e
+  ASSERT_EQ(s.steps.size(), 3u);
+  EXPECT_FALSE(s.steps[1].is_kernel);  // mm: an extern call
+  expect_cpp_matches_interpreter(g, ag::testing::graph_inputs(g, 3), ag::testing::kF32Tolerances);
+}
+
+TEST(CppBackend, ReadsTransposedAndExpandedInputsInPlace) {
+  expect_cpp_matches_interpreter(R"(graph f(%x: f64[8,4], %y: f64[4,1]) {
+  %t: f64[4,8]{1,4} = aten.t.default(%x)
+  %e: f64[4,8]{1,0} = aten.expand.default(%y, [4, 8])
+  %p: f64[4,8]{1,4} = aten.permute.default(%x, [1, 0])
+  %a: f64[4,8] = aten.mul.Tensor(%t, %e)
+  %b: f64[4,8] = aten.sub.Tensor(%a, %p)
+  return (%b)
+})");
+}
+
+TEST(CppBackend, MasksAndComparisons) {
+  expect_cpp_matches_interpreter(R"(graph f(%x: f32[16,8], %m: b8[16,8], %y: f32[8]) {
+  %g: b8[16,8] = aten.gt.Tensor(%x, %y)
+  %w: f32[16,8] = aten.where.self(%g, %x, %y)
+  %f: f32[16,8] = aten.masked_fill.Scalar(%w, %m, 0.5)
+  %th: f32[16,8] = aten.threshold_backward.default(%f, %x, 0)
+  return (%th, %g)
+})",
+                                 ag::testing::kF32Tolerances);
+}
+
+TEST(CppBackend, GeluAndItsBackwardBothApproximations) {
+  expect_cpp_matches_interpreter(R"(graph f(%x: f32[64,300], %g: f32[64,300]) {
+  %a: f32[64,300] = aten.gelu.default(%x)
+  %b: f32[64,300] = aten.gelu.default(%x, approximate="tanh")
+  %c: f32[64,300] = aten.gelu_backward.default(%g, %a)
+  %d: f32[64,300] = aten.gelu_backward.default(%g, %b, approximate="tanh")
+  %e: f32[64,300] = aten.exp.default(%d)
+  %t: f32[64,300] = aten.tanh.default(%e)
+  return (%a, %b, %c, %t)
+})",
+                                 ag::testing::kF32Tolerances);
+}
+
+TEST(CppBackend, LastDimReductionsFuseWithTheirProducers) {
+  ag::graph::Graph g =
+      ag::graph::parse_graph(R"(graph f(%x: f32[2,3,50], %m: b8[3,50], %y: f64[40,7]) {
+  %s: f32[2,3,50] = aten.mul.Scalar(%x, 0.125)
+  %f: f32[2,3,50] = aten.masked_fill.Scalar(%s, %m, -inf)
+  %p: f32[2,3,50] = aten._softmax.default(%f, -1, false)
+  %e: f32[2,3,50] = aten.exp.default(%x)
+  %ls: f32[2,3,50] = aten._log_softmax.default(%e, 2, false)
+  %sq: f32[2,3,50] = aten.mul.Tensor(%x, %x)
+  %sum: f32[2,3,1] = aten.sum.dim_IntList(%sq, [-1], true)
+  %mx: f32[2,3] = aten.amax.default(%x, [2])
+  %t: f64[40,7] = aten.tanh.default(%y)
+  %mean: f64[40] = aten.mean.dim(%t, [1])
+  %sum0: f64[7] = aten.sum.dim_IntList(%t, [0])
+  return (%p, %ls, %sum, %mx, %mean, %sum0, %sq)
+})");
+  ag::backends::cpp::Schedule s = ag::backends::cpp::schedule_graph(g);
+  int fused = 0;
+  for (const ag::backends::cpp::Kernel& k : s.kernels)
+    fused += k.reduction != ag::backends::cpp::Reduction::none && !k.nodes.empty();
+  EXPECT_EQ(fused, 4);  // softmax, log_softmax, sum, mean each with its producer; amax alone
+  std::vector<ag::Tensor> in = ag::testing::graph_inputs(g, 4);
+  in[1] = ag::testing::test_input({3, 50}, -1.0, 1.0, 9, false).gt(0.5);  // no row fully masked
+  expect_cpp_matches_interpreter(g, in, ag::testing::kF32Tolerances);
+}
+
+TEST(CppBackend, ParallelKernelsOverLargeAndOddShapes) {
+  expect_cpp_matches_interpreter(R"(graph f(%x: f32[3,70001], %y: f32[3,1], %z: f32[]) {
+  %a: f32[3,70001] = aten.add.Tensor(%x, %y)
+  %s: f32[3,70001] = aten.mul.Tensor(%a, %z)
+  %e: f32[3,70001] = aten.sin.default(%s)
+  %z2: f32[] = aten.mul.Tensor(%z, %z)
+  return (%e, %z2)
+})",
+                                 ag::testing::kF32Tolerances);
+}
+
+TEST(CppBackend, AnInputWithAnotherLayoutThanTracedStillComputesTheSame) {
+  ag::graph::Graph g = ag::graph::parse_graph(R"(graph f(%x: f64[4,6], %y: f64[4,6]) {
+  %a: f64[4,6] = aten.add.Tensor(%x, %y)
+  %c: f64[4,6] = aten.cos.default(%a)
+  return (%c)
+})");
+  ag::Tensor xt = ag::testing::test_input({6, 4}, -1.0, 1.0, 5, false).t();  // strides {1,4}
+  ag::Tensor y = ag::testing::test_input({4, 6}, -1.0, 1.0, 6, false);
+  expect_cpp_matches_interpreter(g, {xt, y});
+}
+
+TEST(CppBackend, AotgradDumpWritesTheGeneratedSource) {
+  std::string dir = (std::filesystem::temp_directory_path() / "aotgrad_cpp_dump_XXXXXX").string();
+  ASSERT_NE(mkdtemp(dir.data()), nullptr);
+  setenv("AOTGRAD_DUMP", dir.c_str(), 1);
+  ag::graph::Graph g = ag::graph::parse_graph(R"(graph dumped(%x: f64[3]) {
+  %c: f64[3] = aten.cos.default(%x)
+  return (%c)
+})");
+  ag::backends::compile_cpp(g);
+  unsetenv("AOTGRAD_DUMP");
+  std::ifstream f(std::filesystem::path(dir) / "cpp_dumped_0_code.txt");
+  std::stringstream text;
+  text << f.rdbuf();
+  EXPECT_TRUE(ag::testing::contains(text.str(), "std::cos(v0)")) << text.str();
+  std::filesystem::remove_all(dir);
+}
+
+TEST(CppBackend, CompileErrorsNameTheKeptSource) {
+  std::string err = ag::testing::error_of<std::runtime_error>(
+      [] { ag::backends::cpp::build_shared_object("this is not C++;\n"); });
+  EXPECT_TRUE(ag::testing::contains(err, "failed on generated code")) << err;
+  EXPECT_TRUE(ag::testing::contains(err, "source kept at ")) << err;
+  EXPECT_EQ(err.find('\n'), std::string::npos) << err;
+}
+
+TEST(CppBackend, AMissingCompilerIsOneClearLine) {
+  const char* old = std::getenv("AOTGRAD_CXX");
+  std::string saved = old ? old : "";
+  setenv("AOTGRAD_CXX", "/nonexistent/aotgrad-test-cxx", 1);
+  std::string err = ag::testing::error_of<std::runtime_error>(
+      [] { ag::backends::cpp::build_shared_object("int f() { return 1; }\n"); });
+  if (old)
+    setenv("AOTGRAD_CXX", saved.c_str(), 1);
+  else
+    unsetenv("AOTGRAD_CXX");
+  EXPECT_TRUE(ag::testing::contains(err, "'/nonexistent/aotgrad-test-cxx' cannot be run")) << err;
+}
+
+TEST(CppBackend, GraphsWithoutFusableNodesNeedNoCompiler) {
+  const char* old = std::getenv("AOTGRAD_CXX");
+  std::string saved = old ? old : "";
+  setenv("AOTGRAD_CXX", "/nonexistent/aotgrad-test-cxx", 1);
+  ag::graph::Graph g = ag::graph::parse_graph(R"(graph f(%x: f64[2,3], %w: f64[3,2]) {
+  %mm: f64[2,2] = aten.mm.default(%x, %w)
+  return (%mm)
+})");
+  EXPECT_NO_THROW(expect_cpp_matches_interpreter(g, ag::testing::graph_inputs(g, 1)));
+  if (old)
+    setenv("AOTGRAD_CXX", saved.c_str(), 1);
+  else
+    unsetenv("AOTGRAD_CXX");
+}

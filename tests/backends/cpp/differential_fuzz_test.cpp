@@ -1,0 +1,220 @@
+// A differential fuzzer for the cpp backend: random graphs of pointwise ops (unary, binary with
+// broadcasting, scalar, comparison + where, threshold_backward), views (t, expand), matmuls and
+// row sums, run under the cpp backend and the interpreter on the same inputs. Each graph holds
+// ~40 nodes, so one compiler run covers many kernels. The CI mode runs two graphs with fixed
+// seeds; AOTGRAD_CPP_FUZZ_GRAPHS=N runs N more (seeds from AOTGRAD_CPP_FUZZ_SEED, default 1) for a
+// longer session (scripts/fuzz style).
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "backends/cpp/cpp_test_util.h"
+#include "graph/verifier.h"
+
+namespace {
+
+namespace ag = aotgrad;
+
+struct FuzzValue {
+  std::string name;
+  ag::IntList sizes, strides;
+  bool is_bool = false;
+};
+
+class GraphFuzzer {
+ public:
+  GraphFuzzer(uint64_t seed, bool f64) : rng_(seed), t_(f64 ? "f64" : "f32") {
+    m_ = pick(2, 9);
+    n_ = pick(2, 9);
+    p_ = pick(2, 5);
+  }
+
+  std::string generate(int nodes) {
+    std::ostringstream sig;
+    add_input("x0", {m_, n_});
+    add_input("x1", {m_, n_});
+    add_input("xn", {n_});
+    add_input("xm", {m_, 1});
+    add_input("xt", {n_, m_});
+    add_input("xs", {});
+    add_input("w", {n_, p_});
+    add_input("mask", {m_, n_}, true);
+    for (int i = 0; i < nodes; ++i) step(i);
+    std::string text = "graph fuzz(" + signature_ + ") {\n" + body_.str() + "  return (";
+    // The last few values and a random sample of the rest.
+    std::vector<std::string> outs;
+    for (size_t i = 0; i < values_.size(); ++i)
+      if (i + 4 >= values_.size() || pick(0, 5) == 0) outs.push_back("%" + values_[i].name);
+    for (size_t i = 0; i < outs.size(); ++i) text += (i ? ", " : "") + outs[i];
+    return text + ")\n}\n";
+  }
+
+ private:
+  int64_t pick(int64_t lo, int64_t hi) {
+    return std::uniform_int_distribution<int64_t>(lo, hi)(rng_);
+  }
+
+  std::string type(const FuzzValue& v) const {
+    std::string s = std::string(v.is_bool ? "b8" : t_) + ag::shape_to_string(v.sizes);
+    if (v.strides != ag::contiguous_strides(v.sizes)) {
+      s += "{";
+      for (size_t i = 0; i < v.strides.size(); ++i)
+        s += (i ? "," : "") + std::to_string(v.strides[i]);
+      s += "}";
+    }
+    for (char& c : s)
+      if (c == ' ') c = '\0';
+    s.erase(std::remove(s.begin(), s.end(), '\0'), s.end());
+    return s;
+  }
+
+  void add_input(const std::string& name, const ag::IntList& sizes, bool is_bool = false) {
+    values_.push_back({name, sizes, ag::contiguous_strides(sizes), is_bool});
+    signature_ += (signature_.empty() ? "%" : ", %") + name + ": " + type(values_.back());
+  }
+
+  const FuzzValue& define(const ag::IntList& sizes, const ag::IntList& strides, bool is_bool,
+                          const std::string& call) {
+    values_.push_back({"v" + std::to_string(values_.size()), sizes, strides, is_bool});
+    body_ << "  %" << values_.back().name << ": " << type(values_.back()) << " = " << call << "\n";
+    return values_.back();
+  }
+
+  // A float value of shape [m, n] (contiguous or a view), or of any shape when `any`.
+  const FuzzValue& operand(bool full) {
+    for (;;) {
+      const FuzzValue& v = values_[pick(0, static_cast<int64_t>(values_.size()) - 1)];
+      if (v.is_bool) continue;
+      if (!full || v.sizes == ag::IntList{m_, n_}) return v;
+    }
+  }
+  // Something that broadcasts against [m, n].
+  const FuzzValue& broadcast_operand() {
+    for (;;) {
+      const FuzzValue& v = operand(false);
+      if (v.sizes == ag::IntList{m_, n_} || v.sizes == ag::IntList{n_} ||
+          v.sizes == ag::IntList{m_, 1} || v.sizes.empty())
+        return v;
+    }
+  }
+
+  void step(int i) {
+    static const char* unary[] = {"sin", "cos", "tanh", "sigmoid", "relu", "neg", "abs", "sign"};
+    const ag::IntList full{m_, n_}, contiguous = ag::contiguous_strides(full);
+    switch (pick(0, 12)) {
+      case 0:
+      case 1:
+      case 2: {
+        const FuzzValue& a = operand(pick(0, 3) > 0);
+        define(a.sizes, ag::contiguous_strides(a.sizes), false,
+               std::string("aten.") + unary[pick(0, 7)] + ".default(%" + a.name + ")");
+        break;
+      }
+      case 3:
+      case 4:
+      case 5: {
+        static const char* binary[] = {"add.Tensor", "sub.Tensor", "mul.Tensor"};
+        std::string a = operand(true).name, b = broadcast_operand().name;
+        if (pick(0, 1)) std::swap(a, b);
+        define(full, contiguous, false,
+               std::string("aten.") + binary[pick(0, 2)] + "(%" + a + ", %" + b + ")");
+        break;
+      }
+      case 6: {
+        const FuzzValue& a = operand(false);
+        define(a.sizes, ag::contiguous_strides(a.sizes), false,
+               std::string(pick(0, 1) ? "aten.mul.Scalar(%" : "aten.add.Scalar(%") + a.name + ", " +
+                   std::to_string(pick(-3, 3)) + ".5)");
+        break;
+      }
+      case 7: {
+        std::string a = operand(true).name, b = broadcast_operand().name;
+        std::string c =
+            define(full, contiguous, true, "aten.gt.Tensor(%" + a + ", %" + b + ")").name;
+        define(full, contiguous, false, "aten.where.self(%" + c + ", %" + a + ", %" + b + ")");
+        break;
+      }
+      case 8: {
+        std::string a = operand(true).name, b = operand(true).name;
+        std::string call = pick(0, 1)
+                               ? "aten.threshold_backward.default(%" + a + ", %" + b + ", 0.0)"
+                               : "aten.masked_fill.Scalar(%" + a + ", %mask, 0.25)";
+        define(full, contiguous, false, call);
+        break;
+      }
+      case 9:  // views: read in place by the kernels that consume them
+        if (pick(0, 1))
+          define(full, {1, m_}, false, "aten.t.default(%xt)");
+        else
+          define(full, {1, 0}, false,
+                 "aten.expand.default(%" + std::string(pick(0, 1) ? "xm" : sum_of_row()) + ", [" +
+                     std::to_string(m_) + ", " + std::to_string(n_) + "])");
+        break;
+      case 10:
+        define({m_, p_}, ag::contiguous_strides({m_, p_}), false,
+               "aten.mm.default(%" + operand(true).name + ", %w)");
+        break;
+      case 11:
+        if (pick(0, 1)) {
+          define(
+              full, contiguous, false,
+              std::string(pick(0, 1) ? "aten._softmax.default(%" : "aten._log_softmax.default(%") +
+                  operand(true).name + ", -1, false)");
+          break;
+        }
+        [[fallthrough]];
+      default:
+        sum_of_row();
+        break;
+    }
+    (void)i;
+  }
+
+  std::string sum_of_row() {
+    return define({m_, 1}, {1, 1}, false,
+                  "aten.sum.dim_IntList(%" + operand(true).name + ", [1], true)")
+        .name;
+  }
+
+  std::mt19937_64 rng_;
+  std::string t_;
+  int64_t m_, n_, p_;
+  std::vector<FuzzValue> values_;
+  std::string signature_;
+  std::ostringstream body_;
+};
+
+void fuzz_one(uint64_t seed, bool f64) {
+  std::string text = GraphFuzzer(seed, f64).generate(40);
+  SCOPED_TRACE("seed " + std::to_string(seed) + (f64 ? " f64" : " f32") + "\n" + text);
+  ag::graph::Graph g = ag::graph::parse_graph(text);
+  ag::graph::verify_graph(g);
+  ag::testing::expect_cpp_matches_interpreter(
+      g, ag::testing::graph_inputs(g, seed),
+      f64 ? ag::testing::Tolerances{1e-12, 1e-10} : ag::testing::Tolerances{1e-5, 1e-4});
+}
+
+TEST(CppDifferentialFuzz, FixedSeedF32) {
+  fuzz_one(11, false);
+}
+
+TEST(CppDifferentialFuzz, FixedSeedF64) {
+  fuzz_one(12, true);
+}
+
+TEST(CppDifferentialFuzz, LongerModeFromTheEnvironment) {
+  const char* n = std::getenv("AOTGRAD_CPP_FUZZ_GRAPHS");
+  if (!n) GTEST_SKIP() << "set AOTGRAD_CPP_FUZZ_GRAPHS=N for N more random graphs";
+  const char* s = std::getenv("AOTGRAD_CPP_FUZZ_SEED");
+  uint64_t first = s ? std::strtoull(s, nullptr, 10) : 1;
+  for (uint64_t k = 0; k < std::strtoull(n, nullptr, 10); ++k) {
+    fuzz_one(first + k, k % 2 == 1);
+    if (::testing::Test::HasFailure()) break;
+  }
+}
+
+}  // namespace
