@@ -41,14 +41,48 @@ class ExportError(Exception):
     pass
 
 
+def upsample_vec(given, result, values):
+    """upsample_*.vec(input, output_size?, align_corners, scale_factors?) is what ATen turns into
+    the default overload: the output size (given, or the input size times each scale factor,
+    rounded down; here read off the result) and the scale factors as per-dim scales."""
+    scales = given.get("scale_factors") or [None, None]
+    return "aten.upsample_bilinear2d.default", {
+        "self": given["input"], "output_size": list(result.shape[-2:]),
+        "align_corners": given["align_corners"], "scales_h": scales[0], "scales_w": scales[1]}
+
+
+def upsample_backward_vec(given, result, values):
+    """upsample_*_backward.vec, likewise: the output size is grad_output's."""
+    scales = given.get("scale_factors") or [None, None]
+    return "aten.upsample_bilinear2d_backward.default", {
+        "grad_output": given["grad_output"],
+        "output_size": list(values[given["grad_output"]].shape[-2:]),
+        "input_size": list(given["input_size"]), "align_corners": given["align_corners"],
+        "scales_h": scales[0], "scales_w": scales[1]}
+
+
+def lift_fresh_copy(given, result, values):
+    """lift_fresh_copy (a tensor literal made inside forward, copied) is a clone."""
+    return "aten.clone.default", {"self": given["self"]}
+
+
+# PyTorch ops written as one of ours that means the same: upsample's .vec overload (float[]?
+# lists our schemas do not take) and lift_fresh_copy.
+VEC_OVERLOADS = {"aten.upsample_bilinear2d.vec": upsample_vec,
+                 "aten.upsample_bilinear2d_backward.vec": upsample_backward_vec,
+                 "aten.lift_fresh_copy.default": lift_fresh_copy}
+
+
 # ---- our schemas ----
 
 class Arg:
     def __init__(self, text, kwarg_only):
-        m = re.match(r"^(\w+)(\([^)]*\))?(\[\d*\])?(\?)?\s+(\w+)(?:=(.*))?$", text.strip())
+        # `Tensor?[] indices` (index, index_put): a list whose entries may be None.
+        m = re.match(r"^(\w+)(\([^)]*\))?(\?)?(\[\d*\])?(\?)?\s+(\w+)(?:=(.*))?$", text.strip())
         if not m:
             raise ExportError("cannot read schema argument '%s'" % text)
-        base, _alias, lst, opt, self_name, default = m.groups()
+        base, _alias, opt_elements, lst, opt, self_name, default = m.groups()
+        self.optional_elements = opt_elements is not None
         self.name = self_name
         self.base = base
         self.is_list = lst is not None
@@ -59,7 +93,8 @@ class Arg:
         self.is_tensor = base == "Tensor"
 
     def type_text(self):
-        return self.base + ("[]" if self.is_list else "") + ("?" if self.optional else "")
+        return (self.base + ("?" if self.optional_elements else "") + ("[]" if self.is_list else "") +
+                ("?" if self.optional else ""))
 
 
 def split_top(text):
@@ -262,6 +297,8 @@ class Exporter:
         opname = "aten.%s.%s" % (sname, overload)
         given = self.torch_args(node)
         opname = self.unwrap_numbers(opname, given, node)
+        if opname in VEC_OVERLOADS:
+            opname, given = VEC_OVERLOADS[opname](given, self.values[node], self.values)
         ours = self.table.get(opname)
         if ours is None:
             raise ExportError("op %s (schema: %s) is not in aotgrad's op table" % (opname, op._schema))
@@ -287,6 +324,7 @@ class Exporter:
 
     def graph_text(self, gm, values, graph_name, input_names):
         """`values`: node -> the tensor (or tuple of tensors) it computed on the recorded inputs."""
+        self.values = values
         names, lines, sig = {}, [], []
         getitems = {}
         for node in gm.graph.nodes:

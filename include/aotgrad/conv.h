@@ -57,4 +57,16 @@ Tensor avg_pool2d(const Tensor& input, const IntList& kernel_size, const IntList
 // square). Window i along a dim of size H spans [floor(i * H / oH), ceil((i + 1) * H / oH)).
 Tensor adaptive_avg_pool2d(const Tensor& input, const IntList& output_size);
 
+// aten.upsample_bilinear2d over [N, C, H, W] to output_size [oH, oW], as F.interpolate(...,
+// mode="bilinear"): align_corners maps the corner pixels onto each other; otherwise pixel centres
+// are mapped with the scale factor given (scales_h / scales_w, output over input) or oH / H.
+Tensor upsample_bilinear2d(const Tensor& input, const IntList& output_size, bool align_corners,
+                           std::optional<double> scales_h = std::nullopt,
+                           std::optional<double> scales_w = std::nullopt);
+// Its gradient for an input of input_size from grad_output [N, C, oH, oW].
+Tensor upsample_bilinear2d_backward(const Tensor& grad_output, const IntList& output_size,
+                                    const IntList& input_size, bool align_corners,
+                                    std::optional<double> scales_h = std::nullopt,
+                                    std::optional<double> scales_w = std::nullopt);
+
 }  // namespace aotgrad

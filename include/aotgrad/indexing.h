@@ -53,6 +53,18 @@ Tensor embedding_dense_backward(const Tensor& grad, const Tensor& indices, int64
 // 0-dim (and receives a gradient).
 Tensor masked_fill(const Tensor& a, const Tensor& mask, const Scalar& value);
 Tensor masked_fill(const Tensor& a, const Tensor& mask, const Tensor& value);
+// PyTorch's advanced indexing, a[indices]: per leading dim of a, an undefined Tensor (None: the
+// whole dim) or an index tensor, i64 (negative values count from the end) or a b8 mask covering
+// as many dims as it has. The index tensors broadcast to one shape B, which replaces the indexed
+// dims when they are adjacent and comes first otherwise. A mask is only accepted eagerly: its
+// result shape depends on its values, which a traced graph cannot hold.
+Tensor index(const Tensor& a, const std::vector<Tensor>& indices);
+// A copy of a with a[indices] = values (values broadcast to the shape of a[indices]; a's dtype);
+// accumulate adds instead, summing duplicate indices.
+Tensor index_put(const Tensor& a, const std::vector<Tensor>& indices, const Tensor& values,
+                 bool accumulate = false);
+Tensor& index_put_(Tensor& a, const std::vector<Tensor>& indices, const Tensor& values,
+                   bool accumulate = false);
 // Lower / upper triangle of each matrix (last two dims) from the diagonal-th diagonal; the rest 0.
 Tensor tril(const Tensor& a, int64_t diagonal = 0);
 Tensor triu(const Tensor& a, int64_t diagonal = 0);

@@ -36,7 +36,7 @@ CompiledGraphs compiled_graphs(const Artifact& a) {
     g.num_saved = a.saved.size();
     g.saved_bytes = partition::saved_bytes(a.saved);
     for (const partition::SavedValue& s : a.saved)
-      if (s.primal_index < 0) g.saved_activation_bytes += s.bytes;
+      if (s.primal_index < 0 && s.view_of_primal < 0) g.saved_activation_bytes += s.bytes;
   }
   g.meta = a.meta.to_string();
   return g;

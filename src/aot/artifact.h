@@ -63,7 +63,7 @@ CompiledGraphs compiled_graphs(const Artifact& a);
 // version, length and checksum, then every field (graphs parse, verify and print back to the same
 // text; indices are in range), so any artifact it returns can be instantiated; anything else throws
 // ArtifactError with one line naming the problem. serialize(deserialize(s)) == s.
-constexpr uint32_t kArtifactFormatVersion = 1;
+constexpr uint32_t kArtifactFormatVersion = 2;  // 2: saved values' view_of_primal
 std::string serialize_artifact(const Artifact& a);
 Artifact deserialize_artifact(std::string_view bytes);
 // Throws ArtifactError naming the first inconsistency (a count or an index that does not match

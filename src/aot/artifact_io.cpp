@@ -516,6 +516,7 @@ void write_saved(Writer& w, const std::vector<partition::SavedValue>& saved) {
     w.u64(s.bytes);
     w.str(s.reason);
     w.i64(s.primal_index);
+    w.i64(s.view_of_primal);
   }
 }
 
@@ -531,6 +532,7 @@ std::vector<partition::SavedValue> read_saved(Reader& r) {
     s.bytes = r.u64("saved value bytes");
     s.reason = r.str("saved value reason");
     s.primal_index = read_small_int(r, "saved value primal_index");
+    s.view_of_primal = read_small_int(r, "saved value view_of_primal");
   }
   return saved;
 }

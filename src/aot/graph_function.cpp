@@ -99,7 +99,8 @@ FlatFn graph_as_function(std::shared_ptr<const graph::Graph> g) {
                 args.emplace_back(values[x.index]);
               } else if constexpr (std::is_same_v<T, graph::ValueList>) {
                 ops::TensorList list;
-                for (graph::ValueId v : x) list.push_back(values[v.index]);
+                for (graph::ValueId v : x)
+                  list.push_back(v == graph::kNoValue ? Tensor() : values[v.index]);
                 args.emplace_back(std::move(list));
               } else {
                 args.emplace_back(x);

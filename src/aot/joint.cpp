@@ -69,7 +69,8 @@ class JointBuilder {
       for (graph::NodeArg& a : args) {
         if (auto* v = std::get_if<graph::ValueId>(&a)) *v = joint_value(*v);
         if (auto* l = std::get_if<graph::ValueList>(&a))
-          for (graph::ValueId& e : *l) e = joint_value(e);
+          for (graph::ValueId& e : *l)
+            if (e != graph::kNoValue) e = joint_value(e);
       }
       std::vector<ops::TensorMeta> metas;
       std::vector<std::string> names;
@@ -121,8 +122,9 @@ class JointBuilder {
       } else if (auto* l = std::get_if<graph::ValueList>(&a)) {
         ops::TensorList list;
         for (graph::ValueId e : *l) {
-          list.push_back(fake_[e.index]);
-          needs_grad.push_back(needs(e));
+          bool none = e == graph::kNoValue;
+          list.push_back(none ? Tensor() : fake_[e.index]);
+          needs_grad.push_back(!none && needs(e));
         }
         args.emplace_back(std::move(list));
       } else {
@@ -154,8 +156,8 @@ class JointBuilder {
     std::vector<Tensor> in_grads = n.op->vjp(ctx);
     size_t k = 0;
     for (const graph::NodeArg& a : n.args)
-      for (graph::ValueId v : graph::arg_values(a)) {
-        if (k < in_grads.size() && needs(v)) accumulate(v, in_grads[k]);
+      for (graph::ValueId v : graph::arg_values(a, /*keep_none=*/true)) {
+        if (k < in_grads.size() && v != graph::kNoValue && needs(v)) accumulate(v, in_grads[k]);
         ++k;
       }
   }

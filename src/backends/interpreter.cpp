@@ -59,7 +59,8 @@ std::shared_ptr<Program> build(const graph::Graph& g) {
               s.tensor_slots.emplace_back(k, x.index);
             } else if constexpr (std::is_same_v<T, graph::ValueList>) {
               s.args.emplace_back(ops::TensorList(x.size()));
-              for (size_t e = 0; e < x.size(); ++e) s.list_slots.emplace_back(k, e, x[e].index);
+              for (size_t e = 0; e < x.size(); ++e)
+                if (x[e] != graph::kNoValue) s.list_slots.emplace_back(k, e, x[e].index);
             } else {
               s.args.emplace_back(x);
             }

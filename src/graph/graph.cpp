@@ -59,9 +59,16 @@ void Graph::replace_nodes(std::vector<Node> nodes) {
     }
 }
 
-std::vector<ValueId> arg_values(const NodeArg& a) {
+std::vector<ValueId> arg_values(const NodeArg& a, bool keep_none) {
   if (auto* v = std::get_if<ValueId>(&a)) return {*v};
-  if (auto* l = std::get_if<ValueList>(&a)) return *l;
+  if (auto* l = std::get_if<ValueList>(&a)) {
+    if (keep_none) return *l;
+    std::vector<ValueId> out;
+    out.reserve(l->size());
+    for (ValueId v : *l)
+      if (v != kNoValue) out.push_back(v);
+    return out;
+  }
   return {};
 }
 

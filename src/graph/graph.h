@@ -24,6 +24,10 @@ struct ValueId {
   auto operator<=>(const ValueId&) const = default;
 };
 
+// A None entry of a `Tensor?[]` argument (the indices of index / index_put): a ValueList may hold
+// it where the schema says `optional_elements`; it names no value, and arg_values skips it.
+inline constexpr ValueId kNoValue{UINT32_MAX};
+
 struct NodeId {
   uint32_t index = 0;
   auto operator<=>(const NodeId&) const = default;
@@ -93,8 +97,9 @@ class Graph {
   std::unordered_map<std::string, uint32_t> name_counts_;
 };
 
-// The values a node argument refers to (none, one, or a list).
-std::vector<ValueId> arg_values(const NodeArg& a);
+// The values a node argument refers to (none, one, or a list; kNoValue entries left out unless
+// `keep_none`: a VJP's flat gradient list has a slot for each, as eager autograd's does).
+std::vector<ValueId> arg_values(const NodeArg& a, bool keep_none = false);
 
 // The default value name for an op's result: "aten.native_layer_norm.default" ->
 // "native_layer_norm".

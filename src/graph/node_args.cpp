@@ -93,6 +93,7 @@ std::string type_annotation(const ops::TensorMeta& m) {
 }
 
 std::string schema_type_text(const ops::ArgSchema& s) {
+  if (s.optional_elements) return "Tensor?[]" + std::string(s.optional ? "?" : "");
   return std::string(ops::arg_type_name(s.type)) + (s.optional ? "?" : "");
 }
 

@@ -770,9 +770,15 @@ class Parser {
         if (l.kind == K::list) {
           ValueList v;
           for (const Literal& item : l.items) {
+            if (item.kind == K::none && s.optional_elements) {
+              v.push_back(kNoValue);
+              continue;
+            }
             if (item.kind != K::value)
               fail(item.pos, "argument '" + s.name + "' of " + std::string(op.name) +
-                                 " expects a list of tensor values, got " + literal_desc(item));
+                                 " expects a list of tensor values" +
+                                 (s.optional_elements ? " or none" : "") + ", got " +
+                                 literal_desc(item));
             v.push_back(item.value);
           }
           return v;

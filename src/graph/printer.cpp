@@ -82,7 +82,8 @@ std::string format_arg(const Graph& g, const NodeArg& a) {
     std::string operator()(DType t) const { return std::string(dtype_name(t)); }
     std::string operator()(const ValueList& l) const {
       std::string out = "[";
-      for (size_t i = 0; i < l.size(); ++i) out += (i ? ", " : "") + value_ref(g, l[i]);
+      for (size_t i = 0; i < l.size(); ++i)
+        out += (i ? ", " : "") + (l[i] == kNoValue ? std::string("none") : value_ref(g, l[i]));
       return out + "]";
     }
     std::string operator()(const std::string& s) const { return quoted(s); }

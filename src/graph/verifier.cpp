@@ -126,7 +126,7 @@ ops::OpArgs fake_args(const Graph& g, const Node& n) {
       args.emplace_back(fake(*v));
     } else if (auto* l = std::get_if<ValueList>(&a)) {
       ops::TensorList ts;
-      for (ValueId v : *l) ts.push_back(fake(v));
+      for (ValueId v : *l) ts.push_back(v == kNoValue ? Tensor() : fake(v));
       args.emplace_back(std::move(ts));
     } else {
       // The remaining alternatives are the same types in the same order in Arg and NodeArg.

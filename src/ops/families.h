@@ -29,6 +29,8 @@ std::span<const OpDef> conv_ops();     // conv.cpp: convolution, batch norm (and
 std::span<const OpDef> pooling_ops();  // pooling.cpp: max_pool2d_with_indices, _adaptive_avg_pool2d
 // activation.cpp: hardtanh, hardsigmoid, hardswish, silu, their backward ops, relu_, silu_, ...
 std::span<const OpDef> activation_ops();
-std::span<const OpDef> transform_ops();  // transform.cpp: constant_pad_nd, roll
+std::span<const OpDef> transform_ops();
+std::span<const OpDef> advanced_indexing_ops();
+std::span<const OpDef> upsample_ops();  // upsample.cpp: upsample_bilinear2d and its backward  // index_tensor.cpp: index.Tensor, index_put(_)  // transform.cpp: constant_pad_nd, roll
 
 }  // namespace aotgrad::ops

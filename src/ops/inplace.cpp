@@ -1,4 +1,4 @@
-// The in-place family: add_, mul_, copy_, zero_, fill_ (schema `Tensor(a!) self -> Tensor(a!)`).
+// The in-place family: add_, mul_, copy_, zero_, fill_ (Scalar and Tensor) (schema `Tensor(a!) self -> Tensor(a!)`).
 //
 // Reading guide: each row names, in .functional_variant, the functional op that computes the new
 // value of self; the tracer records that op instead of the mutation. Kernels compute the new value
@@ -184,6 +184,20 @@ std::vector<Tensor> fill__kernel(const OpArgs& a) {
   return {tensor_arg(a, 0)};
 }
 
+// fill_.Tensor (swin_t's attention mask, built in forward): fill.Tensor's checks and value.
+std::vector<TensorMeta> fill_tensor__meta(const OpArgs& a) {
+  static const OpDef& functional = lookup("aten.fill.Tensor");
+  functional.meta(a);
+  return {self_meta("aten.fill_.Tensor", tensor_arg(a, 0))};
+}
+
+std::vector<Tensor> fill_tensor__kernel(const OpArgs& a) {
+  static const OpDef& functional = lookup("aten.fill.Tensor");
+  fill_tensor__meta(a);
+  kernels::copy_into(tensor_arg(a, 0), functional.kernel(a).at(0));
+  return {tensor_arg(a, 0)};
+}
+
 // ---- VJPs: the gradient reaching self's new value, mapped to self's old value and the others ----
 
 // A gradient for `input` from one that was broadcast and cast into self.
@@ -223,6 +237,13 @@ std::vector<Tensor> copy__vjp(const VjpContext& c) {
   return {Tensor(), c.needs(1) ? reduce_to(c.grad(), c.input(1)) : Tensor()};
 }
 
+// self's old value is overwritten; the 0-dim value receives the sum, as fill.Tensor's.
+std::vector<Tensor> fill_tensor__vjp(const VjpContext& c) {
+  if (!c.needs(1)) return {Tensor(), Tensor()};
+  Tensor g = sum(c.grad());
+  return {Tensor(), g.dtype() == c.input(1).dtype() ? g : to(g, c.input(1).dtype())};
+}
+
 std::vector<Tensor> overwrite_vjp(const VjpContext&) {
   return {Tensor()};
 }
@@ -254,6 +275,9 @@ const OpDef kRows[] = {
   {.name = "aten.fill_.Scalar", .schema = "fill_.Scalar(Tensor(a!) self, Scalar value) -> Tensor(a!)",
    .meta = fill__meta, .kernel = fill__kernel, .vjp = overwrite_vjp,
    .recompute = Recompute::effectful, .functional_variant = "aten.fill.Scalar"},
+  {.name = "aten.fill_.Tensor", .schema = "fill_.Tensor(Tensor(a!) self, Tensor value) -> Tensor(a!)",
+   .meta = fill_tensor__meta, .kernel = fill_tensor__kernel, .vjp = fill_tensor__vjp,
+   .saves = {}, .recompute = Recompute::effectful, .functional_variant = "aten.fill.Tensor"},
 };
 // clang-format on
 

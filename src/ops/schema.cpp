@@ -94,6 +94,10 @@ class SchemaParser {
     else if (type == "Layout" || type == "Device" || type == "MemoryFormat") a.type = ArgType::string;
     else fail("unknown type '" + type + "'");
     if (peek() == '(') alias_annotation(a);
+    if (type == "Tensor" && text_.substr(pos_, 3) == "?[]") {
+      ++pos_;
+      a.optional_elements = true;
+    }
     if (peek() == '[') {
       ++pos_;
       while (std::isdigit(static_cast<unsigned char>(peek())))

@@ -34,6 +34,9 @@ struct ArgSchema {
   // over it, unchanged); the graph text writes it `[true, false, true]`.
   bool bool_elements = false;
   int list_size = 0;          // N in `int[N]`; 0 when the schema gives none
+  // `Tensor?[] indices` (index, index_put): a tensor list whose entries may each be None. OpArgs
+  // hold a None entry as an undefined Tensor, graph nodes as graph::kNoValue; text writes `none`.
+  bool optional_elements = false;
 };
 
 struct Schema {

@@ -29,8 +29,11 @@ std::string saved_report(const std::vector<SavedValue>& saved) {
   size_t activations = 0, inputs = 0;
   for (const SavedValue& s : saved) {
     os << "  %" << s.name << ": " << dtype_name(s.meta.dtype) << shape_to_string(s.meta.sizes)
-       << "  " << bytes_to_string(s.bytes) << "  from " << s.producer << "  (" << s.reason << ")\n";
-    size_t& group = s.primal_index >= 0 ? inputs : activations;
+       << "  " << bytes_to_string(s.bytes) << "  from " << s.producer << "  (" << s.reason
+       << (s.view_of_primal >= 0 ? "; a view of graph input " + std::to_string(s.view_of_primal)
+                                 : std::string())
+       << ")\n";
+    size_t& group = s.primal_index >= 0 || s.view_of_primal >= 0 ? inputs : activations;
     group = saturating_add(group, s.bytes);
   }
   os << "saved " << saved.size() << " values, " << bytes_to_string(saved_bytes(saved)) << " ("

@@ -58,7 +58,8 @@ graph::Graph extract_subgraph(const graph::Graph& joint, const std::string& name
     for (graph::NodeArg& a : args) {
       if (auto* v = std::get_if<graph::ValueId>(&a)) *v = map.at(v->index);
       if (auto* l = std::get_if<graph::ValueList>(&a))
-        for (graph::ValueId& e : *l) e = map.at(e.index);
+        for (graph::ValueId& e : *l)
+          if (e != graph::kNoValue) e = map.at(e.index);
     }
     std::vector<ops::TensorMeta> metas;
     std::vector<std::string> names;
@@ -75,6 +76,24 @@ graph::Graph extract_subgraph(const graph::Graph& joint, const std::string& name
                    i < output_descs.size() ? output_descs[i] : Descriptor{});
   return out;
 }
+
+namespace {
+
+// The primal `v` is a view of through a chain of view ops (t, permute, expand, ...), or -1.
+int viewed_primal(const graph::Graph& joint, const std::vector<graph::ValueId>& primals,
+                  graph::ValueId v) {
+  while (joint.value(v).producer >= 0) {
+    const graph::Node& n = joint.nodes()[joint.value(v).producer];
+    if (!n.op->is_view()) return -1;
+    const auto* base = std::get_if<graph::ValueId>(&n.args.at(n.op->view_of_arg()));
+    if (!base) return -1;
+    v = *base;
+  }
+  auto it = std::find(primals.begin(), primals.end(), v);
+  return it == primals.end() ? -1 : static_cast<int>(it - primals.begin());
+}
+
+}  // namespace
 
 Partition assemble_partition(const graph::Graph& joint, const JointInfo& info,
                              const std::vector<graph::ValueId>& saved,
@@ -101,6 +120,7 @@ Partition assemble_partition(const graph::Graph& joint, const JointInfo& info,
       s.producer = "input";
     } else {
       s.producer = std::string(joint.nodes()[val.producer].op->name);
+      s.view_of_primal = viewed_primal(joint, primals, saved[i]);
     }
     p.saved.push_back(std::move(s));
   }

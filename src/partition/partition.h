@@ -15,6 +15,10 @@ struct SavedValue {
   size_t bytes = 0;
   std::string reason;     // why it is kept
   int primal_index = -1;  // >= 0 when the saved value is a forward input
+  // >= 0 when the saved value is a view (through view ops only) of that forward input: the
+  // transposed weight `linear` saves, say. It aliases the input's memory, so the report counts it
+  // with the graph inputs, not as an activation.
+  int view_of_primal = -1;
 };
 
 struct Partition {
@@ -30,7 +34,7 @@ struct Partition {
 };
 
 // The saved-value report: one line per value (name, type, bytes, producer, reason) and the
-// totals, split into activations and graph inputs.
+// totals, split into activations and graph inputs (views of graph inputs count as inputs).
 std::string saved_report(const std::vector<SavedValue>& saved);
 size_t saved_bytes(const std::vector<SavedValue>& saved);
 

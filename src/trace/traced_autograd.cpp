@@ -215,7 +215,11 @@ VjpArgs vjp_args(Tracer& tracer, const graph::Node& n, const std::vector<bool>& 
             r.args.emplace_back(fake(x));
           } else if constexpr (std::is_same_v<T, graph::ValueList>) {
             ops::TensorList list;
-            for (graph::ValueId e : x) list.push_back(fake(e));
+            for (graph::ValueId e : x) {
+              // A None index entry keeps its place in the flat inputs, as eager's does.
+              if (e == graph::kNoValue) r.needs.push_back(false);
+              list.push_back(e == graph::kNoValue ? Tensor() : fake(e));
+            }
             r.args.emplace_back(std::move(list));
           } else {
             r.args.emplace_back(x);
@@ -274,8 +278,8 @@ std::vector<Tensor> Tracer::grad(const std::vector<Tensor>& outputs,
         n.op->vjp(ops::VjpContext{*n.op, a.args, outs, out_grads, a.needs});
     size_t k = 0;
     for (const graph::NodeArg& arg : n.args)
-      for (graph::ValueId v : graph::arg_values(arg)) {
-        if (k < in_grads.size() && a.needs[k]) accumulate(v, in_grads[k]);
+      for (graph::ValueId v : graph::arg_values(arg, /*keep_none=*/true)) {
+        if (k < in_grads.size() && a.needs[k]) accumulate(v, in_grads[k]);  // never for a None
         ++k;
       }
     if (!retain_graph && saves_data(*n.op)) {

@@ -269,7 +269,8 @@ graph::NodeArg Tracer::to_node_arg(const ops::OpDef& op, const ops::Arg& a, size
           return value_of(x, what(SIZE_MAX));
         } else if constexpr (std::is_same_v<T, ops::TensorList>) {
           graph::ValueList l;
-          for (size_t k = 0; k < x.size(); ++k) l.push_back(value_of(x[k], what(k)));
+          for (size_t k = 0; k < x.size(); ++k)
+            l.push_back(x[k].defined() ? value_of(x[k], what(k)) : graph::kNoValue);
           return l;
         } else {
           return x;

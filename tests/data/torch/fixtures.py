@@ -309,6 +309,20 @@ def model_ops():
         op("bw_avg_pool", lambda x: F.avg_pool2d(x, 2, ceil_mode=True, divisor_override=3).sin(),
            [r(1, 2, 5, 5)], **j),
         op("bw_pad_roll", lambda x: torch.roll(F.pad(x, (1, 1)), 1, 1).tanh(), [r(2, 3)], **j),
+        # Advanced indexing: None entries, negative and broadcast indices, index dims adjacent
+        # (result in place) and separated (result first).
+        op("index_tensor", lambda x, i, k: (x[i] * 2, x[:, k, i[:2]], x[i[:2], :, k[:2]], x[..., k]),
+           [r(3, 4, 5), torch.tensor([2, 0, -1]), torch.tensor([[1], [3]])]),
+        op("index_put", lambda x, i, k, v, w: (
+            torch.ops.aten.index_put(x, [None, k.view(-1)], v, True) * 2,
+            x.index_put((i[:2],), w)),
+           [r(3, 4, 5), torch.tensor([2, 0, -1]), torch.tensor([[1], [3]]), r(2, 5), r(5)]),
+        op("upsample_bilinear", lambda x: (F.interpolate(x, size=(5, 7), mode="bilinear", align_corners=False),
+                                           F.interpolate(x, scale_factor=1.5, mode="bilinear", align_corners=True),
+                                           F.interpolate(x, scale_factor=(0.7, 2.3), mode="bilinear")),
+           [r(2, 3, 4, 6)]),
+        op("bw_upsample_bilinear", lambda x: F.interpolate(x.sin(), size=(3, 9), mode="bilinear").exp(),
+           [r(1, 2, 4, 5)], **j),
     ]
 
 

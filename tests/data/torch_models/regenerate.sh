@@ -15,3 +15,11 @@ export_graph --module torchvision.models.mobilenet_v3_small --kwargs "$mnv3" --i
 export_graph --module torch.nn.LSTM --kwargs '{"input_size": 8, "hidden_size": 16, "num_layers": 2, "batch_first": true}' --input 2,5,8 --name lstm_train
 export_graph --module torch.nn.GRU --kwargs '{"input_size": 8, "hidden_size": 12}' --input 5,2,8 --name gru_train
 export_graph --module torch.nn.TransformerEncoderLayer --kwargs '{"d_model": 16, "nhead": 2, "dim_feedforward": 32, "batch_first": true}' --input 2,5,16 --name transformer_encoder_layer_train
+# Models whose torchvision builders take no size arguments come in small configurations from
+# small_models.py: swin_t's blocks (shifted windows, relative position bias through index.Tensor)
+# and lraspp_mobilenet_v3_large (bilinear upsampling), both at a fraction of their width. lraspp
+# is recorded in eval mode: in train mode its batch norms over 4x4 maps make the gradients
+# float32 noise in PyTorch too (its f32 and f64 gradients differ as much as ours and its f32 do).
+export PYTHONPATH="$out${PYTHONPATH:+:$PYTHONPATH}"
+export_graph --module small_models.swin_small --input 2,3,32,32 --name swin_small_train
+export_graph --module small_models.lraspp_small --input 2,3,64,64 --eval --name lraspp_small_eval
