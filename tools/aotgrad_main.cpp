@@ -13,6 +13,7 @@
 #include "aotgrad/graph_program.h"
 #include "aotgrad/npy.h"
 #include "aotgrad/version.h"
+#include "cache_command.h"
 #include "cli_args.h"
 
 namespace {
@@ -109,6 +110,8 @@ int failure(std::string_view what) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (argc >= 2 && std::string_view(argv[1]) == "cache")  // tools/cache_command.cpp
+    return aotgrad::tools::cache_command(std::vector<std::string>(argv + 2, argv + argc));
   cli::CliArgs args;
   try {
     args = cli::parse_cli_args(std::vector<std::string>(argv + 1, argv + argc));
