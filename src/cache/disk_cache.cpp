@@ -1,8 +1,9 @@
 // DiskCache (cache/disk_cache.h). Reading guide: the environment first (settings), then the
 // entry format (trailer, check_entry), then the four operations: get/open_file (read, check,
 // touch), put (temporary file, rename, evict), eviction (flock, scan, oldest first) and
-// stats/clear. Everything is plain POSIX I/O on descriptors: errors are return codes, never
-// exceptions, since a cache that fails must only make things slower.
+// stats/clear. The only state is the per-directory size estimate (g_estimates, under a mutex).
+// Everything is plain POSIX I/O on descriptors: errors are return codes, never exceptions, since a
+// cache that fails must only make things slower.
 #include "cache/disk_cache.h"
 
 #include <dirent.h>
@@ -20,6 +21,8 @@
 #include <cstring>
 #include <ctime>
 #include <iostream>
+#include <map>
+#include <mutex>
 #include <stdexcept>
 #include <utility>
 
@@ -256,6 +259,31 @@ class Fd {
   int fd_;
 };
 
+// What this process knows of each directory's total size: a scan sets it, each put adds its bytes.
+// A put scans (and evicts) only at the first put into a directory, when the estimate passes the
+// limit, or every kPutsPerScan puts (to see other processes' writes), so that most puts into a
+// large cache do not stat every entry.
+constexpr unsigned kPutsPerScan = 32;
+struct SizeEstimate {
+  uint64_t bytes = 0;
+  unsigned puts_since_scan = 0;
+};
+std::mutex g_estimates_mutex;
+std::map<std::string, SizeEstimate> g_estimates;  // by directory; guarded by g_estimates_mutex
+
+bool needs_scan(const std::string& dir, uint64_t added, uint64_t limit) {
+  std::lock_guard lock(g_estimates_mutex);
+  auto [it, fresh] = g_estimates.try_emplace(dir);
+  if (fresh) return true;
+  it->second.bytes += added;
+  return it->second.bytes > limit || ++it->second.puts_since_scan >= kPutsPerScan;
+}
+
+void record_scan(const std::string& dir, uint64_t total) {
+  std::lock_guard lock(g_estimates_mutex);
+  g_estimates[dir] = {total, 0};
+}
+
 bool older(const EntryFile& a, const EntryFile& b) {
   if (a.mtime.tv_sec != b.mtime.tv_sec) return a.mtime.tv_sec < b.mtime.tv_sec;
   if (a.mtime.tv_nsec != b.mtime.tv_nsec) return a.mtime.tv_nsec < b.mtime.tv_nsec;
@@ -409,21 +437,24 @@ std::optional<std::filesystem::path> DiskCache::put(std::string_view ns, std::st
                   "directory, or AOTGRAD_CACHE=0)");
     return std::nullopt;
   }
-  evict_to_limit();
+  evict_to_limit(payload.size() + kTrailerSize);
   return final_path;
 }
 
-void DiskCache::evict_to_limit() const {
+void DiskCache::evict_to_limit(uint64_t added) const {
+  if (!needs_scan(settings_.dir.string(), added, settings_.size_limit)) return;
   DirLock lock(settings_.dir);
   std::vector<EntryFile> entries = scan(settings_.dir);
   uint64_t total = 0;
   for (const EntryFile& e : entries) total += e.bytes;
-  if (total <= settings_.size_limit) return;
-  std::sort(entries.begin(), entries.end(), older);
-  for (const EntryFile& e : entries) {
-    if (total <= settings_.size_limit) break;
-    if (::unlink(e.path.c_str()) == 0 || errno == ENOENT) total -= e.bytes;
+  if (total > settings_.size_limit) {
+    std::sort(entries.begin(), entries.end(), older);
+    for (const EntryFile& e : entries) {
+      if (total <= settings_.size_limit) break;
+      if (::unlink(e.path.c_str()) == 0 || errno == ENOENT) total -= e.bytes;
+    }
   }
+  record_scan(settings_.dir.string(), total);
 }
 
 DiskStats DiskCache::stats() const {
@@ -448,6 +479,7 @@ uint64_t DiskCache::clear() const {
   uint64_t removed = 0;
   for (const EntryFile& e : scan(settings_.dir))
     if (::unlink(e.path.c_str()) == 0) ++removed;
+  record_scan(settings_.dir.string(), 0);
   return removed;
 }
 

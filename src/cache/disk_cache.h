@@ -21,9 +21,12 @@
 //    Readers see the old entry, the new one, or none; never a torn one.
 //  - A truncated, corrupt or foreign entry (wrong magic, version, length, key or checksum) is
 //    removed and reported as LookupStatus::corrupt; its bytes are never returned.
-//  - The size limit holds after each put: the least recently used entries (by modification time,
-//    which a hit refreshes) are removed first, under an flock on DIR/.lock so that processes
-//    evict one at a time.
+//  - The size limit: when a put may take the directory past it, the least recently used entries
+//    (by modification time, which a hit refreshes) are removed first, under an flock on
+//    DIR/.lock so that processes evict one at a time. To spare most puts a scan of every entry,
+//    a process keeps an estimate of the total (its last scan plus its own puts since) and
+//    scans when the estimate passes the limit, or every 32 puts to see other processes' writes;
+//    so with several processes writing at once the total may pass the limit until one scans.
 //  - A directory that cannot be written degrades to no cache, with one warning line on stderr
 //    per process.
 //  - Any number of threads and processes may use one directory at once.
@@ -87,8 +90,8 @@ struct DiskStats {
   std::vector<NamespaceStats> namespaces;  // by name
 };
 
-// Stateless apart from its settings: cheap to make, and every method may be called from any
-// number of threads and processes at once.
+// Holds only its settings (plus a process-wide size estimate per directory, under a mutex):
+// cheap to make, and every method may be called from any number of threads and processes at once.
 class DiskCache {
  public:
   explicit DiskCache(CacheSettings settings);
@@ -117,7 +120,7 @@ class DiskCache {
   std::filesystem::path entry_path(std::string_view ns, std::string_view key) const;
 
  private:
-  void evict_to_limit() const;
+  void evict_to_limit(uint64_t added) const;
   CacheSettings settings_;
 };
 
