@@ -15,6 +15,7 @@
 #include "aotgrad/version.h"
 #include "cache_command.h"
 #include "cli_args.h"
+#include "export_command.h"
 
 namespace {
 
@@ -112,6 +113,8 @@ int failure(std::string_view what) {
 int main(int argc, char** argv) {
   if (argc >= 2 && std::string_view(argv[1]) == "cache")  // tools/cache_command.cpp
     return aotgrad::tools::cache_command(std::vector<std::string>(argv + 2, argv + argc));
+  if (argc > 1 && std::string_view(argv[1]) == "export")
+    return cli::export_main(std::vector<std::string>(argv + 2, argv + argc));
   cli::CliArgs args;
   try {
     args = cli::parse_cli_args(std::vector<std::string>(argv + 1, argv + argc));

@@ -15,8 +15,9 @@ const char* const kUsage = R"(usage:
               [--backward [--tangents T.npy ...] [--no-grad I,J,...]
                [--partition NAME] [--memory-budget F]]
   aotgrad show GRAPH [--dot] [--backward [--no-grad I,J,...] [--partition NAME] [--memory-budget F]]
+  aotgrad export GRAPH --out DIR [--inference | --joint [--loss-output K]]
   aotgrad cache stats | clear
-  aotgrad --help | run --help | show --help
+  aotgrad --help | run --help | show --help | export --help
   aotgrad --version
 
 run   runs GRAPH (the text format of docs/ir.md) on the inputs, in order, with the interpreter and
@@ -26,8 +27,9 @@ run   runs GRAPH (the text format of docs/ir.md) on the inputs, in order, with t
       gets a gradient. Every floating input requires grad unless --no-grad lists its position.
 show  prints GRAPH; with --backward also the joint, forward and backward graphs and the values the
       forward saves for the backward, with their totals. --dot prints Graphviz instead.
-cache stats prints the on-disk cache's directory, limit, entries and bytes; cache clear empties it
-      (docs/caching.md).
+  aotgrad export GRAPH --out DIR [--inference | --joint [--loss-output K]]
+  aotgrad cache stats | clear
+  aotgrad --help | run --help | show --help | export --help
 exit status: 0 ok, 1 bad graph, input or run, 2 bad usage (docs/cli.md).
 )";
 

@@ -12,13 +12,16 @@
 // std::vector<Tensor>, std::pair or std::tuple of Tensors.
 //
 // Specializations. Each call is keyed by everything the compiled graphs assumed (its guards):
-// dtype, sizes, strides, storage offset and requires_grad of every tensor, which tensors repeat or
-// overlap, grad mode, the length of every tensor list, and the exact type and bits of every number
-// (so 1e-7 and 2e-7 differ, as do -0.0 and 0.0, and 1 and true). The key is hashed; a call whose
-// key was compiled before runs that specialization. At most AotConfig::cache_size_limit keys are
-// compiled (like torch._dynamo.config.cache_size_limit); calls with a new key after that run the
-// function eagerly (or throw, with on_cache_limit = error), and a message saying why the function
-// recompiled is printed once. stats() counts hits, misses, compilations and eager fallbacks.
+// dtype, sizes, strides and requires_grad of every tensor, which tensors repeat or overlap, grad
+// mode, the storage offset of every tensor only when the trace depended on it (an as_strided of
+// an input, t_()/as_strided_() on one, or overlapping inputs; so batches sliced from one tensor
+// share a specialization, as with PyTorch's guards), the length of every tensor list, and the
+// exact type and bits of every number (so 1e-7 and 2e-7 differ, as do -0.0 and 0.0, and 1 and
+// true). A function that branches on x.storage_offset() itself is not guarded on it. The key is
+// hashed; a call whose key was compiled before runs that specialization. At most
+// AotConfig::cache_size_limit keys are compiled (like torch._dynamo.config.cache_size_limit);
+// calls with a new key after that run the function eagerly (or throw, with on_cache_limit =
+// error), and a message saying why the function recompiled is printed once. stats() counts hits, misses, compilations and eager fallbacks.
 //
 // Concurrency. An AotFunction (and every copy of it, which shares its cache) may be called from any
 // number of threads at once, and graphs(), num_compilations() and stats() may be called while

@@ -13,6 +13,8 @@
 #include "aotgrad/safetensors.h"
 #include "aotgrad/scalar.h"
 #include "aotgrad/aot.h"
+#include "aotgrad/data.h"
+#include "aotgrad/export.h"
 #include "aotgrad/memory.h"
 #include "aotgrad/memory_budget.h"
 #include "aotgrad/nn.h"

@@ -73,8 +73,11 @@ void check_inputs_real(const std::vector<Tensor>& inputs, const std::string& key
 }
 
 // Why `e` does not cover this call, in words.
-std::string mismatch(const Entry& e, const std::vector<InputGuard>& g, const aot::InputPlan& plan,
+std::string mismatch(const Entry& e, std::vector<InputGuard> g, const aot::InputPlan& plan,
                      bool grad_mode, const std::string& key_extra) {
+  for (size_t i = 0; i < g.size() && i < e.guards.size(); ++i)
+    if (e.guards[i].storage_offset == aot::kAnyStorageOffset)
+      g[i].storage_offset = aot::kAnyStorageOffset;
   if (e.grad_mode != grad_mode) return "grad mode changed";
   if (!(e.plan == plan))
     return "inputs repeat or alias differently: was\n" + e.plan.to_string() + "now\n" +
@@ -123,8 +126,9 @@ std::string guards_line(const std::string& fn, size_t index, const aot::Guards& 
   for (size_t i = 0; i < g.inputs.size(); ++i) {
     const InputGuard& in = g.inputs[i];
     line += (i ? "; " : "") + std::string(dtype_name(in.dtype)) + shape_to_string(in.sizes) +
-            " strides=" + shape_to_string(in.strides) +
-            " offset=" + std::to_string(in.storage_offset) +
+            " strides=" + shape_to_string(in.strides) + " offset=" +
+            (in.storage_offset == aot::kAnyStorageOffset ? std::string("any")
+                                                         : std::to_string(in.storage_offset)) +
             (in.requires_grad ? " requires_grad" : "");
   }
   line += "] plan=";
@@ -171,16 +175,50 @@ struct CompiledFunction::Impl {
   std::unordered_map<std::string, std::shared_ptr<Pending>> pending;
   std::vector<EntryPtr> order;  // compiled entries, oldest first
   bool limit_reported = false;
+  // Keys. A specialization whose trace never read an input's storage offset (its guards hold
+  // kAnyStorageOffset) is stored under the call's key without offsets; one that did, under the
+  // key with them. A call looks for the first, then (once any specialization needed offsets)
+  // for the second.
+  std::atomic<bool> offsets_matter{false};
   std::atomic<const Entry*> last{nullptr};  // most recently used
   std::atomic<size_t> hits{0}, misses{0}, compilations{0}, eager_fallbacks{0}, entries{0};
   std::atomic<size_t> disk_hits{0}, disk_misses{0};
   // AOTGRAD_LOG has "cache", as read at the latest miss (hits must not read the environment).
   std::atomic<bool> log_cache{false};
 
-  const Entry* find(const std::string& key) const {
+  // The keys of a call: without offsets, and (computed on first use) with them.
+  struct CallKeys {
+    const std::vector<Tensor>& inputs;
+    const aot::InputPlan& plan;
+    bool grad_mode;
+    const std::string& key_extra;
+    std::string any_offset = aot::guard_key(inputs, plan, grad_mode, key_extra, false);
+    std::string with_offsets;
+    const std::string& exact() {
+      if (with_offsets.empty())
+        with_offsets = aot::guard_key(inputs, plan, grad_mode, key_extra, true);
+      return with_offsets;
+    }
+  };
+
+  // The entry serving `keys`, and the key it was found under (called with `mutex` held).
+  const EntryPtr* find_locked(CallKeys& keys, const std::string** found_key) const {
+    if (auto it = compiled.find(keys.any_offset); it != compiled.end()) {
+      *found_key = &keys.any_offset;
+      return &it->second;
+    }
+    if (!offsets_matter.load(std::memory_order_acquire)) return nullptr;
+    if (auto it = compiled.find(keys.exact()); it != compiled.end()) {
+      *found_key = &keys.with_offsets;
+      return &it->second;
+    }
+    return nullptr;
+  }
+
+  const Entry* find(CallKeys& keys, const std::string** found_key) const {
     std::shared_lock lock(mutex);
-    auto it = compiled.find(key);
-    return it == compiled.end() ? nullptr : it->second.get();
+    const EntryPtr* e = find_locked(keys, found_key);
+    return e ? e->get() : nullptr;
   }
 
   std::vector<Tensor> run(const Entry& e, const std::vector<Tensor>& inputs) {
@@ -193,13 +231,10 @@ struct CompiledFunction::Impl {
                   more);
   }
 
-  std::vector<Tensor> resolve_miss(std::string key, const std::vector<Tensor>& inputs,
-                                   const aot::InputPlan& plan, bool grad_mode,
-                                   const std::string& key_extra,
-                                   const std::function<FlatFunction()>& make_fn);
+  std::vector<Tensor> resolve_miss(CallKeys& keys, const std::function<FlatFunction()>& make_fn);
   std::string limit_message(const std::string& reason) const;
-  std::vector<Tensor> compile_and_run(const std::string& key, const std::shared_ptr<Pending>& job,
-                                      Entry entry, const std::vector<Tensor>& inputs,
+  std::vector<Tensor> compile_and_run(const std::string& pending_key, CallKeys& keys,
+                                      const std::shared_ptr<Pending>& job, Entry entry,
                                       const std::function<FlatFunction()>& make_fn);
 };
 
@@ -218,39 +253,47 @@ std::string CompiledFunction::Impl::limit_message(const std::string& reason) con
 }
 
 std::vector<Tensor> CompiledFunction::Impl::resolve_miss(
-    std::string key, const std::vector<Tensor>& inputs, const aot::InputPlan& plan, bool grad_mode,
-    const std::string& key_extra, const std::function<FlatFunction()>& make_fn) {
+    CallKeys& keys, const std::function<FlatFunction()>& make_fn) {
+  const std::vector<Tensor>& inputs = keys.inputs;
   bool log_cache_now = aot::log_enabled(aot::LogTopic::cache);
   log_cache.store(log_cache_now, std::memory_order_relaxed);
   std::vector<InputGuard> guards = aot::input_guards(inputs);
   const Entry* previous = last.load(std::memory_order_acquire);
-  std::string reason = previous ? mismatch(*previous, guards, plan, grad_mode, key_extra)
-                                : std::string("first call");
+  std::string reason = previous
+                           ? mismatch(*previous, guards, keys.plan, keys.grad_mode, keys.key_extra)
+                           : std::string("first call");
+  // Compiles are first registered under the key without offsets; a call that waited for one
+  // whose specialization turned out to need offsets (not this call's) retries under its own
+  // key with offsets.
+  const std::string* pending_key = &keys.any_offset;
   bool counted = false;
   for (;;) {
     std::shared_ptr<Pending> job;
     bool mine = false;
     {
       std::unique_lock lock(mutex);
-      if (auto it = compiled.find(key); it != compiled.end()) {  // compiled since find()
+      const std::string* found_key = nullptr;
+      if (const EntryPtr* e = find_locked(keys, &found_key)) {  // compiled since find()
+        EntryPtr entry = *e;
         lock.unlock();
         if (!counted) ++hits;
-        if (log_cache_now) log_event(counted ? "waited" : "hit", key);
-        return run(*it->second, inputs);
+        if (log_cache_now) log_event(counted ? "waited" : "hit", *found_key);
+        return run(*entry, inputs);
       }
       if (!counted) {
         ++misses;
-        if (log_cache_now) log_event("miss", key, " reason=\"" + one_line(reason, 200) + "\"");
+        if (log_cache_now)
+          log_event("miss", *pending_key, " reason=\"" + one_line(reason, 200) + "\"");
       }
       counted = true;
-      auto it = pending.find(key);
+      auto it = pending.find(*pending_key);
       if (aot::eager_only_on_this_thread()) {
         // Fall through to the eager call below: neither compile nor wait here.
       } else if (it != pending.end()) {
         job = it->second;
       } else if (compiled.size() + pending.size() < config.cache_size_limit) {
         job = std::make_shared<Pending>();
-        pending.emplace(key, job);
+        pending.emplace(*pending_key, job);
         mine = true;
       } else if (config.on_cache_limit == CacheLimitAction::error) {
         throw std::runtime_error(
@@ -266,52 +309,59 @@ std::vector<Tensor> CompiledFunction::Impl::resolve_miss(
     if (mine) {
       if (previous && aot::log_enabled(aot::LogTopic::recompiles))
         aot::log_line("recompiles fn=" + config.name + " reason=" + flattened(reason));
-      return compile_and_run(key, job,
-                             Entry{guards, plan, grad_mode, key_extra, one_line(reason), {}},
-                             inputs, make_fn);
+      return compile_and_run(
+          *pending_key, keys, job,
+          Entry{guards, keys.plan, keys.grad_mode, keys.key_extra, one_line(reason), {}}, make_fn);
     }
     if (!job) break;
     // The compile we waited for failed (it is not cached): try it here, so this thread gets an
     // error of its own rather than sharing one exception object with the compiling thread.
     if (const EntryPtr& done = job->done.get()) {
-      if (log_cache_now) log_event("waited", key);
-      return run(*done, inputs);
+      if (!aot::guards_offsets(done->guards)) {
+        if (log_cache_now) log_event("waited", *pending_key);
+        return run(*done, inputs);
+      }
+      pending_key = &keys.exact();  // found above if it was this call's offsets
     }
   }
   ++eager_fallbacks;
-  if (log_cache_now) log_event("eager_fallback", key);
+  if (log_cache_now) log_event("eager_fallback", *pending_key);
   return make_fn().fn(inputs);
 }
 
 std::vector<Tensor> CompiledFunction::Impl::compile_and_run(
-    const std::string& key, const std::shared_ptr<Pending>& job, Entry entry,
-    const std::vector<Tensor>& inputs, const std::function<FlatFunction()>& make_fn) {
+    const std::string& pending_key, CallKeys& keys, const std::shared_ptr<Pending>& job,
+    Entry entry, const std::function<FlatFunction()>& make_fn) {
   size_t index = compilations++;
   EntryPtr published;
   try {
     if (log_cache.load(std::memory_order_relaxed))
-      log_event("compile", key, " index=" + std::to_string(index));
-    cache::DiskEvent disk = compile(config, make_fn(), inputs, index, entry);
+      log_event("compile", pending_key, " index=" + std::to_string(index));
+    cache::DiskEvent disk = compile(config, make_fn(), keys.inputs, index, entry);
     if (disk == cache::DiskEvent::hit) ++disk_hits;
     if (disk == cache::DiskEvent::miss) ++disk_misses;
+    entry.guards = entry.artifact->guards.inputs;  // offsets left out where they do not matter
     published = std::make_shared<const Entry>(std::move(entry));
   } catch (...) {
     {
       std::unique_lock lock(mutex);
-      pending.erase(key);
+      pending.erase(pending_key);
     }
     job->promise.set_value(nullptr);  // waiters retry, each with its own error
     throw;
   }
+  bool needs_offsets = aot::guards_offsets(published->guards);
+  const std::string& key = needs_offsets ? keys.exact() : keys.any_offset;
   {
     std::unique_lock lock(mutex);
+    if (needs_offsets) offsets_matter.store(true, std::memory_order_release);
     compiled.emplace(key, published);
-    pending.erase(key);
+    pending.erase(pending_key);
     order.push_back(published);
     ++entries;
   }
   job->promise.set_value(published);
-  return run(*published, inputs);
+  return run(*published, keys.inputs);
 }
 
 CompiledFunction::CompiledFunction(AotConfig config) : impl_(std::make_shared<Impl>()) {
@@ -328,14 +378,14 @@ std::vector<Tensor> CompiledFunction::call(std::vector<Tensor> inputs, const std
   // through, so its ops land in the outer graph (PyTorch inlines nested compiled calls too).
   if (tracing) return make_fn().fn(inputs);
   aot::InputPlan plan = aot::plan_inputs(inputs, s.config.name);
-  bool grad_mode = autograd::grad_mode_enabled();
-  std::string key = aot::guard_key(inputs, plan, grad_mode, key_extra);
-  if (const Entry* e = s.find(key)) {
+  Impl::CallKeys keys{inputs, plan, autograd::grad_mode_enabled(), key_extra};
+  const std::string* found_key = nullptr;
+  if (const Entry* e = s.find(keys, &found_key)) {
     ++s.hits;
-    if (s.log_cache.load(std::memory_order_relaxed)) s.log_event("hit", key);
+    if (s.log_cache.load(std::memory_order_relaxed)) s.log_event("hit", *found_key);
     return s.run(*e, inputs);
   }
-  return s.resolve_miss(std::move(key), inputs, plan, grad_mode, key_extra, make_fn);
+  return s.resolve_miss(keys, make_fn);
 }
 
 CompiledGraphs CompiledFunction::graphs() const {

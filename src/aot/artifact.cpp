@@ -84,6 +84,8 @@ std::string guard_mismatch(const aot::Artifact& a, const std::vector<Tensor>& in
     if (!inputs[i].defined() || inputs[i].is_fake())
       return who + ": input " + std::to_string(i) + " must be a defined, real tensor";
     aot::InputGuard now = aot::input_guards({inputs[i]}).front();
+    if (g.inputs[i].storage_offset == aot::kAnyStorageOffset)
+      now.storage_offset = aot::kAnyStorageOffset;
     if (!(now == g.inputs[i]))
       return who + ": input " + std::to_string(i) + " must be " + describe_guard(g.inputs[i]) +
              ", got " + describe_guard(now);
@@ -118,7 +120,8 @@ std::vector<Tensor> CompiledArtifact::operator()(const std::vector<Tensor>& inpu
     if (!t.defined() || t.is_fake())
       throw std::invalid_argument(guard_mismatch(a, inputs, grad_mode));
   aot::InputPlan plan = aot::plan_inputs(inputs, a.config.name);
-  if (aot::guard_key(inputs, plan, grad_mode, a.guards.key_extra) != key_)
+  bool with_offsets = aot::guards_offsets(a.guards.inputs);
+  if (aot::guard_key(inputs, plan, grad_mode, a.guards.key_extra, with_offsets) != key_)
     throw std::invalid_argument(guard_mismatch(a, inputs, grad_mode));
   return static_cast<const aot::Runtime*>(runtime_.get())->run(inputs);
 }

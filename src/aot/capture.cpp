@@ -390,6 +390,7 @@ CapturedForward capture_forward(const FlatFn& fn, const std::vector<Tensor>& inp
   std::vector<Tensor> outs = run_traced(tracer, fn, inputs, plan, graph_inputs,
                                         graph_input_descs(plan, input_descs), config, user_fakes);
   c.node_budgets = tracer.node_budgets();
+  c.reads_input_offsets = tracer.reads_input_offsets();
   ViewAndMutationMeta& meta = c.meta;
   meta.keep_input_mutations = config.keep_inference_input_mutations;
   OutputPlan out_plan = classify_outputs(tracer, user_fakes, outs, meta);

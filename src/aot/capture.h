@@ -30,6 +30,7 @@ struct CapturedForward {
   std::vector<std::string> backward_errors;
   // Memory budget of each traced node's MemoryBudgetGuard region, by node index (NaN: none).
   std::vector<double> node_budgets;
+  bool reads_input_offsets = false;  // trace::Tracer::reads_input_offsets
 };
 
 // `input_descs` describes each user input (param(fqn), buffer(fqn), input(k)); graph inputs

@@ -70,11 +70,12 @@ void append_head(std::string& key, bool grad_mode, const std::string& key_extra,
 }  // namespace
 
 std::string guard_key(const std::vector<Tensor>& inputs, const InputPlan& plan, bool grad_mode,
-                      const std::string& key_extra) {
+                      const std::string& key_extra, bool with_offsets) {
   std::string key;
   append_head(key, grad_mode, key_extra, inputs.size());
   for (const Tensor& t : inputs)
-    append_tensor(key, t.dtype(), t.requires_grad(), t.sizes(), t.strides(), t.storage_offset());
+    append_tensor(key, t.dtype(), t.requires_grad(), t.sizes(), t.strides(),
+                  with_offsets ? t.storage_offset() : kAnyStorageOffset);
   append_plan(key, plan);
   return key;
 }
@@ -97,9 +98,17 @@ std::vector<InputGuard> input_guards(const std::vector<Tensor>& inputs) {
   return g;
 }
 
+bool guards_offsets(const std::vector<InputGuard>& inputs) {
+  for (const InputGuard& g : inputs)
+    if (g.storage_offset != kAnyStorageOffset) return true;
+  return false;
+}
+
 std::string describe(const InputGuard& g) {
   return std::string(dtype_name(g.dtype)) + shape_to_string(g.sizes) + " strides " +
-         shape_to_string(g.strides) + " offset " + std::to_string(g.storage_offset) +
+         shape_to_string(g.strides) +
+         (g.storage_offset == kAnyStorageOffset ? std::string(" any offset")
+                                                : " offset " + std::to_string(g.storage_offset)) +
          (g.requires_grad ? " requires_grad" : "");
 }
 

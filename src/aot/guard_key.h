@@ -4,7 +4,8 @@
 // Needs: defined, real inputs and their InputPlan. Guarantees: the key holds the grad mode, the
 // caller's record of non-tensor arguments (aot_detail::flatten_arg: list lengths, the type and
 // bits of every number), and for every tensor its dtype, requires_grad, sizes, strides and
-// storage offset, then the plan (which inputs repeat or overlap); every variable-length part is
+// storage offset (or kAnyStorageOffset in its place, for specializations that serve any), then
+// the plan (which inputs repeat or overlap); every variable-length part is
 // preceded by its length, so the encoding is prefix-free and equal keys mean equal calls.
 // The readable form of the same guards (InputGuard) serves recompile messages.
 #pragma once
@@ -17,8 +18,13 @@
 
 namespace aotgrad::aot {
 
+// The storage offset of an InputGuard whose specialization serves inputs at any offset (its
+// trace never read one: see lower.cpp, capture_traced).
+constexpr int64_t kAnyStorageOffset = -1;
+
+// `with_offsets` false writes kAnyStorageOffset for every input instead of its offset.
 std::string guard_key(const std::vector<Tensor>& inputs, const InputPlan& plan, bool grad_mode,
-                      const std::string& key_extra);
+                      const std::string& key_extra, bool with_offsets);
 
 // One tensor input's guards in readable form, for "why did it recompile" messages.
 struct InputGuard {
@@ -33,6 +39,8 @@ struct InputGuard {
 std::string guard_key(const std::vector<InputGuard>& inputs, const InputPlan& plan, bool grad_mode,
                       const std::string& key_extra);
 std::vector<InputGuard> input_guards(const std::vector<Tensor>& inputs);
+// Whether any guard holds a storage offset (rather than kAnyStorageOffset).
+bool guards_offsets(const std::vector<InputGuard>& inputs);
 std::string describe(const InputGuard& g);
 
 // Which argument of the call flat tensor input `index` came from ("argument 1", "argument 0

@@ -24,7 +24,16 @@ CapturedForward capture_traced(const TracedFunction& t, const AotConfig& config,
     for (size_t i = 0; i < t.inputs.size(); ++i) descs.push_back(Descriptor::input(int64_t(i)));
   }
   TracingScope tracing;
-  return capture_forward(t.fn, t.inputs, guards.plan, descs, config);
+  CapturedForward c = capture_forward(t.fn, t.inputs, guards.plan, descs, config);
+  // Where an input starts in its storage matters only to an as_strided on it (absolute offsets),
+  // to the replay of a metadata mutation (as_strided_ to the recorded geometry) and to inputs
+  // that overlap (members are rebuilt from their storage). Otherwise the specialization serves
+  // inputs at any offset: batches sliced from one dataset tensor share it (PyTorch's guards
+  // leave offsets out too).
+  if (!c.reads_input_offsets && c.meta.metadata_mutations.empty() && guards.plan.trivial() &&
+      guards.plan.unmergeable.empty())
+    for (InputGuard& g : guards.inputs) g.storage_offset = kAnyStorageOffset;
+  return c;
 }
 
 // The trivial plan: every input its own graph input.

@@ -28,7 +28,9 @@ Tensor fake_like(const ops::TensorMeta& m) {
   impl->dtype = m.dtype;
   impl->sizes = m.sizes;
   impl->strides = m.strides;
-  int64_t extent = 1;
+  // The same offset as the value's: VJPs that read geometry (as_strided's) see where it starts.
+  impl->storage_offset = m.storage_offset;
+  int64_t extent = 1 + m.storage_offset;
   for (size_t d = 0; d < m.sizes.size(); ++d) extent += (m.sizes[d] - 1) * m.strides[d];
   impl->storage = std::make_shared<Storage>(std::max<int64_t>(extent, 0) * itemsize(m.dtype), true);
   return Tensor(std::move(impl));
@@ -160,7 +162,7 @@ void Tracer::track_view(const Tensor& view, const Tensor& parent, ViewStep step)
 }
 
 Tensor Tracer::add_input(const Tensor& example, std::string_view name_hint, Descriptor desc) {
-  ops::TensorMeta m{example.dtype(), example.sizes(), example.strides(), 0};
+  ops::TensorMeta m{example.dtype(), example.sizes(), example.strides(), example.storage_offset()};
   graph::ValueId v = graph_.add_input(name_hint, m, std::move(desc));
   Tensor fake = bind(v, example.requires_grad());
   // Same offset as the real input, so an as_strided inside the function means the same thing.
@@ -424,6 +426,7 @@ void Tracer::note_saved_modified(const ops::OpDef& op, size_t storage) {
 
 void Tracer::check_as_strided(const ops::OpDef& op, size_t storage, bool writing) const {
   const StorageState& s = storages_[storage];
+  if (s.input_index >= 0) reads_input_offsets_ = true;
   if (s.root_offset == 0 || (!writing && s.generation == 0)) return;
   throw UnsupportedError(std::string(op.name) + " on input " + std::to_string(s.input_index) +
                          ", which starts at storage offset " + std::to_string(s.root_offset) +

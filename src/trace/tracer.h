@@ -108,6 +108,10 @@ class Tracer final : public ops::Interpreter, public autograd::TracedAutograd {
   // graph was recorded, by node index; NaN where no guard was alive (the min-cut partitioner
   // reads them as JointInfo::node_budgets).
   std::vector<double> node_budgets() const;
+  // Whether the trace used where an input starts in its storage: an as_strided (whose offset is
+  // absolute) applied to a view of an input. Traces that did not are valid for an input at any
+  // storage offset, so their guards leave offsets out.
+  bool reads_input_offsets() const { return reads_input_offsets_; }
   graph::Graph& graph() { return graph_; }
 
  private:
@@ -152,6 +156,7 @@ class Tracer final : public ops::Interpreter, public autograd::TracedAutograd {
   std::vector<double> node_budgets_;  // by node index; may stop short of the last nodes
   std::vector<bool> requires_grad_;   // by value index
   std::vector<StorageState> storages_;
+  mutable bool reads_input_offsets_ = false;  // set by check_as_strided
   std::vector<TensorState> tensors_;
   std::vector<bool> input_is_leaf_requiring_grad_;
   std::vector<bool> input_is_leaf_;

@@ -242,7 +242,11 @@ TEST(CacheKey, CallsShareASpecializationExactlyWhenEveryGuardIsEqual) {
     invoke(f, first);
     Tensor got = invoke(f, second);
     bool reused = f.num_compilations() == 1;
-    ASSERT_EQ(reused, first == second) << "trial " << trial << "\nfirst:  " << to_string(first)
+    // The function never reads where `a` starts in its storage, so the offset is guarded only
+    // where inputs overlap (alias 1 and 2: the members are rebuilt from the storage).
+    Desc first_any = first, second_any = second;
+    if (first.alias == 0) first_any.offset = second_any.offset = 0;
+    ASSERT_EQ(reused, first_any == second_any) << "trial " << trial << "\nfirst:  " << to_string(first)
                                        << "\nsecond: " << to_string(second);
     Tensor want = invoke(fn, second);
     EXPECT_TRUE(same_value(got, want)) << "trial " << trial << ": " << got << " vs " << want << "\n"
