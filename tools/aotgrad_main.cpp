@@ -14,6 +14,7 @@
 #include "aotgrad/graph_program.h"
 #include "aotgrad/npy.h"
 #include "aotgrad/version.h"
+#include "cache_command.h"
 #include "cli_args.h"
 #include "export_command.h"
 
@@ -111,6 +112,8 @@ int failure(std::string_view what) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (argc >= 2 && std::string_view(argv[1]) == "cache")  // tools/cache_command.cpp
+    return aotgrad::tools::cache_command(std::vector<std::string>(argv + 2, argv + argc));
   if (argc > 1 && std::string_view(argv[1]) == "export")
     return cli::export_main(std::vector<std::string>(argv + 2, argv + argc));
   cli::CliArgs args;

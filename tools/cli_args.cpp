@@ -16,6 +16,7 @@ const char* const kUsage = R"(usage:
                [--partition NAME] [--memory-budget F]]
   aotgrad show GRAPH [--dot] [--backward [--no-grad I,J,...] [--partition NAME] [--memory-budget F]]
   aotgrad export GRAPH --out DIR [--inference | --joint [--loss-output K]]
+  aotgrad cache stats | clear
   aotgrad --help | run --help | show --help | export --help
   aotgrad --version
 
@@ -27,6 +28,7 @@ run   runs GRAPH (the text format of docs/ir.md) on the inputs, in order, with t
 show  prints GRAPH; with --backward also the joint, forward and backward graphs and the values the
       forward saves for the backward, with their totals. --dot prints Graphviz instead.
 export writes GRAPH's forward (or joint) graph and its signature as aot_export_module would.
+cache  prints what the on-disk cache holds (stats) or empties it (clear); docs/caching.md.
 exit status: 0 ok, 1 bad graph, input or run, 2 bad usage (docs/cli.md).
 )";
 

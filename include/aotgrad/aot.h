@@ -116,6 +116,10 @@ struct CacheStats {
   size_t eager_fallbacks = 0;  // misses run eagerly: cache_size_limit was reached (or the call
                                // was made inside an aot_module's eager fallback)
   size_t entries = 0;          // specializations held (compiled and not failed)
+  // Compiles that found their Artifact in the on-disk cache (docs/caching.md): traced, then
+  // instantiated from the stored artifact without building the joint or partitioning.
+  size_t disk_hits = 0;
+  size_t disk_misses = 0;  // compiles that lowered with the on-disk cache on (and stored)
 };
 
 using FlatFn = std::function<std::vector<Tensor>(const std::vector<Tensor>&)>;

@@ -5,7 +5,8 @@
 // hot path, which then runs the entry's Runtime. On a miss (Impl::resolve_miss) it takes the lock
 // exclusively and either waits for another thread's compile of the same key (a Pending), or runs
 // the function eagerly once cache_size_limit keys are compiled, or registers a Pending and runs
-// compile() with no lock held: lower (aot/lower.h) → Artifact → instantiate (aot/runtime.h).
+// compile() with no lock held: lower (aot/lower.h, through the on-disk artifact cache,
+// cache/artifact_cache.h) → Artifact → instantiate (aot/runtime.h).
 // Each graph can be dumped (AOTGRAD_DUMP=dir) and every event logged (AOTGRAD_LOG, aot/log.h).
 //
 // Thread-safety: Impl's maps, `order` and `limit_reported` are guarded by `mutex`. An Entry is
@@ -27,6 +28,7 @@
 #include "aot/runtime.h"
 #include "aot/tracing_state.h"
 #include "aotgrad/autograd.h"
+#include "cache/artifact_cache.h"
 #include "graph/printer.h"
 
 namespace aotgrad {
@@ -145,12 +147,14 @@ std::string partition_line(const std::string& fn, size_t index, const AotConfig&
          " activation_bytes=" + std::to_string(t.saved_activation_bytes);
 }
 
-// lower → Artifact → instantiate, dumping and logging each graph as it is made.
-void compile(const AotConfig& cfg, const FlatFunction& f, const std::vector<Tensor>& inputs,
-             size_t index, Entry& entry) {
+// lower (or the on-disk cache's artifact) → Artifact → instantiate, dumping and logging each
+// graph as it is made.
+cache::DiskEvent compile(const AotConfig& cfg, const FlatFunction& f,
+                         const std::vector<Tensor>& inputs, size_t index, Entry& entry) {
   aot::TracedFunction traced{f.fn, inputs, entry.key_extra, input_descriptors(f, inputs.size())};
-  auto artifact = std::make_shared<const aot::Artifact>(
-      aot::lower(traced, cfg, aot::dump_and_log_graphs(cfg.name, index)));
+  cache::CachedLowering lowered = cache::ArtifactCache::from_environment().lower(
+      traced, cfg, aot::dump_and_log_graphs(cfg.name, index));
+  std::shared_ptr<const aot::Artifact> artifact = std::move(lowered.artifact);
   entry.text = aot::compiled_graphs(*artifact);
   aot::dump_text(cfg.name, index, "meta", entry.text.meta);
   if (aot::log_enabled(aot::LogTopic::guards))
@@ -159,6 +163,7 @@ void compile(const AotConfig& cfg, const FlatFunction& f, const std::vector<Tens
     aot::log_line(partition_line(cfg.name, index, cfg, entry.text, *artifact));
   entry.runtime = aot::instantiate(*artifact, aot::named_compilers(cfg));
   entry.artifact = std::move(artifact);
+  return lowered.event;
 }
 
 }  // namespace
@@ -177,6 +182,7 @@ struct CompiledFunction::Impl {
   std::atomic<bool> offsets_matter{false};
   std::atomic<const Entry*> last{nullptr};  // most recently used
   std::atomic<size_t> hits{0}, misses{0}, compilations{0}, eager_fallbacks{0}, entries{0};
+  std::atomic<size_t> disk_hits{0}, disk_misses{0};
   // AOTGRAD_LOG has "cache", as read at the latest miss (hits must not read the environment).
   std::atomic<bool> log_cache{false};
 
@@ -331,7 +337,9 @@ std::vector<Tensor> CompiledFunction::Impl::compile_and_run(
   try {
     if (log_cache.load(std::memory_order_relaxed))
       log_event("compile", pending_key, " index=" + std::to_string(index));
-    compile(config, make_fn(), keys.inputs, index, entry);
+    cache::DiskEvent disk = compile(config, make_fn(), keys.inputs, index, entry);
+    if (disk == cache::DiskEvent::hit) ++disk_hits;
+    if (disk == cache::DiskEvent::miss) ++disk_misses;
     entry.guards = entry.artifact->guards.inputs;  // offsets left out where they do not matter
     published = std::make_shared<const Entry>(std::move(entry));
   } catch (...) {
@@ -402,8 +410,8 @@ size_t CompiledFunction::num_compilations() const {
 
 CacheStats CompiledFunction::stats() const {
   const Impl& s = *impl_;
-  return {s.hits.load(), s.misses.load(), s.compilations.load(), s.eager_fallbacks.load(),
-          s.entries.load()};
+  return {s.hits.load(),    s.misses.load(),    s.compilations.load(), s.eager_fallbacks.load(),
+          s.entries.load(), s.disk_hits.load(), s.disk_misses.load()};
 }
 
 const AotConfig& CompiledFunction::config() const {

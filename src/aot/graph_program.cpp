@@ -25,6 +25,7 @@
 #include "aot/runtime.h"
 #include "aotgrad/autograd.h"
 #include "aotgrad/ops.h"
+#include "cache/artifact_cache.h"
 #include "graph/dot.h"
 #include "graph/parser.h"
 #include "graph/printer.h"
@@ -65,8 +66,8 @@ struct GraphProgram::Impl {
   mutable std::map<std::string, std::shared_ptr<const Compiled>> compiled;  // by options_key
 
   std::shared_ptr<const Compiled> get(const GraphRunOptions& options) const;
-  aot::Artifact lower_graph(const std::vector<bool>& rg, bool backward, const AotConfig& config,
-                            size_t index) const;
+  std::shared_ptr<const aot::Artifact> lower_graph(const std::vector<bool>& rg, bool backward,
+                                                   const AotConfig& config, size_t index) const;
 };
 
 namespace {
@@ -162,10 +163,14 @@ std::vector<Tensor> example_inputs(const graph::Graph& g, const std::vector<bool
   return out;
 }
 
-aot::Artifact GraphProgram::Impl::lower_graph(const std::vector<bool>& rg, bool backward,
-                                              const AotConfig& config, size_t index) const {
+// Through the on-disk artifact cache (cache/artifact_cache.h): its key holds the graph's text.
+std::shared_ptr<const aot::Artifact> GraphProgram::Impl::lower_graph(const std::vector<bool>& rg,
+                                                                     bool backward,
+                                                                     const AotConfig& config,
+                                                                     size_t index) const {
   aot::GraphHook hook = aot::dump_and_log_graphs(source, index);
-  if (!mutating) return aot::lower(aot::LoadedGraph{forward, rg}, config, hook);
+  cache::ArtifactCache disk = cache::ArtifactCache::from_environment();
+  if (!mutating) return disk.lower(aot::LoadedGraph{forward, rg}, config, hook).artifact;
   // Functionalize on load: trace the graph as a function, under the grad mode of the run.
   aot::TracedFunction traced{aot::graph_as_function(std::make_shared<const graph::Graph>(forward)),
                              example_inputs(forward, rg),
@@ -173,10 +178,10 @@ aot::Artifact GraphProgram::Impl::lower_graph(const std::vector<bool>& rg, bool 
                              {}};
   if (backward) {
     EnableGradGuard grad;
-    return aot::lower(traced, config, hook);
+    return disk.lower(traced, config, hook).artifact;
   }
   NoGradGuard no_grad;
-  return aot::lower(traced, config, hook);
+  return disk.lower(traced, config, hook).artifact;
 }
 
 std::shared_ptr<const Compiled> GraphProgram::Impl::get(const GraphRunOptions& options) const {
@@ -200,8 +205,7 @@ std::shared_ptr<const Compiled> GraphProgram::Impl::get(const GraphRunOptions& o
                   " options=" + aot::key_digest(key));
   auto c = std::make_shared<Compiled>();
   c->input_rg = rg;
-  c->artifact =
-      std::make_shared<const aot::Artifact>(lower_graph(rg, options.backward, config, index));
+  c->artifact = lower_graph(rg, options.backward, config, index);
   c->runtime = aot::instantiate(*c->artifact, aot::named_compilers(config));
   compiled.emplace(key, c);
   return c;

@@ -138,22 +138,32 @@ std::vector<bool> values_requiring_grad(const graph::Graph& g,
   return rg;
 }
 
-Artifact lower(const LowerInput& input, const AotConfig& config, const GraphHook& on_graph) {
+Captured capture(const LowerInput& input, const AotConfig& config) {
   trace::DecompositionScope decompositions(config.decompositions);
-  Artifact a;
+  Captured c;
+  Artifact& a = c.artifact;
   a.config = artifact_config(config);
-  CapturedForward c;
   if (const auto* traced = std::get_if<TracedFunction>(&input))
-    c = capture_traced(*traced, config, a.guards);
+    c.forward = capture_traced(*traced, config, a.guards);
   else
-    c = capture_loaded(std::get<LoadedGraph>(input), a.guards);
-  a.meta = std::move(c.meta);
-  if (!c.backward_errors.empty()) a.backward_error = c.backward_errors.front();
-  if (c.needs_autograd)
-    lower_training(c, config, a, on_graph);
+    c.forward = capture_loaded(std::get<LoadedGraph>(input), a.guards);
+  a.meta = std::move(c.forward.meta);
+  if (!c.forward.backward_errors.empty()) a.backward_error = c.forward.backward_errors.front();
+  return c;
+}
+
+Artifact finish_lowering(Captured captured, const AotConfig& config, const GraphHook& on_graph) {
+  trace::DecompositionScope decompositions(config.decompositions);  // VJPs are traced here
+  Artifact a = std::move(captured.artifact);
+  if (captured.forward.needs_autograd)
+    lower_training(captured.forward, config, a, on_graph);
   else
-    lower_inference(c, a, on_graph);
+    lower_inference(captured.forward, a, on_graph);
   return a;
+}
+
+Artifact lower(const LowerInput& input, const AotConfig& config, const GraphHook& on_graph) {
+  return finish_lowering(capture(input, config), config, on_graph);
 }
 
 }  // namespace aotgrad::aot

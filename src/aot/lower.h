@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "aot/artifact.h"
+#include "aot/capture.h"
 
 namespace aotgrad::aot {
 
@@ -43,6 +44,17 @@ using LowerInput = std::variant<TracedFunction, LoadedGraph>;
 using GraphHook = std::function<void(std::string_view stage, const graph::Graph&)>;
 
 Artifact lower(const LowerInput& input, const AotConfig& config, const GraphHook& on_graph = {});
+
+// lower() in its two halves, so that the on-disk artifact cache (cache/artifact_cache.h) can key
+// on what the front end captured before the joint and the partitioner run:
+// lower(i, c, h) == finish_lowering(capture(i, c), c, h).
+struct Captured {
+  CapturedForward forward;  // its meta moved into artifact.meta
+  Artifact artifact;        // config, guards, meta and backward_error; no graphs yet
+};
+Captured capture(const LowerInput& input, const AotConfig& config);
+Artifact finish_lowering(Captured captured, const AotConfig& config,
+                         const GraphHook& on_graph = {});
 
 // Which values of `g` require grad when its inputs do as `input_requires_grad` says: the rule
 // eager autograd and the tracer follow (a result of an op with a VJP rule, computed from a value
