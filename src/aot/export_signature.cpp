@@ -159,8 +159,11 @@ void write_map(std::string& out, const char* key, const NameMap& items, const st
 struct Json {
   enum class Kind { null, string, array, object } kind = Kind::null;
   std::string str;
-  std::vector<Json> items;                            // array
-  std::vector<std::pair<std::string, Json>> members;  // object, in order (keys may repeat)
+  std::vector<Json> items;  // array
+  // object, in order (keys may repeat): keys[i] names values[i]. Two vectors, because a
+  // std::pair<std::string, Json> needs Json complete where Json is being defined.
+  std::vector<std::string> keys;
+  std::vector<Json> values;
 };
 
 class JsonReader {
@@ -224,7 +227,8 @@ class JsonReader {
           space();
           std::string key = string();
           expect(':');
-          v.members.emplace_back(std::move(key), value(depth + 1));
+          v.keys.push_back(std::move(key));
+          v.values.push_back(value(depth + 1));
         } while (take(','));
         expect('}');
       }
@@ -353,7 +357,9 @@ std::vector<std::string> read_list(const std::string& field, const Json& v) {
 NameMap read_map(const std::string& field, const Json& v) {
   if (v.kind != Json::Kind::object) field_error(field, "an object of strings");
   NameMap out;
-  for (const auto& [key, item] : v.members) {
+  for (size_t m = 0; m < v.keys.size(); ++m) {
+    const std::string& key = v.keys[m];
+    const Json& item = v.values[m];
     if (item.kind != Json::Kind::string) field_error(field, "an object of strings");
     out.emplace_back(key, item.str);
   }
@@ -363,7 +369,9 @@ NameMap read_map(const std::string& field, const Json& v) {
 BackwardSignature read_backward(const Json& v) {
   if (v.kind != Json::Kind::object) field_error("backward_signature", "an object or null");
   BackwardSignature bw;
-  for (const auto& [key, item] : v.members) {
+  for (size_t m = 0; m < v.keys.size(); ++m) {
+    const std::string& key = v.keys[m];
+    const Json& item = v.values[m];
     if (key == "gradients_to_parameters") {
       bw.gradients_to_parameters = read_map(key, item);
     } else if (key == "gradients_to_user_inputs") {
@@ -427,7 +435,9 @@ GraphSignature signature_from_json(std::string_view json) {
                                           {"inputs_to_buffers", &s.inputs_to_buffers},
                                           {"buffers_to_mutate", &s.buffers_to_mutate},
                                           {"user_inputs_to_mutate", &s.user_inputs_to_mutate}};
-  for (const auto& [key, v] : doc.members) {
+  for (size_t m = 0; m < doc.keys.size(); ++m) {
+    const std::string& key = doc.keys[m];
+    const Json& v = doc.values[m];
     if (auto l = lists.find(key); l != lists.end())
       *l->second = read_list(key, v);
     else if (auto m = maps.find(key); m != maps.end())
