@@ -3,20 +3,15 @@
 #include <memory>
 #include <stdexcept>
 
-#include "tensor/current_op.h"
+#include "backends/node_call.h"
 
 namespace aotgrad::backends {
 namespace {
 
 struct Program {
   struct Step {
-    const ops::OpDef* op;
-    ops::OpArgs args;  // constants filled in; each call copies it and fills the tensor slots
-    std::vector<std::pair<size_t, uint32_t>> tensor_slots;         // (arg index, value)
-    std::vector<std::tuple<size_t, size_t, uint32_t>> list_slots;  // (arg, element, value)
-    std::vector<uint32_t> outputs;
+    NodeCall call;
     std::vector<uint32_t> free_after;  // values whose last use is this step
-    int written_arg = -1;              // in-place op into a graph input: bump its version counter
   };
   size_t num_values = 0;
   std::vector<uint32_t> inputs;
@@ -36,40 +31,8 @@ std::shared_ptr<Program> build(const graph::Graph& g) {
     for (const graph::NodeArg& a : g.nodes()[i].args)
       for (graph::ValueId v : graph::arg_values(a)) last_use[v.index] = static_cast<int64_t>(i);
   for (graph::ValueId v : g.outputs()) last_use[v.index] = static_cast<int64_t>(g.nodes().size());
-  for (size_t i = 0; i < g.nodes().size(); ++i) {
-    const graph::Node& n = g.nodes()[i];
-    Program::Step s;
-    s.op = n.op;
-    if (n.op->is_inplace()) {
-      // The only mutation a graph may hold: a write into one of its inputs (an input mutation
-      // kept in the graph).
-      const auto* target = std::get_if<graph::ValueId>(&n.args.at(n.op->mutated_arg()));
-      if (!target || g.value(*target).producer >= 0)
-        throw std::invalid_argument("interpreter backend: graph " + g.name() +
-                                    " mutates a value that is not a graph input (" +
-                                    std::string(n.op->name) + "); graphs must be functional");
-      s.written_arg = n.op->mutated_arg();
-    }
-    for (size_t k = 0; k < n.args.size(); ++k) {
-      std::visit(
-          [&](const auto& x) {
-            using T = std::decay_t<decltype(x)>;
-            if constexpr (std::is_same_v<T, graph::ValueId>) {
-              s.args.emplace_back(Tensor());
-              s.tensor_slots.emplace_back(k, x.index);
-            } else if constexpr (std::is_same_v<T, graph::ValueList>) {
-              s.args.emplace_back(ops::TensorList(x.size()));
-              for (size_t e = 0; e < x.size(); ++e)
-                if (x[e] != graph::kNoValue) s.list_slots.emplace_back(k, e, x[e].index);
-            } else {
-              s.args.emplace_back(x);
-            }
-          },
-          n.args[k]);
-    }
-    for (graph::ValueId o : n.outputs) s.outputs.push_back(o.index);
-    prog->steps.push_back(std::move(s));
-  }
+  for (const graph::Node& n : g.nodes())
+    prog->steps.push_back({make_node_call(g, n, "interpreter"), {}});
   // Values dead on arrival are dropped at once (values of removed nodes are never touched).
   for (graph::ValueId v : g.inputs())
     if (last_use[v.index] < 0) prog->free_at_start.push_back(v.index);
@@ -119,14 +82,7 @@ CompiledGraph compile_interpreter(const graph::Graph& g) {
     inputs.clear();
     for (uint32_t v : prog->free_at_start) slots[v] = Tensor();
     for (const Program::Step& s : prog->steps) {
-      ops::OpArgs args = s.args;
-      for (auto [arg, v] : s.tensor_slots) args[arg] = slots[v];
-      for (auto [arg, e, v] : s.list_slots) std::get<ops::TensorList>(args[arg])[e] = slots[v];
-      CurrentOpScope scope(s.op->name);  // errors from allocation and size checks name the op
-      std::vector<Tensor> outs = s.op->kernel(args);
-      if (s.written_arg >= 0) std::get<Tensor>(args[s.written_arg]).storage()->bump_version();
-      for (size_t k = 0; k < s.outputs.size(); ++k) slots[s.outputs[k]] = std::move(outs[k]);
-      // `args` dies here, dropping its references, so dead values are freed at once.
+      run_node_call(s.call, slots);
       for (uint32_t v : s.free_after) slots[v] = Tensor();
     }
     std::vector<Tensor> result;

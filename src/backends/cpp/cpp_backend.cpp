@@ -8,6 +8,7 @@
 #include "backends/cpp/build.h"
 #include "backends/cpp/codegen.h"
 #include "backends/cpp/schedule.h"
+#include "backends/node_call.h"
 #include "tensor/current_op.h"
 
 namespace aotgrad::backends {
@@ -16,16 +17,6 @@ namespace {
 using cpp::InnerStride;
 using KernelFn = void (*)(const char* const*, char* const*, const int64_t*, const int64_t*,
                           const double*);
-
-// One node called through its op-table kernel, exactly as the interpreter does.
-struct ExternCall {
-  const ops::OpDef* op = nullptr;
-  ops::OpArgs args;  // constants filled in; each call copies it and fills the tensor slots
-  std::vector<std::pair<size_t, uint32_t>> tensor_slots;         // (arg index, value)
-  std::vector<std::tuple<size_t, size_t, uint32_t>> list_slots;  // (arg, element, value)
-  std::vector<uint32_t> outputs;
-  int written_arg = -1;  // in-place op into a graph input: bump its version counter
-};
 
 struct KernelCall {
   std::string name;
@@ -49,52 +40,11 @@ struct Program {
   size_t num_values = 0;
   std::vector<uint32_t> inputs, outputs;
   std::vector<uint32_t> free_at_start;  // inputs never used
-  std::vector<ExternCall> externs;      // one per node
+  std::vector<NodeCall> externs;        // one per node
   std::vector<KernelCall> kernels;
   std::vector<Step> steps;
   std::shared_ptr<cpp::SharedObject> library;  // keeps the kernels loaded
 };
-
-ExternCall make_extern(const graph::Graph& g, const graph::Node& n) {
-  ExternCall s;
-  s.op = n.op;
-  if (n.op->is_inplace()) {
-    const auto* target = std::get_if<graph::ValueId>(&n.args.at(n.op->mutated_arg()));
-    if (!target || g.value(*target).producer >= 0)
-      throw std::invalid_argument("cpp backend: graph " + g.name() +
-                                  " mutates a value that is not a graph input (" +
-                                  std::string(n.op->name) + "); graphs must be functional");
-    s.written_arg = n.op->mutated_arg();
-  }
-  for (size_t k = 0; k < n.args.size(); ++k) {
-    std::visit(
-        [&](const auto& x) {
-          using T = std::decay_t<decltype(x)>;
-          if constexpr (std::is_same_v<T, graph::ValueId>) {
-            s.args.emplace_back(Tensor());
-            s.tensor_slots.emplace_back(k, x.index);
-          } else if constexpr (std::is_same_v<T, graph::ValueList>) {
-            s.args.emplace_back(ops::TensorList(x.size()));
-            for (size_t e = 0; e < x.size(); ++e) s.list_slots.emplace_back(k, e, x[e].index);
-          } else {
-            s.args.emplace_back(x);
-          }
-        },
-        n.args[k]);
-  }
-  for (graph::ValueId o : n.outputs) s.outputs.push_back(o.index);
-  return s;
-}
-
-void run_extern(const ExternCall& s, std::vector<Tensor>& slots) {
-  ops::OpArgs args = s.args;
-  for (auto [arg, v] : s.tensor_slots) args[arg] = slots[v];
-  for (auto [arg, e, v] : s.list_slots) std::get<ops::TensorList>(args[arg])[e] = slots[v];
-  CurrentOpScope scope(s.op->name);  // errors from allocation and size checks name the op
-  std::vector<Tensor> outs = s.op->kernel(args);
-  if (s.written_arg >= 0) std::get<Tensor>(args[s.written_arg]).storage()->bump_version();
-  for (size_t k = 0; k < s.outputs.size(); ++k) slots[s.outputs[k]] = std::move(outs[k]);
-}
 
 // Runs a generated kernel; false (nothing written) when an input's actual layout does not fit
 // the loop nest the code was specialized for (a graph input with other strides than traced).
@@ -132,7 +82,7 @@ bool run_kernel(const KernelCall& k, std::vector<Tensor>& slots) {
 }
 
 void run_group_unfused(const Program& p, const KernelCall& k, std::vector<Tensor>& slots) {
-  for (uint32_t n : k.nodes) run_extern(p.externs[n], slots);
+  for (uint32_t n : k.nodes) run_node_call(p.externs[n], slots);
   for (uint32_t n : k.nodes)
     for (uint32_t v : p.externs[n].outputs)
       if (std::find(k.outputs.begin(), k.outputs.end(), v) == k.outputs.end()) slots[v] = Tensor();
@@ -170,7 +120,7 @@ std::shared_ptr<Program> build(const graph::Graph& g) {
   p->num_values = g.values().size();
   for (graph::ValueId v : g.inputs()) p->inputs.push_back(v.index);
   for (graph::ValueId v : g.outputs()) p->outputs.push_back(v.index);
-  for (const graph::Node& n : g.nodes()) p->externs.push_back(make_extern(g, n));
+  for (const graph::Node& n : g.nodes()) p->externs.push_back(make_node_call(g, n, "cpp"));
   cpp::Schedule sched = cpp::schedule_graph(g);
   if (!sched.kernels.empty()) {
     std::string source = cpp::generate_source(g, sched);
@@ -213,7 +163,7 @@ CompiledGraph compile_cpp(const graph::Graph& g) {
     for (uint32_t v : prog->free_at_start) slots[v] = Tensor();
     for (const Program::Step& s : prog->steps) {
       if (!s.is_kernel) {
-        run_extern(prog->externs[s.index], slots);
+        run_node_call(prog->externs[s.index], slots);
       } else if (!run_kernel(prog->kernels[s.index], slots)) {
         run_group_unfused(*prog, prog->kernels[s.index], slots);
       }

@@ -180,3 +180,20 @@ TEST(CppBackend, GraphsWithoutFusableNodesNeedNoCompiler) {
   else
     unsetenv("AOTGRAD_CXX");
 }
+
+// Extern calls share the interpreter's node preparation (backends/node_call.h), so a Tensor?[]
+// with None entries (index, index_put) runs under cpp too; before, the None's marker was read
+// as a value id.
+TEST(CppBackend, OptionalTensorListsRunAsExternCalls) {
+  ag::graph::Graph g = ag::graph::parse_graph(
+      "graph g(%x: f32[2,3,4], %i: i64[2], %v: f32[4]) {\n"
+      "  %index: f32[2,3] = aten.index.Tensor(%x, [%i, none, %i])\n"
+      "  %e: f32[2,3] = aten.exp.default(%index)\n"
+      "  %index_put: f32[2,3,4] = aten.index_put.default(%x, [none, %i], %v, true)\n"
+      "  return (%e, %index_put)\n"
+      "}\n");
+  std::vector<ag::Tensor> inputs{ag::testing::iota({2, 3, 4}),
+                                 ag::from_vector(std::vector<int64_t>{1, 0}, {2}),
+                                 ag::testing::iota({4}, 10)};
+  expect_cpp_matches_interpreter(g, inputs, {1e-6, 1e-6});  // exp: libmvec within a few ulp
+}

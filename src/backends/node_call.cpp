@@ -1,0 +1,57 @@
+#include "backends/node_call.h"
+
+#include <stdexcept>
+#include <string>
+#include <type_traits>
+#include <variant>
+
+#include "tensor/current_op.h"
+
+namespace aotgrad::backends {
+
+NodeCall make_node_call(const graph::Graph& g, const graph::Node& n, std::string_view backend) {
+  NodeCall s;
+  s.op = n.op;
+  if (n.op->is_inplace()) {
+    // The only mutation a graph may hold: a write into one of its inputs (an input mutation
+    // kept in the graph).
+    const auto* target = std::get_if<graph::ValueId>(&n.args.at(n.op->mutated_arg()));
+    if (!target || g.value(*target).producer >= 0)
+      throw std::invalid_argument(std::string(backend) + " backend: graph " + g.name() +
+                                  " mutates a value that is not a graph input (" +
+                                  std::string(n.op->name) + "); graphs must be functional");
+    s.written_arg = n.op->mutated_arg();
+  }
+  for (size_t k = 0; k < n.args.size(); ++k) {
+    std::visit(
+        [&](const auto& x) {
+          using T = std::decay_t<decltype(x)>;
+          if constexpr (std::is_same_v<T, graph::ValueId>) {
+            s.args.emplace_back(Tensor());
+            s.tensor_slots.emplace_back(k, x.index);
+          } else if constexpr (std::is_same_v<T, graph::ValueList>) {
+            s.args.emplace_back(ops::TensorList(x.size()));
+            for (size_t e = 0; e < x.size(); ++e)
+              if (x[e] != graph::kNoValue) s.list_slots.emplace_back(k, e, x[e].index);
+          } else {
+            s.args.emplace_back(x);
+          }
+        },
+        n.args[k]);
+  }
+  for (graph::ValueId o : n.outputs) s.outputs.push_back(o.index);
+  return s;
+}
+
+void run_node_call(const NodeCall& s, std::vector<Tensor>& slots) {
+  ops::OpArgs args = s.args;
+  for (auto [arg, v] : s.tensor_slots) args[arg] = slots[v];
+  for (auto [arg, e, v] : s.list_slots) std::get<ops::TensorList>(args[arg])[e] = slots[v];
+  CurrentOpScope scope(s.op->name);  // errors from allocation and size checks name the op
+  std::vector<Tensor> outs = s.op->kernel(args);
+  if (s.written_arg >= 0) std::get<Tensor>(args[s.written_arg]).storage()->bump_version();
+  for (size_t k = 0; k < s.outputs.size(); ++k) slots[s.outputs[k]] = std::move(outs[k]);
+  // `args` dies here, dropping its references, so the caller can free dead values at once.
+}
+
+}  // namespace aotgrad::backends
