@@ -1,13 +1,14 @@
 // GraphSignature: derived from descriptors (signature_of), and written to / read from JSON.
 //
 // Reading guide: signature_of walks the inputs, then the outputs, once. The JSON half is a
-// writer (to_json) and a small reader for exactly the grammar signatures need (objects, arrays,
-// strings, null), depth-limited; every error is one line naming the byte offset.
+// writer (to_json) and a reader of the fields over the library's JSON reader (tensor/json.h);
+// every error is one line naming the byte offset or the field.
 #include "aot/export_signature.h"
 
 #include <map>
 
 #include "graph/parser.h"
+#include "tensor/json.h"
 #include "tensor/message_text.h"
 
 namespace aotgrad {
@@ -111,274 +112,76 @@ GraphSignature signature_of_graph(std::string_view graph_text, std::optional<siz
 
 namespace {
 
-void write_string(std::string& out, std::string_view s) {
-  static const char* hex = "0123456789abcdef";
-  out += '"';
-  for (char c : s) {
-    auto u = static_cast<unsigned char>(c);
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (u < 0x20) {
-      out += "\\u00";
-      out += hex[u >> 4];
-      out += hex[u & 15];
-    } else {
-      out += c;
-    }
-  }
-  out += '"';
-}
-
 void write_list(std::string& out, const char* key, const std::vector<std::string>& items,
                 const std::string& indent) {
   out += indent;
-  write_string(out, key);
+  json::append_string(out, key);
   out += ": [";
   for (size_t i = 0; i < items.size(); ++i) {
     out += i ? ", " : "";
-    write_string(out, items[i]);
+    json::append_string(out, items[i]);
   }
   out += "]";
 }
 
 void write_map(std::string& out, const char* key, const NameMap& items, const std::string& indent) {
   out += indent;
-  write_string(out, key);
+  json::append_string(out, key);
   out += ": {";
   for (size_t i = 0; i < items.size(); ++i) {
     out += i ? ", " : "";
-    write_string(out, items[i].first);
+    json::append_string(out, items[i].first);
     out += ": ";
-    write_string(out, items[i].second);
+    json::append_string(out, items[i].second);
   }
   out += "}";
 }
 
-// A parsed JSON value: only what signatures hold.
-struct Json {
-  enum class Kind { null, string, array, object } kind = Kind::null;
-  std::string str;
-  std::vector<Json> items;  // array
-  // object, in order (keys may repeat): keys[i] names values[i]. Two vectors, because a
-  // std::pair<std::string, Json> needs Json complete where Json is being defined.
-  std::vector<std::string> keys;
-  std::vector<Json> values;
-};
+// A signature nests 3 levels; more is not a signature.
+constexpr int kMaxDepth = 8;
 
-class JsonReader {
- public:
-  explicit JsonReader(std::string_view s) : s_(s) {}
-
-  Json document() {
-    Json v = value(0);
-    space();
-    if (pos_ != s_.size()) error("the end of the document");
-    return v;
-  }
-
-  [[noreturn]] void error(const std::string& expected) const {
-    std::string here = pos_ < s_.size() ? "'" + escape_for_message(s_.substr(pos_, 1), 8) + "'"
-                                        : std::string("the end");
-    throw ExportError("signature JSON, byte " + std::to_string(pos_) + ": expected " + expected +
-                      ", found " + here);
-  }
-
- private:
-  static constexpr int kMaxDepth = 8;  // a signature needs 3
-
-  void space() {
-    while (pos_ < s_.size() &&
-           (s_[pos_] == ' ' || s_[pos_] == '\n' || s_[pos_] == '\r' || s_[pos_] == '\t'))
-      ++pos_;
-  }
-  bool take(char c) {
-    space();
-    if (pos_ < s_.size() && s_[pos_] == c) {
-      ++pos_;
-      return true;
-    }
-    return false;
-  }
-  void expect(char c) {
-    if (!take(c)) error(std::string("'") + c + "'");
-  }
-
-  Json value(int depth) {
-    if (depth > kMaxDepth) error("at most " + std::to_string(kMaxDepth) + " levels of nesting");
-    Json v;
-    space();
-    if (s_.substr(pos_, 4) == "null") {
-      pos_ += 4;
-    } else if (pos_ < s_.size() && s_[pos_] == '"') {
-      v.kind = Json::Kind::string;
-      v.str = string();
-    } else if (take('[')) {
-      v.kind = Json::Kind::array;
-      if (!take(']')) {
-        do v.items.push_back(value(depth + 1));
-        while (take(','));
-        expect(']');
-      }
-    } else if (take('{')) {
-      v.kind = Json::Kind::object;
-      if (!take('}')) {
-        do {
-          space();
-          std::string key = string();
-          expect(':');
-          v.keys.push_back(std::move(key));
-          v.values.push_back(value(depth + 1));
-        } while (take(','));
-        expect('}');
-      }
-    } else {
-      error("a string, array, object or null");
-    }
-    return v;
-  }
-
-  unsigned hex4() {
-    unsigned v = 0;
-    for (int i = 0; i < 4; ++i, ++pos_) {
-      char c = pos_ < s_.size() ? s_[pos_] : '\0';
-      int d = c >= '0' && c <= '9'   ? c - '0'
-              : c >= 'a' && c <= 'f' ? c - 'a' + 10
-              : c >= 'A' && c <= 'F' ? c - 'A' + 10
-                                     : -1;
-      if (d < 0) error("four hex digits after \\u");
-      v = v * 16 + static_cast<unsigned>(d);
-    }
-    return v;
-  }
-
-  static void append_utf8(std::string& out, unsigned cp) {
-    if (cp < 0x80) {
-      out += static_cast<char>(cp);
-    } else if (cp < 0x800) {
-      out += static_cast<char>(0xC0 | (cp >> 6));
-      out += static_cast<char>(0x80 | (cp & 0x3F));
-    } else if (cp < 0x10000) {
-      out += static_cast<char>(0xE0 | (cp >> 12));
-      out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-      out += static_cast<char>(0x80 | (cp & 0x3F));
-    } else {
-      out += static_cast<char>(0xF0 | (cp >> 18));
-      out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
-      out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-      out += static_cast<char>(0x80 | (cp & 0x3F));
-    }
-  }
-
-  // A surrogate pair's second half, after its first (`high`).
-  unsigned low_surrogate(unsigned high) {
-    if (s_.substr(pos_, 2) != "\\u") error("a low surrogate \\uDC00-\\uDFFF after \\uD800-\\uDBFF");
-    pos_ += 2;
-    unsigned low = hex4();
-    if (low < 0xDC00 || low > 0xDFFF) error("a low surrogate \\uDC00-\\uDFFF");
-    return 0x10000 + ((high - 0xD800) << 10) + (low - 0xDC00);
-  }
-
-  std::string string() {
-    if (pos_ >= s_.size() || s_[pos_] != '"') error("a string");
-    ++pos_;
-    std::string out;
-    while (true) {
-      if (pos_ >= s_.size()) error("'\"' closing the string");
-      char c = s_[pos_++];
-      if (c == '"') return out;
-      if (static_cast<unsigned char>(c) < 0x20) {
-        --pos_;
-        error("no control character inside a string (escape it)");
-      }
-      if (c != '\\') {
-        out += c;
-        continue;
-      }
-      char e = pos_ < s_.size() ? s_[pos_++] : '\0';
-      switch (e) {
-        case '"':
-          out += '"';
-          break;
-        case '\\':
-          out += '\\';
-          break;
-        case '/':
-          out += '/';
-          break;
-        case 'b':
-          out += '\b';
-          break;
-        case 'f':
-          out += '\f';
-          break;
-        case 'n':
-          out += '\n';
-          break;
-        case 'r':
-          out += '\r';
-          break;
-        case 't':
-          out += '\t';
-          break;
-        case 'u': {
-          unsigned cp = hex4();
-          if (cp >= 0xDC00 && cp <= 0xDFFF) error("a code point, not a lone low surrogate");
-          if (cp >= 0xD800 && cp <= 0xDBFF) cp = low_surrogate(cp);
-          append_utf8(out, cp);
-          break;
-        }
-        default:
-          --pos_;
-          error("an escape (\\\" \\\\ \\/ \\b \\f \\n \\r \\t \\uXXXX)");
-      }
-    }
-  }
-
-  std::string_view s_;
-  size_t pos_ = 0;
-};
+using json::Value;
 
 [[noreturn]] void field_error(const std::string& field, const char* expected) {
   throw ExportError("signature JSON: field \"" + escape_for_message(field, 60) + "\" must be " +
                     expected);
 }
 
-std::vector<std::string> read_list(const std::string& field, const Json& v) {
-  if (v.kind != Json::Kind::array) field_error(field, "an array of strings");
+std::vector<std::string> read_list(const std::string& field, const Value& v) {
+  if (v.kind != Value::Kind::array) field_error(field, "an array of strings");
   std::vector<std::string> out;
-  for (const Json& item : v.items) {
-    if (item.kind != Json::Kind::string) field_error(field, "an array of strings");
-    out.push_back(item.str);
+  for (const Value& item : v.items) {
+    if (item.kind != Value::Kind::string) field_error(field, "an array of strings");
+    out.push_back(item.text);
   }
   return out;
 }
 
-NameMap read_map(const std::string& field, const Json& v) {
-  if (v.kind != Json::Kind::object) field_error(field, "an object of strings");
+NameMap read_map(const std::string& field, const Value& v) {
+  if (v.kind != Value::Kind::object) field_error(field, "an object of strings");
   NameMap out;
   for (size_t m = 0; m < v.keys.size(); ++m) {
     const std::string& key = v.keys[m];
-    const Json& item = v.values[m];
-    if (item.kind != Json::Kind::string) field_error(field, "an object of strings");
-    out.emplace_back(key, item.str);
+    const Value& item = v.values[m];
+    if (item.kind != Value::Kind::string) field_error(field, "an object of strings");
+    out.emplace_back(key, item.text);
   }
   return out;
 }
 
-BackwardSignature read_backward(const Json& v) {
-  if (v.kind != Json::Kind::object) field_error("backward_signature", "an object or null");
+BackwardSignature read_backward(const Value& v) {
+  if (v.kind != Value::Kind::object) field_error("backward_signature", "an object or null");
   BackwardSignature bw;
   for (size_t m = 0; m < v.keys.size(); ++m) {
     const std::string& key = v.keys[m];
-    const Json& item = v.values[m];
+    const Value& item = v.values[m];
     if (key == "gradients_to_parameters") {
       bw.gradients_to_parameters = read_map(key, item);
     } else if (key == "gradients_to_user_inputs") {
       bw.gradients_to_user_inputs = read_map(key, item);
     } else if (key == "loss_output") {
-      if (item.kind != Json::Kind::string) field_error(key, "a string");
-      bw.loss_output = item.str;
+      if (item.kind != Value::Kind::string) field_error(key, "a string");
+      bw.loss_output = item.text;
     } else {
       throw ExportError("signature JSON: unknown field \"" + escape_for_message(key, 60) +
                         "\" in backward_signature");
@@ -417,14 +220,19 @@ std::string GraphSignature::to_json() const {
   out += ",\n";
   write_map(out, "gradients_to_user_inputs", backward_signature->gradients_to_user_inputs, in + in);
   out += ",\n    \"loss_output\": ";
-  write_string(out, backward_signature->loss_output);
+  json::append_string(out, backward_signature->loss_output);
   out += "\n  }\n}\n";
   return out;
 }
 
 GraphSignature signature_from_json(std::string_view json) {
-  Json doc = JsonReader(json).document();
-  if (doc.kind != Json::Kind::object)
+  Value doc;
+  try {
+    doc = json::parse(json, kMaxDepth);
+  } catch (const json::ParseError& e) {
+    throw ExportError("signature JSON, byte " + std::to_string(e.offset()) + ": " + e.what());
+  }
+  if (doc.kind != Value::Kind::object)
     throw ExportError("signature JSON: expected an object at the top level");
   GraphSignature s;
   std::map<std::string, std::vector<std::string>*> lists = {{"parameters", &s.parameters},
@@ -437,12 +245,12 @@ GraphSignature signature_from_json(std::string_view json) {
                                           {"user_inputs_to_mutate", &s.user_inputs_to_mutate}};
   for (size_t m = 0; m < doc.keys.size(); ++m) {
     const std::string& key = doc.keys[m];
-    const Json& v = doc.values[m];
+    const Value& v = doc.values[m];
     if (auto l = lists.find(key); l != lists.end())
       *l->second = read_list(key, v);
     else if (auto m = maps.find(key); m != maps.end())
       *m->second = read_map(key, v);
-    else if (key == "backward_signature" && v.kind == Json::Kind::null)
+    else if (key == "backward_signature" && v.kind == Value::Kind::null)
       s.backward_signature.reset();
     else if (key == "backward_signature")
       s.backward_signature = read_backward(v);

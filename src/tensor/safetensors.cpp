@@ -3,7 +3,7 @@
 //
 // Reading guide: read_from() is the one reader behind read_safetensors (a file) and
 // read_safetensors_bytes (memory). It reads the 8-byte length and the header, parses the header
-// with the small JSON parser below (JsonParser: the whole grammar, depth-limited, UTF-8 checked,
+// with the library's JSON reader (tensor/json.h: the whole grammar, depth-limited, UTF-8 checked,
 // every number kept as its literal text), turns it into TensorEntry rows, and validates them all
 // against the file size (validate_layout) before it allocates a tensor or reads a data byte.
 // Everything a malformed file can cause is a std::invalid_argument with one line naming the file
@@ -22,6 +22,7 @@
 #include <stdexcept>
 
 #include "tensor/checked_math.h"
+#include "tensor/json.h"
 #include "tensor/message_text.h"
 
 namespace aotgrad {
@@ -63,283 +64,6 @@ size_t dtype_rank(DType t) {
   return 0;
 }
 
-// ---- JSON ----
-
-struct Json {
-  enum class Kind { null, boolean, number, string, array, object } kind = Kind::null;
-  std::string text;  // a string's value, a number's literal, "true" / "false"
-  std::vector<Json> items;
-  // An object's members, in file order: keys[i] names values[i]. (Two vectors, not pairs: a
-  // std::pair cannot hold the still incomplete Json.)
-  std::vector<std::string> keys;
-  std::vector<Json> values;
-};
-
-const char* kind_name(Json::Kind k) {
-  switch (k) {
-    case Json::Kind::null:
-      return "null";
-    case Json::Kind::boolean:
-      return "a boolean";
-    case Json::Kind::number:
-      return "a number";
-    case Json::Kind::string:
-      return "a string";
-    case Json::Kind::array:
-      return "an array";
-    case Json::Kind::object:
-      return "an object";
-  }
-  return "?";
-}
-
-// Length of the UTF-8 sequence starting at s[i] (checked: shortest form, no surrogates, at most
-// U+10FFFF), or 0 when it is not one.
-size_t utf8_length(std::string_view s, size_t i) {
-  auto b = [&](size_t k) { return static_cast<unsigned char>(s[i + k]); };
-  auto cont = [&](size_t k) { return i + k < s.size() && (b(k) & 0xc0) == 0x80; };
-  unsigned char c = b(0);
-  if (c < 0x80) return 1;
-  if (c >= 0xc2 && c <= 0xdf) return cont(1) ? 2 : 0;
-  if (c >= 0xe0 && c <= 0xef) {
-    if (!cont(1) || !cont(2)) return 0;
-    if (c == 0xe0 && b(1) < 0xa0) return 0;  // overlong
-    if (c == 0xed && b(1) > 0x9f) return 0;  // surrogate
-    return 3;
-  }
-  if (c >= 0xf0 && c <= 0xf4) {
-    if (!cont(1) || !cont(2) || !cont(3)) return 0;
-    if (c == 0xf0 && b(1) < 0x90) return 0;  // overlong
-    if (c == 0xf4 && b(1) > 0x8f) return 0;  // past U+10FFFF
-    return 4;
-  }
-  return 0;
-}
-
-// The byte offset of the first byte that is not valid UTF-8, or nullopt.
-std::optional<size_t> invalid_utf8_at(std::string_view s) {
-  for (size_t i = 0; i < s.size();) {
-    size_t n = utf8_length(s, i);
-    if (n == 0) return i;
-    i += n;
-  }
-  return std::nullopt;
-}
-
-void append_utf8(std::string& out, uint32_t cp) {
-  if (cp < 0x80) {
-    out += static_cast<char>(cp);
-  } else if (cp < 0x800) {
-    out += static_cast<char>(0xc0 | (cp >> 6));
-    out += static_cast<char>(0x80 | (cp & 0x3f));
-  } else if (cp < 0x10000) {
-    out += static_cast<char>(0xe0 | (cp >> 12));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3f));
-    out += static_cast<char>(0x80 | (cp & 0x3f));
-  } else {
-    out += static_cast<char>(0xf0 | (cp >> 18));
-    out += static_cast<char>(0x80 | ((cp >> 12) & 0x3f));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3f));
-    out += static_cast<char>(0x80 | (cp & 0x3f));
-  }
-}
-
-// RFC 8259 JSON over a header already known to be valid UTF-8. Errors name the byte offset in
-// the header.
-class JsonParser {
- public:
-  JsonParser(std::string_view text, const std::string& source) : s_(text), source_(source) {}
-
-  Json parse_document() {
-    Json v = value(0);
-    skip_space();
-    if (pos_ != s_.size()) error("unexpected " + what_is_here() + " after the JSON object");
-    return v;
-  }
-
- private:
-  [[noreturn]] void error(const std::string& problem) const {
-    fail(source_, "header: " + problem + " at byte " + std::to_string(pos_) + " of the header");
-  }
-  std::string what_is_here() const {
-    if (pos_ >= s_.size()) return "end of header";
-    return "'" + escape_for_message(s_.substr(pos_, 1), 8) + "'";
-  }
-  void skip_space() {
-    while (pos_ < s_.size() &&
-           (s_[pos_] == ' ' || s_[pos_] == '\t' || s_[pos_] == '\n' || s_[pos_] == '\r'))
-      ++pos_;
-  }
-  void expect(char c) {
-    skip_space();
-    if (pos_ >= s_.size() || s_[pos_] != c)
-      error(std::string("expected '") + c + "', found " + what_is_here());
-    ++pos_;
-  }
-  bool take(char c) {
-    skip_space();
-    if (pos_ < s_.size() && s_[pos_] == c) {
-      ++pos_;
-      return true;
-    }
-    return false;
-  }
-
-  Json value(int depth) {
-    if (depth > kMaxJsonDepth)
-      error("nesting deeper than " + std::to_string(kMaxJsonDepth) + " levels");
-    skip_space();
-    if (pos_ >= s_.size()) error("expected a value, found end of header");
-    Json v;
-    char c = s_[pos_];
-    if (c == '{') {
-      v.kind = Json::Kind::object;
-      ++pos_;
-      if (take('}')) return v;
-      do {
-        skip_space();
-        std::string key = string_literal();
-        expect(':');
-        v.keys.push_back(std::move(key));
-        v.values.push_back(value(depth + 1));
-      } while (take(','));
-      expect('}');
-    } else if (c == '[') {
-      v.kind = Json::Kind::array;
-      ++pos_;
-      if (take(']')) return v;
-      do v.items.push_back(value(depth + 1));
-      while (take(','));
-      expect(']');
-    } else if (c == '"') {
-      v.kind = Json::Kind::string;
-      v.text = string_literal();
-    } else if (c == '-' || (c >= '0' && c <= '9')) {
-      v.kind = Json::Kind::number;
-      v.text = number_literal();
-    } else {
-      for (const char* word : {"true", "false", "null"})
-        if (s_.substr(pos_, std::strlen(word)) == word) {
-          pos_ += std::strlen(word);
-          v.kind = word[0] == 'n' ? Json::Kind::null : Json::Kind::boolean;
-          v.text = word;
-          return v;
-        }
-      error("expected a value, found " + what_is_here());
-    }
-    return v;
-  }
-
-  std::string number_literal() {
-    size_t start = pos_;
-    auto digits = [&] {
-      size_t from = pos_;
-      while (pos_ < s_.size() && s_[pos_] >= '0' && s_[pos_] <= '9') ++pos_;
-      if (pos_ == from) error("malformed number");
-    };
-    if (s_[pos_] == '-') ++pos_;
-    if (pos_ < s_.size() && s_[pos_] == '0')
-      ++pos_;  // JSON allows no leading zeros
-    else
-      digits();
-    if (pos_ < s_.size() && s_[pos_] == '.') {
-      ++pos_;
-      digits();
-    }
-    if (pos_ < s_.size() && (s_[pos_] == 'e' || s_[pos_] == 'E')) {
-      ++pos_;
-      if (pos_ < s_.size() && (s_[pos_] == '+' || s_[pos_] == '-')) ++pos_;
-      digits();
-    }
-    return std::string(s_.substr(start, pos_ - start));
-  }
-
-  uint32_t hex4() {
-    if (s_.size() - pos_ < 4) error("truncated \\u escape");
-    uint32_t v = 0;
-    for (int i = 0; i < 4; ++i) {
-      char c = s_[pos_++];
-      int d = c >= '0' && c <= '9'   ? c - '0'
-              : c >= 'a' && c <= 'f' ? c - 'a' + 10
-              : c >= 'A' && c <= 'F' ? c - 'A' + 10
-                                     : -1;
-      if (d < 0) error("malformed \\u escape");
-      v = v * 16 + static_cast<uint32_t>(d);
-    }
-    return v;
-  }
-
-  std::string string_literal() {
-    if (pos_ >= s_.size() || s_[pos_] != '"') error("expected a string, found " + what_is_here());
-    ++pos_;
-    std::string out;
-    while (true) {
-      if (pos_ >= s_.size()) error("unterminated string");
-      char c = s_[pos_++];
-      if (c == '"') return out;
-      if (static_cast<unsigned char>(c) < 0x20) error("unescaped control character in a string");
-      if (c != '\\') {
-        out += c;
-        continue;
-      }
-      if (pos_ >= s_.size()) error("unterminated string");
-      char e = s_[pos_++];
-      switch (e) {
-        case '"':
-          out += '"';
-          break;
-        case '\\':
-          out += '\\';
-          break;
-        case '/':
-          out += '/';
-          break;
-        case 'b':
-          out += '\b';
-          break;
-        case 'f':
-          out += '\f';
-          break;
-        case 'n':
-          out += '\n';
-          break;
-        case 'r':
-          out += '\r';
-          break;
-        case 't':
-          out += '\t';
-          break;
-        case 'u':
-          out += unicode_escape();
-          break;
-        default:
-          --pos_;
-          error("unknown escape '\\" + escape_for_message(s_.substr(pos_, 1), 8) + "'");
-      }
-    }
-  }
-
-  // After "\u": one code point, or a surrogate pair written as two escapes.
-  std::string unicode_escape() {
-    uint32_t cp = hex4();
-    if (cp >= 0xdc00 && cp <= 0xdfff) error("lone low surrogate in a \\u escape");
-    if (cp >= 0xd800 && cp <= 0xdbff) {
-      if (s_.substr(pos_, 2) != "\\u") error("high surrogate without its low half");
-      pos_ += 2;
-      uint32_t low = hex4();
-      if (low < 0xdc00 || low > 0xdfff) error("high surrogate without its low half");
-      cp = 0x10000 + ((cp - 0xd800) << 10) + (low - 0xdc00);
-    }
-    std::string out;
-    append_utf8(out, cp);
-    return out;
-  }
-
-  std::string_view s_;
-  const std::string& source_;
-  size_t pos_ = 0;
-};
-
 // ---- the header ----
 
 struct TensorEntry {
@@ -356,9 +80,10 @@ struct Header {
 
 // A JSON number that must be a non-negative integer (shape entries, offsets), as the reference
 // reader's usize fields require.
-uint64_t unsigned_integer(const Json& v, const std::string& source, const std::string& where) {
-  if (v.kind != Json::Kind::number)
-    fail(source, where + " must be a non-negative integer, found " + kind_name(v.kind));
+uint64_t unsigned_integer(const json::Value& v, const std::string& source,
+                          const std::string& where) {
+  if (v.kind != json::Value::Kind::number)
+    fail(source, where + " must be a non-negative integer, found " + json::kind_name(v.kind));
   if (v.text.find_first_not_of("0123456789") != std::string::npos)
     fail(source,
          where + " must be a non-negative integer, found " + escape_for_message(v.text, 40));
@@ -369,9 +94,9 @@ uint64_t unsigned_integer(const Json& v, const std::string& source, const std::s
   return n;
 }
 
-const Json& field(const Json& entry, const char* key, Json::Kind kind, const std::string& source,
-                  const std::string& tensor) {
-  const Json* found = nullptr;
+const json::Value& field(const json::Value& entry, const char* key, json::Value::Kind kind,
+                         const std::string& source, const std::string& tensor) {
+  const json::Value* found = nullptr;
   for (size_t i = 0; i < entry.keys.size(); ++i)
     if (entry.keys[i] == key) {
       if (found) fail(source, "tensor " + tensor + " lists \"" + key + "\" twice");
@@ -379,17 +104,17 @@ const Json& field(const Json& entry, const char* key, Json::Kind kind, const std
     }
   if (!found) fail(source, "tensor " + tensor + " has no \"" + key + "\"");
   if (found->kind != kind)
-    fail(source, "tensor " + tensor + ": \"" + key + "\" must be " + kind_name(kind) + ", found " +
-                     kind_name(found->kind));
+    fail(source, "tensor " + tensor + ": \"" + key + "\" must be " + json::kind_name(kind) +
+                     ", found " + json::kind_name(found->kind));
   return *found;
 }
 
-TensorEntry tensor_entry(const std::string& name, const Json& v, const std::string& source) {
+TensorEntry tensor_entry(const std::string& name, const json::Value& v, const std::string& source) {
   const std::string t = quoted(name);
-  if (v.kind != Json::Kind::object)
-    fail(source, "tensor " + t + " must be an object, found " + kind_name(v.kind));
+  if (v.kind != json::Value::Kind::object)
+    fail(source, "tensor " + t + " must be an object, found " + json::kind_name(v.kind));
   TensorEntry e{name, 0, {}, 0, 0};
-  const std::string& dtype = field(v, "dtype", Json::Kind::string, source, t).text;
+  const std::string& dtype = field(v, "dtype", json::Value::Kind::string, source, t).text;
   auto row = std::find_if(std::begin(kDtypes), std::end(kDtypes),
                           [&](const DtypeRow& r) { return dtype == r.name; });
   if (row == std::end(kDtypes))
@@ -398,7 +123,7 @@ TensorEntry tensor_entry(const std::string& name, const Json& v, const std::stri
     fail(source, "tensor " + t + " has dtype " + row->name +
                      ", which aotgrad has no type for (it reads F32, F64, I64, BOOL, F16, BF16)");
   e.dtype_row = static_cast<size_t>(row - std::begin(kDtypes));
-  const Json& shape = field(v, "shape", Json::Kind::array, source, t);
+  const json::Value& shape = field(v, "shape", json::Value::Kind::array, source, t);
   for (size_t d = 0; d < shape.items.size(); ++d) {
     uint64_t s = unsigned_integer(shape.items[d], source,
                                   "tensor " + t + ": shape[" + std::to_string(d) + "]");
@@ -406,7 +131,7 @@ TensorEntry tensor_entry(const std::string& name, const Json& v, const std::stri
       fail(source, "tensor " + t + ": shape[" + std::to_string(d) + "] does not fit int64");
     e.shape.push_back(static_cast<int64_t>(s));
   }
-  const Json& offsets = field(v, "data_offsets", Json::Kind::array, source, t);
+  const json::Value& offsets = field(v, "data_offsets", json::Value::Kind::array, source, t);
   if (offsets.items.size() != 2)
     fail(source, "tensor " + t + ": \"data_offsets\" must be [begin, end], found " +
                      std::to_string(offsets.items.size()) + " numbers");
@@ -416,29 +141,33 @@ TensorEntry tensor_entry(const std::string& name, const Json& v, const std::stri
 }
 
 Header parse_header(std::string_view text, const std::string& source) {
-  if (auto at = invalid_utf8_at(text))
-    fail(source, "header is not valid UTF-8 (byte " + std::to_string(*at) + " of the header)");
-  Json doc = JsonParser(text, source).parse_document();
-  if (doc.kind != Json::Kind::object)
-    fail(source, std::string("header must be a JSON object, found ") + kind_name(doc.kind));
+  json::Value doc;
+  try {
+    doc = json::parse(text, kMaxJsonDepth);
+  } catch (const json::ParseError& e) {
+    fail(source, std::string("header: ") + e.what() + " at byte " + std::to_string(e.offset()) +
+                     " of the header");
+  }
+  if (doc.kind != json::Value::Kind::object)
+    fail(source, std::string("header must be a JSON object, found ") + json::kind_name(doc.kind));
   Header h;
   bool seen_metadata = false;
   std::vector<std::string> names;
   for (size_t i = 0; i < doc.keys.size(); ++i) {
     const std::string& key = doc.keys[i];
-    const Json& v = doc.values[i];
+    const json::Value& v = doc.values[i];
     if (key == "__metadata__") {
       if (seen_metadata) fail(source, "header lists \"__metadata__\" twice");
       seen_metadata = true;
-      if (v.kind != Json::Kind::object)
+      if (v.kind != json::Value::Kind::object)
         fail(source, std::string("\"__metadata__\" must be an object of strings, found ") +
-                         kind_name(v.kind));
+                         json::kind_name(v.kind));
       for (size_t m = 0; m < v.keys.size(); ++m) {
         const std::string& mk = v.keys[m];
-        const Json& mv = v.values[m];
-        if (mv.kind != Json::Kind::string)
+        const json::Value& mv = v.values[m];
+        if (mv.kind != json::Value::Kind::string)
           fail(source, "\"__metadata__\" entry " + quoted(mk) + " must be a string, found " +
-                           kind_name(mv.kind));
+                           json::kind_name(mv.kind));
         h.metadata.emplace_back(mk, mv.text);
       }
       continue;
@@ -527,48 +256,8 @@ SafetensorsContents read_from(const std::string& source, uint64_t total, Read re
 
 // ---- writing ----
 
-void append_json_string(std::string& out, std::string_view s) {
-  static constexpr char kHex[] = "0123456789abcdef";
-  out += '"';
-  for (char c : s) {
-    auto b = static_cast<unsigned char>(c);
-    switch (c) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\b':
-        out += "\\b";
-        break;
-      case '\f':
-        out += "\\f";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      case '\r':
-        out += "\\r";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
-      default:
-        if (b < 0x20) {
-          out += "\\u00";
-          out += kHex[b >> 4];
-          out += kHex[b & 0xf];
-        } else {
-          out += c;
-        }
-    }
-  }
-  out += '"';
-}
-
 void check_utf8_name(std::string_view s, const std::string& what, const std::string& dest) {
-  if (invalid_utf8_at(s))
+  if (json::invalid_utf8_at(s))
     fail(dest, what + " " + quoted(s) + " is not valid UTF-8; safetensors headers are JSON");
 }
 
@@ -639,9 +328,9 @@ std::string write_safetensors_bytes(const NamedTensorList& tensors, const String
       check_utf8_name(metadata[i].first, "metadata key", destination);
       check_utf8_name(metadata[i].second, "metadata value", destination);
       if (i) header += ',';
-      append_json_string(header, metadata[i].first);
+      json::append_string(header, metadata[i].first);
       header += ':';
-      append_json_string(header, metadata[i].second);
+      json::append_string(header, metadata[i].second);
     }
     header += '}';
   }
@@ -650,7 +339,7 @@ std::string write_safetensors_bytes(const NamedTensorList& tensors, const String
     const auto& [name, t] = tensors[order[k]];
     uint64_t nbytes = static_cast<uint64_t>(t.numel()) * itemsize(t.dtype());
     if (k || !metadata.empty()) header += ',';
-    append_json_string(header, name);
+    json::append_string(header, name);
     header += ":{\"dtype\":\"";
     header += kDtypes[dtype_rank(t.dtype())].name;
     header += "\",\"shape\":[";

@@ -43,17 +43,18 @@ TEST(ExportJson, MalformedJsonIsOneLineNamingTheOffset) {
     std::string json, part;
   };
   std::vector<Case> cases = {
-      {"", "byte 0: expected a string, array, object or null, found the end"},
-      {"{\"parameters\": [\"a\",]}",
-       "byte 20: expected a string, array, object or null, found ']'"},
+      {"", "signature JSON, byte 0: expected a value, found the end"},
+      {"{\"parameters\": [\"a\",]}", "byte 20: expected a value, found ']'"},
       {"{\"parameters\": \"a\"}", "field \"parameters\" must be an array of strings"},
-      {"{\"buffers_to_mutate\": {\"a\": 1}}", "byte 28: expected a string, array"},
+      {"{\"buffers_to_mutate\": {\"a\": 1}}",
+       "field \"buffers_to_mutate\" must be an object of strings"},
       {"{\"nope\": []}", "unknown field \"nope\""},
-      {"{\"parameters\": [\"\\x\"]}", "expected an escape"},
-      {"{\"parameters\": [\"\\ud800\"]}", "low surrogate"},
-      {"{} x", "byte 3: expected the end of the document, found 'x'"},
-      {std::string(100, '['), "at most 8 levels of nesting"},
-      {"{\"parameters\": [\"a\x01\"]}", "no control character"},
+      {"{\"parameters\": [\"\\x\"]}", "byte 18: unknown escape"},
+      {"{\"parameters\": [\"\\ud800\"]}", "high surrogate without its low half"},
+      {"{} x", "byte 3: unexpected 'x' after the JSON object"},
+      {std::string(100, '['), "nesting deeper than 8 levels"},
+      {"{\"parameters\": [\"a\x01\"]}", "byte 18: unescaped control character"},
+      {"[\"\xff\"]", "byte 2: not valid UTF-8"},
   };
   for (const Case& c : cases) {
     std::string m = error_of<ag::ExportError>([&] { ag::signature_from_json(c.json); });
