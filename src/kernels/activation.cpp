@@ -10,8 +10,8 @@
 #include "kernels/elementwise.h"
 #include "kernels/pointwise.h"
 #include "kernels/vec/vec.h"
-#include "ops/promotion.h"
 #include "tensor/iter.h"
+#include "tensor/promotion.h"
 
 namespace aotgrad::kernels {
 namespace {
@@ -39,8 +39,7 @@ Tensor map_self(const Tensor& self, const MakeOp& make_op) {
 // out = op(grad, self) in result_type(grad, self), over the broadcast shape.
 template <bool kAnyType = false, typename MakeOp>
 Tensor map_grad_self(const Tensor& grad, const Tensor& self, const MakeOp& make_op) {
-  Tensor out =
-      make_tensor(broadcast_shapes(grad.sizes(), self.sizes()), ops::result_type(grad, self));
+  Tensor out = make_tensor(broadcast_shapes(grad.sizes(), self.sizes()), result_type(grad, self));
   visit<kAnyType>(out.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     elementwise::run<T, T, T>(out, {grad, self}, make_op(tag));
@@ -121,8 +120,7 @@ Tensor silu(const Tensor& self) {
 }
 
 Tensor silu_backward(const Tensor& grad, const Tensor& self) {
-  Tensor out =
-      make_tensor(broadcast_shapes(grad.sizes(), self.sizes()), ops::result_type(grad, self));
+  Tensor out = make_tensor(broadcast_shapes(grad.sizes(), self.sizes()), result_type(grad, self));
   visit_float(out.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     elementwise::run_vec<T>(

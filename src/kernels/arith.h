@@ -9,15 +9,15 @@
 #include <string>
 #include <type_traits>
 
-#include "ops/promotion.h"
 #include "tensor/dtype_dispatch.h"
+#include "tensor/promotion.h"
 
 namespace aotgrad::kernels {
 
 // Calls f(TypeTag<T>) for the type arithmetic on results of dtype `t` runs in (f16/bf16 -> float).
 template <typename F>
 decltype(auto) visit_compute(DType t, F&& f) {
-  switch (ops::compute_dtype(t)) {
+  switch (compute_dtype(t)) {
     case DType::f32:
       return f(TypeTag<float>{});
     case DType::f64:
@@ -35,7 +35,7 @@ decltype(auto) visit_compute(DType t, F&& f) {
 // Like visit_compute, for ops defined on floating types only; callers have checked the dtype.
 template <typename F>
 decltype(auto) visit_float(DType t, F&& f) {
-  switch (ops::compute_dtype(t)) {
+  switch (compute_dtype(t)) {
     case DType::f32:
       return f(TypeTag<float>{});
     case DType::f64:

@@ -8,7 +8,7 @@
 #include "kernels/elementwise.h"
 #include "kernels/pointwise.h"
 #include "kernels/vec/vec.h"
-#include "ops/promotion.h"
+#include "tensor/promotion.h"
 
 namespace aotgrad::kernels {
 namespace {
@@ -23,7 +23,7 @@ IntList out_shape(const Input& a, const Input& b) {
 }
 
 DType result_of(const Input& a, const Input& b) {
-  ops::ResultTypeState s;
+  ResultTypeState s;
   for (const Input* in : {&a, &b}) std::visit([&](const auto& v) { s.add(v); }, *in);
   return s.result();
 }
@@ -72,7 +72,7 @@ Tensor mul_impl(const Input& a, const Input& b) {
 
 // True division: integral operands are read as the default float.
 Tensor div_impl(const Input& a, const Input& b) {
-  Tensor out = make_tensor(out_shape(a, b), ops::float_op_dtype(result_of(a, b)));
+  Tensor out = make_tensor(out_shape(a, b), float_op_dtype(result_of(a, b)));
   run_vec(out, a, b, vec::BinaryFn::div);
   return out;
 }
@@ -107,7 +107,7 @@ Tensor compare_impl(Compare op, const Input& a, const Input& b) {
 
 // Backward kernels of float activations: f(grad, x) in the promoted floating dtype.
 Tensor float_binary(const Tensor& grad, const Tensor& x, const char* what, vec::BinaryFn fn) {
-  Tensor out = make_tensor(broadcast_shapes(grad.sizes(), x.sizes()), ops::result_type(grad, x));
+  Tensor out = make_tensor(broadcast_shapes(grad.sizes(), x.sizes()), result_type(grad, x));
   if (!is_floating(out.dtype()))
     throw std::invalid_argument(std::string(what) + ": expected floating tensors, got " +
                                 std::string(dtype_name(out.dtype())));
@@ -151,7 +151,7 @@ Tensor compare(Compare op, const Tensor& a, const Scalar& b) {
 
 Tensor where(const Tensor& condition, const Tensor& a, const Tensor& b) {
   IntList shape = broadcast_shapes(condition.sizes(), broadcast_shapes(a.sizes(), b.sizes()));
-  Tensor out = make_tensor(shape, ops::result_type(a, b));
+  Tensor out = make_tensor(shape, result_type(a, b));
   visit_compute(out.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     elementwise::run<T, bool, T, T>(out, {condition, a, b},
@@ -169,8 +169,7 @@ Tensor sigmoid_backward(const Tensor& grad, const Tensor& output) {
 }
 
 Tensor threshold_backward(const Tensor& grad, const Tensor& self, const Scalar& threshold) {
-  Tensor out =
-      make_tensor(broadcast_shapes(grad.sizes(), self.sizes()), ops::result_type(grad, self));
+  Tensor out = make_tensor(broadcast_shapes(grad.sizes(), self.sizes()), result_type(grad, self));
   if (is_floating(out.dtype())) {
     run_vec(out, grad, self, vec::BinaryFn::threshold_backward, threshold.to_double());
     return out;

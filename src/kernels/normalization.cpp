@@ -23,8 +23,8 @@
 #include "kernels/parallel.h"
 #include "kernels/random.h"
 #include "kernels/vec/rows.h"
-#include "ops/promotion.h"
 #include "tensor/dtype_dispatch.h"
+#include "tensor/promotion.h"
 
 namespace aotgrad::kernels {
 namespace {
@@ -209,7 +209,7 @@ void layer_norm_backward_dispatch(const T* g, const T* x, const T* mean, const T
 
 LayerNormResult layer_norm(const Tensor& input, int64_t n, const Tensor& weight, const Tensor& bias,
                            double eps, const IntList& stat_sizes, DType stat_dtype) {
-  const DType compute = ops::compute_dtype(input.dtype());
+  const DType compute = compute_dtype(input.dtype());
   const int64_t m = n > 0 ? input.numel() / n : numel_of(stat_sizes);
   Tensor x = as_dense(input, compute), w = as_dense(weight, compute), b = as_dense(bias, compute);
   Staged out(input.sizes(), input.dtype(), compute);
@@ -227,7 +227,7 @@ std::array<Tensor, 3> layer_norm_backward(const Tensor& grad_out, const Tensor& 
                                           const Tensor& weight, int64_t n,
                                           const std::array<bool, 3>& output_mask,
                                           const IntList& param_sizes, DType param_dtype) {
-  const DType compute = ops::compute_dtype(input.dtype());
+  const DType compute = compute_dtype(input.dtype());
   const int64_t m = n > 0 ? input.numel() / n : mean.numel();
   Tensor g = as_dense(grad_out, compute), x = as_dense(input, compute);
   Tensor mu = as_dense(mean, compute), rs = as_dense(rstd, compute), w = as_dense(weight, compute);

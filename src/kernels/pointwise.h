@@ -1,7 +1,7 @@
 // Eager CPU kernels of the pointwise and comparison families.
 //
 // Every function returns a fresh contiguous tensor of the broadcast shape and of the dtype the op
-// rows' meta functions promise (ops/promotion.h: result_type, float_op_dtype). Inputs may have any
+// rows' meta functions promise (tensor/promotion.h: result_type, float_op_dtype). Inputs may have any
 // strides (views, expanded stride-0 dims, offsets) and any dtype; they are converted to the compute
 // dtype as they are read (f16/bf16 compute in f32). Shapes and dtypes are validated by the rows'
 // meta functions; these kernels trust them.

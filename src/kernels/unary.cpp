@@ -8,7 +8,7 @@
 #include "kernels/elementwise.h"
 #include "kernels/pointwise.h"
 #include "kernels/vec/vec.h"
-#include "ops/promotion.h"
+#include "tensor/promotion.h"
 
 namespace aotgrad::kernels {
 namespace {
@@ -33,7 +33,7 @@ Tensor vec_map(const Tensor& a, DType dt, vec::UnaryFn fn, double p = 0) {
 
 // exp, log, ...: integral inputs are read as the default float.
 Tensor float_map(const Tensor& a, vec::UnaryFn fn) {
-  return vec_map(a, ops::float_op_dtype(a.dtype()), fn);
+  return vec_map(a, float_op_dtype(a.dtype()), fn);
 }
 
 // neg and relu keep the dtype: floating ones vectorize, integral and bool ones run `op`.
@@ -95,7 +95,7 @@ Tensor gelu(const Tensor& a, bool tanh_approximation) {
 // x^e; for floating results the exponents ATen special-cases (1, 2, 3, +-0.5, -1, -2) take the
 // same exact forms in the vector kernel.
 Tensor pow(const Tensor& a, const Scalar& exponent) {
-  DType dt = ops::result_type(a, exponent);
+  DType dt = result_type(a, exponent);
   if (is_floating(dt)) return vec_map(a, dt, vec::UnaryFn::pow, exponent.to_double());
   // Integral base and exponent (the ops layer refuses negative ones, as torch does).
   const int64_t e = exponent.to_int();

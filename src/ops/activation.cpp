@@ -25,9 +25,9 @@
 #include "kernels/pointwise.h"
 #include "ops/families.h"
 #include "ops/op.h"
-#include "ops/promotion.h"
 #include "ops/row_helpers.h"
 #include "tensor/iter.h"
+#include "tensor/promotion.h"
 
 namespace aotgrad::ops {
 namespace {

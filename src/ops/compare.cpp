@@ -9,8 +9,8 @@
 #include "aotgrad/ops.h"
 #include "kernels/pointwise.h"
 #include "ops/families.h"
-#include "ops/promotion.h"
 #include "tensor/iter.h"
+#include "tensor/promotion.h"
 
 namespace aotgrad::ops {
 namespace {

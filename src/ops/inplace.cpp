@@ -1,4 +1,5 @@
-// The in-place family: add_, mul_, copy_, zero_, fill_ (Scalar and Tensor) (schema `Tensor(a!) self -> Tensor(a!)`).
+// The in-place family: add_, mul_, copy_, zero_, fill_ (Scalar and Tensor) (schema `Tensor(a!) self
+// -> Tensor(a!)`).
 //
 // Reading guide: each row names, in .functional_variant, the functional op that computes the new
 // value of self; the tracer records that op instead of the mutation. Kernels compute the new value
@@ -23,7 +24,7 @@
 #include "ops/families.h"
 #include "ops/op.h"
 #include "ops/row_helpers.h"
-#include "ops/promotion.h"
+#include "tensor/promotion.h"
 
 namespace aotgrad::ops {
 namespace {

@@ -19,9 +19,9 @@
 #include "kernels/copy.h"
 #include "ops/families.h"
 #include "ops/op.h"
-#include "ops/promotion.h"
 #include "ops/row_helpers.h"
 #include "tensor/checked_math.h"
+#include "tensor/promotion.h"
 
 namespace aotgrad::ops {
 namespace {

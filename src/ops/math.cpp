@@ -16,8 +16,8 @@
 #include "aotgrad/math.h"
 #include "aotgrad/ops.h"
 #include "ops/families.h"
-#include "ops/promotion.h"
 #include "ops/row_helpers.h"
+#include "tensor/promotion.h"
 
 namespace aotgrad::ops {
 namespace {

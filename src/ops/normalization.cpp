@@ -21,8 +21,8 @@
 #include "kernels/copy.h"
 #include "kernels/factory.h"
 #include "ops/families.h"
-#include "ops/promotion.h"
 #include "ops/row_helpers.h"
+#include "tensor/promotion.h"
 
 namespace aotgrad::ops {
 namespace {

@@ -13,8 +13,8 @@
 
 #include "aotgrad/ops.h"
 #include "ops/families.h"
-#include "ops/promotion.h"
 #include "tensor/iter.h"
+#include "tensor/promotion.h"
 
 namespace aotgrad::ops {
 namespace {

@@ -1,12 +1,12 @@
 // torch.result_type semantics of ops/promotion.h: dim > 0 tensors, 0-dim tensors and Scalars
 // in decreasing priority; a lower class only counts when it brings a higher category.
-#include "ops/promotion.h"
+#include "tensor/promotion.h"
 
 #include <gtest/gtest.h>
 
 #include "aotgrad/tensor.h"
 
-namespace aotgrad::ops {
+namespace aotgrad {
 namespace {
 
 Tensor t(DType d, const IntList& sizes = {2}) {
@@ -77,4 +77,4 @@ TEST(PromotionHelpers, FloatOpCanCastCompute) {
 }
 
 }  // namespace
-}  // namespace aotgrad::ops
+}  // namespace aotgrad

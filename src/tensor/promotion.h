@@ -16,7 +16,7 @@
 
 #include "aotgrad/tensor.h"
 
-namespace aotgrad::ops {
+namespace aotgrad {
 
 // Accumulates operands one at a time (c10's ResultTypeState); result() combines the classes.
 class ResultTypeState {
@@ -47,4 +47,4 @@ bool can_cast(DType from, DType to);
 // The dtype kernels do arithmetic in for results of dtype `t`: f16 and bf16 compute in f32.
 DType compute_dtype(DType t);
 
-}  // namespace aotgrad::ops
+}  // namespace aotgrad

@@ -1,8 +1,8 @@
-#include "ops/promotion.h"
+#include "tensor/promotion.h"
 
 #include <stdexcept>
 
-namespace aotgrad::ops {
+namespace aotgrad {
 namespace {
 
 // bool < integral < floating, the order in which a lower-priority class may still win.
@@ -72,4 +72,4 @@ DType compute_dtype(DType t) {
   return t == DType::f16 || t == DType::bf16 ? DType::f32 : t;
 }
 
-}  // namespace aotgrad::ops
+}  // namespace aotgrad
