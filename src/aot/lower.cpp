@@ -9,6 +9,7 @@
 #include "aot/tracing_state.h"
 #include "aotgrad/autograd.h"
 #include "graph/dce.h"
+#include "ops/requires_grad.h"
 #include "trace/decompose.h"
 
 namespace aotgrad::aot {
@@ -132,8 +133,9 @@ std::vector<bool> values_requiring_grad(const graph::Graph& g,
     bool any = false;
     for (const graph::NodeArg& a : n.args)
       for (graph::ValueId v : graph::arg_values(a)) any = any || rg[v.index];
-    if (!any || !n.op->vjp) continue;
-    for (graph::ValueId o : n.outputs) rg[o.index] = is_floating(g.value(o).meta.dtype);
+    // Grad mode is on: input_requires_grad is all false for a run without it.
+    for (graph::ValueId o : n.outputs)
+      rg[o.index] = ops::result_requires_grad(*n.op, true, any, g.value(o).meta.dtype);
   }
   return rg;
 }

@@ -56,9 +56,8 @@ Captured capture(const LowerInput& input, const AotConfig& config);
 Artifact finish_lowering(Captured captured, const AotConfig& config,
                          const GraphHook& on_graph = {});
 
-// Which values of `g` require grad when its inputs do as `input_requires_grad` says: the rule
-// eager autograd and the tracer follow (a result of an op with a VJP rule, computed from a value
-// that requires grad, with a floating dtype).
+// Which values of `g` require grad when its inputs do as `input_requires_grad` says, by the rule
+// eager autograd and the tracer follow too (ops::result_requires_grad).
 std::vector<bool> values_requiring_grad(const graph::Graph& g,
                                         const std::vector<bool>& input_requires_grad);
 

@@ -11,6 +11,7 @@
 #include "autograd/view_creation.h"
 #include "ops/inplace_view.h"
 #include "ops/op.h"
+#include "ops/requires_grad.h"
 #include "tensor/current_op.h"
 
 namespace aotgrad::ops {
@@ -158,7 +159,8 @@ class EagerInterpreter final : public ops::Interpreter {
       return outputs;
     }
     for (size_t i = 0; i < outputs.size(); ++i)
-      if (is_floating(outputs[i].dtype())) set_history(outputs[i], node, static_cast<uint32_t>(i));
+      if (ops::result_requires_grad(op, grad_mode_enabled(), any, outputs[i].dtype()))
+        set_history(outputs[i], node, static_cast<uint32_t>(i));
     return outputs;
   }
 };

@@ -10,6 +10,7 @@
 #include "aotgrad/memory_budget.h"
 #include "ops/effects.h"
 #include "ops/inplace_view.h"
+#include "ops/requires_grad.h"
 #include "ops/tensor_constant.h"
 #include "trace/decompose.h"
 
@@ -366,7 +367,8 @@ std::vector<Tensor> Tracer::record(const ops::OpDef& op, ops::OpArgs& args, bool
   std::vector<Tensor> results;
   bool multi_output_view = op.is_view() && result_is_view(op, 1);
   for (size_t i = 0; i < outs.size(); ++i) {
-    bool r = grad_tracked && is_floating(metas[i].dtype);
+    bool r = ops::result_requires_grad(op, autograd::grad_mode_enabled(), any_requires_grad,
+                                       metas[i].dtype);
     Tensor out;
     if (result_is_view(op, i)) {
       const Tensor& base = ops::tensor_arg(args, op.view_of_arg());
