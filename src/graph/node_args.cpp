@@ -1,11 +1,47 @@
 #include "graph/node_args.h"
 
 #include <stdexcept>
+#include <type_traits>
+#include <utility>
 #include <variant>
 
 #include "ops/schema.h"
 
 namespace aotgrad::graph {
+namespace {
+
+// ops::Arg (op layer) and NodeArg (graph layer) are two variants that must stay in step: the same
+// alternatives in the same order, where a graph value (ValueId) stands for a Tensor and a
+// ValueList for a Tensor[]. Code converting one to the other (the tracer's to_node_arg, the
+// backends' node preparation, build_joint) and every name table indexed by Arg::index() rely on
+// it. Pinned here, at compile time, so a change to one that misses the other does not build.
+template <class T>
+struct AsNodeAlternative {
+  using type = T;
+};
+template <>
+struct AsNodeAlternative<Tensor> {
+  using type = ValueId;
+};
+template <>
+struct AsNodeAlternative<ops::TensorList> {
+  using type = ValueList;
+};
+
+template <size_t... I>
+constexpr bool same_alternatives(std::index_sequence<I...>) {
+  return (std::is_same_v<typename AsNodeAlternative<std::variant_alternative_t<I, ops::Arg>>::type,
+                         std::variant_alternative_t<I, NodeArg>> &&
+          ...);
+}
+
+static_assert(std::variant_size_v<ops::Arg> == std::variant_size_v<NodeArg>,
+              "ops::Arg and graph::NodeArg must have the same number of alternatives");
+static_assert(same_alternatives(std::make_index_sequence<std::variant_size_v<ops::Arg>>{}),
+              "ops::Arg and graph::NodeArg must list the same alternatives in the same order "
+              "(Tensor as ValueId, Tensor[] as ValueList)");
+
+}  // namespace
 
 std::optional<NodeArg> schema_default(const ops::ArgSchema& s) {
   if (!s.default_text) {
