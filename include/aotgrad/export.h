@@ -72,6 +72,11 @@ struct GraphSignature {
   NameMap inputs_to_parameters, inputs_to_buffers;      // graph input -> FQN
   NameMap buffers_to_mutate;                            // output -> buffer FQN it overwrites
   NameMap user_inputs_to_mutate;                        // output -> user input it overwrites
+  // Fed and dropped by the runtime, not the caller: the effect token threaded through effectful
+  // ops (PyTorch's input_tokens / output_tokens), and the generator state random ops draw from
+  // (graph input -> its descriptor, "fw_rng_seed()" or "fw_rng_offset(N)": N Philox blocks).
+  std::vector<std::string> input_tokens, output_tokens;  // graph value names
+  NameMap rng_inputs;
   std::optional<BackwardSignature> backward_signature;  // trace_joint only
 
   // A JSON object with PyTorch's field names; signature_from_json(s.to_json()) == s.

@@ -51,8 +51,11 @@ GraphSignature signature_of(const graph::Graph& g, std::optional<size_t> loss_ou
         break;  // a joint's tangents are not inputs of the module
       case DescriptorKind::fw_rng_seed:
       case DescriptorKind::fw_rng_offset:
+        s.rng_inputs.emplace_back(name, d.to_string());
+        break;
       case DescriptorKind::fw_token:
-        break;  // RNG state and the effect token: fed by the runtime, not module inputs
+        s.input_tokens.push_back(name);
+        break;
       default:
         fail(who, describe(g, true, i) + " is " +
                       (d.empty() ? std::string("undescribed") : d.to_string()) +
@@ -66,7 +69,7 @@ GraphSignature signature_of(const graph::Graph& g, std::optional<size_t> loss_ou
     const std::string& name = g.value(g.outputs()[o]).name;
     const Descriptor* inner = d.of.empty() ? nullptr : &d.of.front();
     if (d.kind == DescriptorKind::fw_token) {
-      continue;  // the last effect token, dropped by the runtime
+      s.output_tokens.push_back(name);  // the last effect token, dropped by the runtime
     } else if (d.kind == DescriptorKind::output) {
       s.user_outputs.push_back(name);
     } else if (d.kind == DescriptorKind::mutated_input && inner->kind == DescriptorKind::buffer) {
@@ -210,6 +213,12 @@ std::string GraphSignature::to_json() const {
   write_map(out, "buffers_to_mutate", buffers_to_mutate, in);
   out += ",\n";
   write_map(out, "user_inputs_to_mutate", user_inputs_to_mutate, in);
+  out += ",\n";
+  write_list(out, "input_tokens", input_tokens, in);
+  out += ",\n";
+  write_list(out, "output_tokens", output_tokens, in);
+  out += ",\n";
+  write_map(out, "rng_inputs", rng_inputs, in);
   out += ",\n  \"backward_signature\": ";
   if (!backward_signature) {
     out += "null\n}\n";
@@ -238,11 +247,14 @@ GraphSignature signature_from_json(std::string_view json) {
   std::map<std::string, std::vector<std::string>*> lists = {{"parameters", &s.parameters},
                                                             {"buffers", &s.buffers},
                                                             {"user_inputs", &s.user_inputs},
-                                                            {"user_outputs", &s.user_outputs}};
+                                                            {"user_outputs", &s.user_outputs},
+                                                            {"input_tokens", &s.input_tokens},
+                                                            {"output_tokens", &s.output_tokens}};
   std::map<std::string, NameMap*> maps = {{"inputs_to_parameters", &s.inputs_to_parameters},
                                           {"inputs_to_buffers", &s.inputs_to_buffers},
                                           {"buffers_to_mutate", &s.buffers_to_mutate},
-                                          {"user_inputs_to_mutate", &s.user_inputs_to_mutate}};
+                                          {"user_inputs_to_mutate", &s.user_inputs_to_mutate},
+                                          {"rng_inputs", &s.rng_inputs}};
   for (size_t m = 0; m < doc.keys.size(); ++m) {
     const std::string& key = doc.keys[m];
     const Value& v = doc.values[m];
