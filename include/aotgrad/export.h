@@ -157,36 +157,48 @@ struct ModuleCall {
   std::vector<Descriptor> descs;
 };
 
-template <typename M, typename... Args>
-ModuleCall module_call(const std::shared_ptr<M>& model, const std::tuple<Args...>& args) {
-  using R = std::decay_t<decltype(std::declval<M&>().forward(std::declval<const Args&>()...))>;
-  if (!model) throw ExportError("export: the module is null");
+// The module's parameters and buffers lifted to the first inputs of a flat function that runs
+// its forward with them in their slots (nn_detail::run_with_slots, as aot_module's call does):
+// the wrapper module_call and aot_module_simplified share. `forward_of(model, inputs, first)`
+// calls the forward on the user inputs from inputs[first] on and returns its flat results. The
+// returned call's inputs are the lifted tensors only; the caller appends the user inputs.
+template <typename M, typename Forward>
+ModuleCall lifted_module_call(const std::shared_ptr<M>& model, Forward forward_of) {
   nn_detail::LiftedState lifted = nn_detail::lift(*model);
   ModuleCall call;
   call.inputs = std::move(lifted.tensors);
   call.key_extra = std::move(lifted.key);
-  std::apply(
-      [&](const auto&... a) { (aot_detail::flatten_arg(a, call.inputs, call.key_extra), ...); },
-      args);
   nn_detail::lifted_names(*model, call.fn.parameter_names, call.fn.buffer_names);
   auto slots = std::make_shared<std::vector<std::vector<Tensor*>>>(std::move(lifted.slots));
-  auto originals = std::make_shared<std::tuple<Args...>>(args);
   auto names = std::make_shared<std::vector<std::string>>(call.fn.parameter_names);
   names->insert(names->end(), call.fn.buffer_names.begin(), call.fn.buffer_names.end());
   size_t num_params = lifted.num_parameters;
-  call.fn.fn = [model, slots, originals, num_params,
-                names](const std::vector<Tensor>& inputs) -> std::vector<Tensor> {
-    return nn_detail::run_with_slots(*slots, num_params, *names, inputs, [&] {
-      size_t pos = slots->size();
-      auto rebuilt = std::apply(
-          [&](const auto&... orig) {
-            return std::tuple<Args...>{aot_detail::rebuild_arg(orig, inputs, pos)...};
-          },
-          *originals);
-      return aot_detail::Outputs<R>::flatten(
-          std::apply([&](const auto&... a) { return model->forward(a...); }, rebuilt));
-    });
+  call.fn.fn = [model, slots, num_params, names,
+                forward_of](const std::vector<Tensor>& inputs) -> std::vector<Tensor> {
+    return nn_detail::run_with_slots(*slots, num_params, *names, inputs,
+                                     [&] { return forward_of(*model, inputs, slots->size()); });
   };
+  return call;
+}
+
+template <typename M, typename... Args>
+ModuleCall module_call(const std::shared_ptr<M>& model, const std::tuple<Args...>& args) {
+  using R = std::decay_t<decltype(std::declval<M&>().forward(std::declval<const Args&>()...))>;
+  if (!model) throw ExportError("export: the module is null");
+  auto originals = std::make_shared<std::tuple<Args...>>(args);
+  ModuleCall call = lifted_module_call(
+      model, [originals](M& m, const std::vector<Tensor>& inputs, size_t pos) {
+        auto rebuilt = std::apply(
+            [&](const auto&... orig) {
+              return std::tuple<Args...>{aot_detail::rebuild_arg(orig, inputs, pos)...};
+            },
+            *originals);
+        return aot_detail::Outputs<R>::flatten(
+            std::apply([&](const auto&... a) { return m.forward(a...); }, rebuilt));
+      });
+  std::apply(
+      [&](const auto&... a) { (aot_detail::flatten_arg(a, call.inputs, call.key_extra), ...); },
+      args);
   return call;
 }
 
@@ -279,26 +291,17 @@ SimplifiedModule aot_module_simplified(const std::shared_ptr<M>& model,
     throw ExportError("aot_module_simplified: " + model->type_name() + "::forward does not take " +
                       std::to_string(example_inputs.size()) +
                       " tensors (flat inputs: one to three Tensors, or one std::vector<Tensor>)");
-  nn_detail::LiftedState lifted = nn_detail::lift(*model);
-  export_detail::ModuleCall call;
-  call.inputs = lifted.tensors;
+  export_detail::ModuleCall call = export_detail::lifted_module_call(
+      model, [](M& m, const std::vector<Tensor>& inputs, size_t first_user) {
+        std::vector<Tensor> user(inputs.begin() + static_cast<std::ptrdiff_t>(first_user),
+                                 inputs.end());
+        return export_detail::call_flat(m, user);
+      });
+  std::vector<Tensor> params_buffers = call.inputs;
   call.inputs.insert(call.inputs.end(), example_inputs.begin(), example_inputs.end());
-  call.key_extra = lifted.key + std::string(example_inputs.size(), 'T');
-  nn_detail::lifted_names(*model, call.fn.parameter_names, call.fn.buffer_names);
-  auto slots = std::make_shared<std::vector<std::vector<Tensor*>>>(std::move(lifted.slots));
-  auto names = std::make_shared<std::vector<std::string>>(call.fn.parameter_names);
-  names->insert(names->end(), call.fn.buffer_names.begin(), call.fn.buffer_names.end());
-  size_t num_params = lifted.num_parameters;
-  call.fn.fn = [model, slots, num_params,
-                names](const std::vector<Tensor>& inputs) -> std::vector<Tensor> {
-    return nn_detail::run_with_slots(*slots, num_params, *names, inputs, [&] {
-      std::vector<Tensor> user(inputs.begin() + static_cast<std::ptrdiff_t>(slots->size()),
-                               inputs.end());
-      return export_detail::call_flat(*model, user);
-    });
-  };
+  call.key_extra += std::string(example_inputs.size(), 'T');
   Artifact artifact = export_detail::lower_joint(call, config);
-  return SimplifiedModule(instantiate(artifact, config), std::move(lifted.tensors));
+  return SimplifiedModule(instantiate(artifact, config), std::move(params_buffers));
 }
 
 }  // namespace aotgrad
