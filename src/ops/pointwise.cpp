@@ -259,6 +259,12 @@ std::vector<Tensor> sin_vjp(const VjpContext& c) {
 std::vector<Tensor> cos_vjp(const VjpContext& c) {
   return {mul(c.grad(), neg(sin(c.input(0))))};
 }
+// d/dx erf(x) = 2/sqrt(pi) exp(-x^2), as PyTorch's derivatives.yaml writes it.
+std::vector<Tensor> erf_vjp(const VjpContext& c) {
+  constexpr double kTwoOverSqrtPi = 1.1283791670955126;  // M_2_SQRTPI
+  const Tensor& x = c.input(0);
+  return {mul(mul(exp(neg(mul(x, x))), kTwoOverSqrtPi), c.grad())};
+}
 std::vector<Tensor> tanh_vjp(const VjpContext& c) {
   static const OpDef& tanh_backward = lookup("aten.tanh_backward.default");
   return {call1(tanh_backward, {c.grad(), c.output()})};
@@ -547,6 +553,14 @@ const OpDef kRows[] = {
      .saves = kInput0,
      .recompute = Recompute::pointwise,
      .fusion_expr = "std::cos(a)"},
+    {.name = "aten.erf.default",
+     .schema = "erf(Tensor self) -> Tensor",
+     .meta = float_unary_meta,
+     .kernel = float_unary_kernel<kernels::Unary::erf>,
+     .vjp = erf_vjp,
+     .saves = kInput0,
+     .recompute = Recompute::pointwise,
+     .fusion_expr = "std::erf(a)"},
     {.name = "aten.tanh.default",
      .schema = "tanh(Tensor self) -> Tensor",
      .meta = float_unary_meta,
