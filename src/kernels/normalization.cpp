@@ -2,8 +2,8 @@
 //
 // Reading guide: layer norm works on contiguous rows in its compute type (float for f32/f16/bf16,
 // double for f64): as_dense() makes such a copy only when the input is strided or 16-bit.
-// Row statistics accumulate in double (f32: one vectorized Welford pass, vec/rows.h; f64: two
-// passes, mean then squared deviations), so an f32 row of any length is exact to rounding. The
+// Row statistics accumulate in double in two passes, mean then squared deviations (f32: vector
+// kernels, vec/rows.h), so an f32 row of any length is exact to rounding. The
 // backward computes grad_input row by row in parallel; grad_weight / grad_bias are column sums over
 // rows, accumulated per thread in the compute type (as ATen) in the same pass, and merged in thread
 // order (deterministic for a given thread count). Dropout draws one 32-bit Philox word per element:
@@ -54,8 +54,8 @@ template <typename T>
 const T* cdata(const Tensor& t) {
   return t.defined() ? data_of<const T>(t) : nullptr;
 }
-// f32 rows: the vector kernels, one Welford pass for the statistics (in double), one to
-// normalize.
+// f32 rows: the vector kernels, two passes over the row for the statistics (in double), one
+// to normalize.
 void layer_norm_rows_f32(const float* x, const float* w, const float* b, float* y, float* mean,
                          float* rstd, int64_t m, int64_t n, double eps) {
   const vec::RowKernels& k = vec::row_kernels();

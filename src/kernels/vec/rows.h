@@ -34,8 +34,8 @@ struct RowKernels {
   // backward.
   void (*scaled_difference)(const float* a, const float* b, const float* g, int64_t g_stride,
                             float scale, float* out, int64_t n);
-  // Mean and sum of squared deviations of x (Welford per lane, lanes merged with Chan's
-  // formula), in double.
+  // Mean and sum of squared deviations of x, in double (two passes: the sum, then the squared
+  // deviations from the mean).
   void (*moments)(const float* x, int64_t n, double* mean, double* m2);
   // y = (x - mean) * rstd * w + b; w and b may be null (treated as 1 and 0).
   void (*normalize)(const float* x, float mean, float rstd, const float* w, const float* b,
