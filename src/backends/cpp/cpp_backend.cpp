@@ -7,6 +7,7 @@
 #include "aot/log.h"
 #include "backends/cpp/build.h"
 #include "backends/cpp/codegen.h"
+#include "backends/cpp/memory_plan.h"
 #include "backends/cpp/schedule.h"
 #include "backends/node_call.h"
 #include "tensor/current_op.h"
@@ -29,6 +30,7 @@ struct KernelCall {
   std::vector<ops::TensorMeta> output_metas;  // contiguous: k.shape, or a reduction's result
   std::vector<double> scalars;
   std::vector<uint32_t> nodes;  // the group's nodes: the fallback when an input's layout differs
+  std::vector<int32_t> reuse;   // per output: the input whose buffer it may take (memory_plan.h)
 };
 
 struct Program {
@@ -45,6 +47,16 @@ struct Program {
   std::vector<Step> steps;
   std::shared_ptr<cpp::SharedObject> library;  // keeps the kernels loaded
 };
+
+// Whether a kernel output of `m` may be written over `t`, an input dying at the kernel: nothing
+// else sees its memory (sole owner of a storage no view shares, no autograd state), and it is
+// laid out exactly as the output.
+bool may_take_buffer(const Tensor& t, const ops::TensorMeta& m) {
+  const TensorImpl* impl = t.impl();
+  return t.impl_ptr().use_count() == 1 && t.storage().use_count() == 1 && !impl->base &&
+         !impl->autograd && t.dtype() == m.dtype && t.sizes() == m.sizes && t.is_contiguous() &&
+         t.storage_offset() == 0;
+}
 
 // Runs a generated kernel; false (nothing written) when an input's actual layout does not fit
 // the loop nest the code was specialized for (a graph input with other strides than traced).
@@ -72,8 +84,10 @@ bool run_kernel(const KernelCall& k, std::vector<Tensor>& slots) {
   CurrentOpScope scope(k.name);
   std::vector<Tensor> outs;
   std::vector<char*> out;
-  for (const ops::TensorMeta& m : k.output_metas) {
-    outs.push_back(make_tensor(m.sizes, m.dtype));
+  for (size_t j = 0; j < k.output_metas.size(); ++j) {
+    const ops::TensorMeta& m = k.output_metas[j];
+    const Tensor* dying = k.reuse[j] >= 0 ? &slots[k.inputs[k.reuse[j]]] : nullptr;
+    outs.push_back(dying && may_take_buffer(*dying, m) ? *dying : make_tensor(m.sizes, m.dtype));
     out.push_back(outs.back().impl()->data_bytes());
   }
   k.fn(in.data(), out.data(), sizes.data(), strides.data(), k.scalars.data());
@@ -88,33 +102,6 @@ void run_group_unfused(const Program& p, const KernelCall& k, std::vector<Tensor
       if (std::find(k.outputs.begin(), k.outputs.end(), v) == k.outputs.end()) slots[v] = Tensor();
 }
 
-// The values each step reads and writes, for liveness.
-std::vector<uint32_t> step_reads(const Program& p, const Program::Step& s) {
-  if (s.is_kernel) return p.kernels[s.index].inputs;
-  std::vector<uint32_t> r;
-  for (auto [arg, v] : p.externs[s.index].tensor_slots) r.push_back(v);
-  for (auto [arg, e, v] : p.externs[s.index].list_slots) r.push_back(v);
-  return r;
-}
-const std::vector<uint32_t>& step_writes(const Program& p, const Program::Step& s) {
-  return s.is_kernel ? p.kernels[s.index].outputs : p.externs[s.index].outputs;
-}
-
-void plan_frees(const graph::Graph& g, Program& p) {
-  const int64_t end = static_cast<int64_t>(p.steps.size());
-  std::vector<int64_t> last_use(g.values().size(), -1);
-  for (size_t i = 0; i < p.steps.size(); ++i)
-    for (uint32_t v : step_reads(p, p.steps[i])) last_use[v] = static_cast<int64_t>(i);
-  for (graph::ValueId v : g.outputs()) last_use[v.index] = end;
-  for (graph::ValueId v : g.inputs())
-    if (last_use[v.index] < 0) p.free_at_start.push_back(v.index);
-  for (size_t i = 0; i < p.steps.size(); ++i)
-    for (uint32_t v : step_writes(p, p.steps[i])) {
-      int64_t last = last_use[v];
-      if (last < end) p.steps[last < 0 ? i : last].free_after.push_back(v);
-    }
-}
-
 std::shared_ptr<Program> build(const graph::Graph& g) {
   auto p = std::make_shared<Program>();
   p->num_values = g.values().size();
@@ -122,6 +109,7 @@ std::shared_ptr<Program> build(const graph::Graph& g) {
   for (graph::ValueId v : g.outputs()) p->outputs.push_back(v.index);
   for (const graph::Node& n : g.nodes()) p->externs.push_back(make_node_call(g, n, "cpp"));
   cpp::Schedule sched = cpp::schedule_graph(g);
+  Liveness live = cpp::plan_memory(g, sched);
   if (!sched.kernels.empty()) {
     std::string source = cpp::generate_source(g, sched);
     aot::dump_text("cpp_" + g.name(), 0, "code", source);
@@ -141,11 +129,14 @@ std::shared_ptr<Program> build(const graph::Graph& g) {
     for (uint32_t v : k.outputs) c.output_metas.push_back(g.value(graph::ValueId{v}).meta);
     c.scalars = k.scalars;
     c.nodes = k.nodes;
+    c.reuse = k.reuse;
     if (k.reduction_node >= 0) c.nodes.push_back(static_cast<uint32_t>(k.reduction_node));
     p->kernels.push_back(std::move(c));
   }
-  for (const cpp::Step& s : sched.steps) p->steps.push_back({s.is_kernel, s.index, {}});
-  plan_frees(g, *p);
+  p->free_at_start = std::move(live.free_at_start);
+  for (size_t i = 0; i < sched.steps.size(); ++i)
+    p->steps.push_back(
+        {sched.steps[i].is_kernel, sched.steps[i].index, std::move(live.free_after[i])});
   return p;
 }
 

@@ -42,6 +42,8 @@ struct Kernel {
   std::vector<double> scalars;        // the nodes' scalar arguments, passed at run time
   Reduction reduction = Reduction::none;
   int32_t reduction_node = -1;  // node index of the reduction (its input: the last dim)
+  // Per output: the input whose buffer it may take, or -1 (set by plan_memory, memory_plan.h).
+  std::vector<int32_t> reuse;
 };
 
 struct Step {
