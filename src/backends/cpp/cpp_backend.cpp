@@ -10,6 +10,7 @@
 #include "backends/cpp/memory_plan.h"
 #include "backends/cpp/schedule.h"
 #include "backends/node_call.h"
+#include "kernels/gemm.h"
 #include "tensor/current_op.h"
 
 namespace aotgrad::backends {
@@ -33,10 +34,17 @@ struct KernelCall {
   std::vector<int32_t> reuse;   // per output: the input whose buffer it may take (memory_plan.h)
 };
 
+// A product with its epilogue (gemm_fusion.h); `nodes` are the fallback when oneDNN cannot.
+struct GemmCall {
+  cpp::GemmFusion fusion;
+  IntList out_sizes;
+};
+
 struct Program {
   struct Step {
     bool is_kernel = false;
-    uint32_t index = 0;                // into externs (node index) or kernels
+    bool is_gemm = false;
+    uint32_t index = 0;                // into externs (node index), kernels or gemms
     std::vector<uint32_t> free_after;  // values whose last use is this step
   };
   size_t num_values = 0;
@@ -44,6 +52,7 @@ struct Program {
   std::vector<uint32_t> free_at_start;  // inputs never used
   std::vector<NodeCall> externs;        // one per node
   std::vector<KernelCall> kernels;
+  std::vector<GemmCall> gemms;
   std::vector<Step> steps;
   std::shared_ptr<cpp::SharedObject> library;  // keeps the kernels loaded
 };
@@ -102,14 +111,36 @@ void run_group_unfused(const Program& p, const KernelCall& k, std::vector<Tensor
       if (std::find(k.outputs.begin(), k.outputs.end(), v) == k.outputs.end()) slots[v] = Tensor();
 }
 
-std::shared_ptr<Program> build(const graph::Graph& g) {
+void run_gemm(const Program& p, const GemmCall& c, std::vector<Tensor>& slots) {
+  const cpp::GemmFusion& f = c.fusion;
+  kernels::GemmEpilogue e;
+  if (f.bias >= 0) e.bias = slots[f.bias];
+  e.activation = f.activation;
+  if (f.residual >= 0) e.residual = slots[f.residual];
+  Tensor out;
+  {
+    CurrentOpScope scope("cpp.gemm_epilogue");
+    out = kernels::mm_epilogue(slots[f.a], slots[f.b], e, c.out_sizes);
+  }
+  if (out.defined()) {
+    slots[f.output] = std::move(out);
+    return;
+  }
+  for (uint32_t n : f.nodes) run_node_call(p.externs[n], slots);
+  for (size_t i = 0; i + 1 < f.nodes.size(); ++i)
+    for (uint32_t v : p.externs[f.nodes[i]].outputs) slots[v] = Tensor();
+}
+
+std::shared_ptr<Program> build(const graph::Graph& g, const CppOptions& options) {
   auto p = std::make_shared<Program>();
   p->num_values = g.values().size();
   for (graph::ValueId v : g.inputs()) p->inputs.push_back(v.index);
   for (graph::ValueId v : g.outputs()) p->outputs.push_back(v.index);
   for (const graph::Node& n : g.nodes()) p->externs.push_back(make_node_call(g, n, "cpp"));
-  cpp::Schedule sched = cpp::schedule_graph(g);
-  Liveness live = cpp::plan_memory(g, sched);
+  cpp::Schedule sched = cpp::schedule_graph(g, options.gemm_epilogues);
+  Liveness live = cpp::plan_memory(g, sched, options.reuse_buffers);
+  for (const cpp::GemmFusion& f : sched.gemms)
+    p->gemms.push_back({f, g.value(graph::ValueId{f.output}).meta.sizes});
   if (!sched.kernels.empty()) {
     std::string source = cpp::generate_source(g, sched);
     aot::dump_text("cpp_" + g.name(), 0, "code", source);
@@ -135,15 +166,15 @@ std::shared_ptr<Program> build(const graph::Graph& g) {
   }
   p->free_at_start = std::move(live.free_at_start);
   for (size_t i = 0; i < sched.steps.size(); ++i)
-    p->steps.push_back(
-        {sched.steps[i].is_kernel, sched.steps[i].index, std::move(live.free_after[i])});
+    p->steps.push_back({sched.steps[i].is_kernel, sched.steps[i].is_gemm, sched.steps[i].index,
+                        std::move(live.free_after[i])});
   return p;
 }
 
 }  // namespace
 
-CompiledGraph compile_cpp(const graph::Graph& g) {
-  std::shared_ptr<const Program> prog = build(g);
+CompiledGraph compile_cpp(const graph::Graph& g, const CppOptions& options) {
+  std::shared_ptr<const Program> prog = build(g, options);
   auto signature = std::make_shared<const graph::Graph>(g);
   // Reentrant: the program is read-only; the value slots belong to the call.
   return [prog, signature](std::vector<Tensor>&& inputs) {
@@ -153,7 +184,9 @@ CompiledGraph compile_cpp(const graph::Graph& g) {
     inputs.clear();
     for (uint32_t v : prog->free_at_start) slots[v] = Tensor();
     for (const Program::Step& s : prog->steps) {
-      if (!s.is_kernel) {
+      if (s.is_gemm) {
+        run_gemm(*prog, prog->gemms[s.index], slots);
+      } else if (!s.is_kernel) {
         run_node_call(prog->externs[s.index], slots);
       } else if (!run_kernel(prog->kernels[s.index], slots)) {
         run_group_unfused(*prog, prog->kernels[s.index], slots);

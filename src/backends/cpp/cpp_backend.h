@@ -13,6 +13,13 @@
 
 namespace aotgrad::backends {
 
-CompiledGraph compile_cpp(const graph::Graph& g);
+// Switches for measuring the optimizations one by one (bench/cpp_bench); the defaults are what
+// the registered "cpp" compiler uses.
+struct CppOptions {
+  bool gemm_epilogues = true;  // products with their activation / residual add as post-ops
+  bool reuse_buffers = true;   // kernels writing over an input that dies there
+};
+
+CompiledGraph compile_cpp(const graph::Graph& g, const CppOptions& options = {});
 
 }  // namespace aotgrad::backends

@@ -9,7 +9,12 @@ std::vector<StepValues> step_values(const graph::Graph& g, const Schedule& s) {
   std::vector<StepValues> uses;
   for (const Step& st : s.steps) {
     StepValues u;
-    if (st.is_kernel) {
+    if (st.is_gemm) {
+      const GemmFusion& f = s.gemms[st.index];
+      for (int64_t v : {f.bias, int64_t{f.a}, int64_t{f.b}, f.residual})
+        if (v >= 0) u.reads.push_back(static_cast<uint32_t>(v));
+      u.writes = {f.output};
+    } else if (st.is_kernel) {
       const Kernel& k = s.kernels[st.index];
       for (const KernelInput& in : k.inputs) u.reads.push_back(in.value);
       u.writes = k.outputs;
@@ -35,13 +40,13 @@ bool may_reuse(const graph::Graph& g, const Kernel& k, const Liveness& live, siz
 
 }  // namespace
 
-Liveness plan_memory(const graph::Graph& g, Schedule& s) {
+Liveness plan_memory(const graph::Graph& g, Schedule& s, bool reuse_buffers) {
   Liveness live = compute_liveness(g, step_values(g, s));
   for (size_t step = 0; step < s.steps.size(); ++step) {
     if (!s.steps[step].is_kernel) continue;
     Kernel& k = s.kernels[s.steps[step].index];
     k.reuse.assign(k.outputs.size(), -1);
-    if (k.reduction != Reduction::none) continue;
+    if (!reuse_buffers || k.reduction != Reduction::none) continue;
     std::vector<bool> taken(k.inputs.size(), false);
     for (size_t j = 0; j < k.outputs.size(); ++j)
       for (size_t i = 0; i < k.inputs.size(); ++i)

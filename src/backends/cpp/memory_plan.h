@@ -19,6 +19,7 @@
 
 namespace aotgrad::backends::cpp {
 
-Liveness plan_memory(const graph::Graph& g, Schedule& s);
+// `reuse_buffers` false: liveness only (every Kernel::reuse -1), to measure the reuse.
+Liveness plan_memory(const graph::Graph& g, Schedule& s, bool reuse_buffers = true);
 
 }  // namespace aotgrad::backends::cpp
