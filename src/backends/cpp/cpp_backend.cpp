@@ -54,7 +54,7 @@ struct Program {
   std::vector<KernelCall> kernels;
   std::vector<GemmCall> gemms;
   std::vector<Step> steps;
-  std::shared_ptr<cpp::SharedObject> library;  // keeps the kernels loaded
+  std::shared_ptr<const cpp::SharedObject> library;  // keeps the kernels loaded
 };
 
 // Whether a kernel output of `m` may be written over `t`, an input dying at the kernel: nothing
@@ -144,7 +144,7 @@ std::shared_ptr<Program> build(const graph::Graph& g, const CppOptions& options)
   if (!sched.kernels.empty()) {
     std::string source = cpp::generate_source(g, sched);
     aot::dump_text("cpp_" + g.name(), 0, "code", source);
-    p->library = std::make_shared<cpp::SharedObject>(cpp::build_shared_object(source));
+    p->library = cpp::load_shared_object(source);
   }
   for (const cpp::Kernel& k : sched.kernels) {
     KernelCall c;
