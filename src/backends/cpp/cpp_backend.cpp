@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <memory>
+#include <sstream>
 #include <stdexcept>
 
 #include "aot/log.h"
@@ -131,6 +132,47 @@ void run_gemm(const Program& p, const GemmCall& c, std::vector<Tensor>& slots) {
     for (uint32_t v : p.externs[f.nodes[i]].outputs) slots[v] = Tensor();
 }
 
+std::string value_name(const graph::Graph& g, int64_t v) {
+  return "%" + g.value(graph::ValueId{static_cast<uint32_t>(v)}).name;
+}
+
+// The comment block cpp_code starts with: the steps in run order.
+std::string describe_steps(const graph::Graph& g, const cpp::Schedule& sched) {
+  static const char* activations[] = {"", " + relu", " + gelu", " + gelu(tanh)"};
+  std::ostringstream o;
+  o << "// cpp schedule of graph " << g.name() << ": " << sched.steps.size() << " steps\n";
+  for (size_t i = 0; i < sched.steps.size(); ++i) {
+    const cpp::Step& st = sched.steps[i];
+    o << "//   " << i << ": ";
+    if (st.is_gemm) {
+      const cpp::GemmFusion& f = sched.gemms[st.index];
+      o << "gemm " << g.nodes()[f.nodes[0]].op->name << activations[static_cast<int>(f.activation)];
+      if (f.residual >= 0) o << " + residual " << value_name(g, f.residual);
+      o << " (oneDNN post-ops) -> " << value_name(g, f.output);
+    } else if (st.is_kernel) {
+      const cpp::Kernel& k = sched.kernels[st.index];
+      o << k.name << " (" << k.nodes.size() + (k.reduction_node >= 0) << " nodes) ->";
+      for (size_t j = 0; j < k.outputs.size(); ++j) {
+        o << " " << value_name(g, k.outputs[j]);
+        if (j < k.reuse.size() && k.reuse[j] >= 0)
+          o << " (in the buffer of " << value_name(g, k.inputs[k.reuse[j]].value) << ")";
+      }
+    } else {
+      const graph::Node& n = g.nodes()[st.index];
+      o << "extern " << n.op->name << " ->";
+      for (graph::ValueId v : n.outputs) o << " " << value_name(g, v.index);
+    }
+    o << "\n";
+  }
+  return o.str();
+}
+
+std::string code_of(const graph::Graph& g, const cpp::Schedule& sched) {
+  std::string code = describe_steps(g, sched);
+  if (!sched.kernels.empty()) code += cpp::generate_source(g, sched);
+  return code;
+}
+
 std::shared_ptr<Program> build(const graph::Graph& g, const CppOptions& options) {
   auto p = std::make_shared<Program>();
   p->num_values = g.values().size();
@@ -143,7 +185,10 @@ std::shared_ptr<Program> build(const graph::Graph& g, const CppOptions& options)
     p->gemms.push_back({f, g.value(graph::ValueId{f.output}).meta.sizes});
   if (!sched.kernels.empty()) {
     std::string source = cpp::generate_source(g, sched);
-    aot::dump_text("cpp_" + g.name(), 0, "code", source);
+    // Named after the function being compiled when there is one: FN_INDEX_cpp_forward_code.txt.
+    const aot::CompilingScope* fn = aot::CompilingScope::current();
+    aot::dump_text(fn ? fn->fn_name() : "cpp_" + g.name(), fn ? fn->index() : 0,
+                   fn ? "cpp_" + g.name() + "_code" : "code", describe_steps(g, sched) + source);
     p->library = cpp::load_shared_object(source);
   }
   for (const cpp::Kernel& k : sched.kernels) {
@@ -198,6 +243,12 @@ CompiledGraph compile_cpp(const graph::Graph& g, const CppOptions& options) {
     for (uint32_t v : prog->outputs) result.push_back(slots[v]);
     return result;
   };
+}
+
+std::string cpp_code(const graph::Graph& g, const CppOptions& options) {
+  cpp::Schedule sched = cpp::schedule_graph(g, options.gemm_epilogues);
+  cpp::plan_memory(g, sched, options.reuse_buffers);
+  return code_of(g, sched);
 }
 
 }  // namespace aotgrad::backends

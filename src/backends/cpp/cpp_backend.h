@@ -22,4 +22,9 @@ struct CppOptions {
 
 CompiledGraph compile_cpp(const graph::Graph& g, const CppOptions& options = {});
 
+// What compile_cpp builds for `g`, as `aotgrad show --code` and AOTGRAD_DUMP show it: one comment
+// line per step of the schedule (extern call, generated kernel, GEMM with its post-ops, and the
+// buffers kernels take over), then the generated source. Compiles nothing.
+std::string cpp_code(const graph::Graph& g, const CppOptions& options = {});
+
 }  // namespace aotgrad::backends
