@@ -69,3 +69,20 @@ TEST_F(CppObjectCacheTest, CacheOffStillCompilesAndStoresNothing) {
   EXPECT_EQ(got.size(), 15u);
   EXPECT_TRUE(entries("cpp").empty());
 }
+
+// dlopen hands back an already loaded library whose path equals the one asked for: loading two
+// cached objects through one reused path (a descriptor's /proc/self/fd/N) ran the first one's
+// kernels for the second graph.
+TEST_F(CppObjectCacheTest, TwoCachedObjectsLoadedOneAfterTheOtherStayApart) {
+  ag::graph::Graph a = ag::graph::parse_graph(kGraph);
+  ag::graph::Graph b = ag::graph::parse_graph(R"(graph cached_other(%x: f64[3,5]) {
+  %a: f64[3,5] = aten.mul.Scalar(%x, 0.3125)
+  %c: f64[3,5] = aten.sin.default(%a)
+  return (%c)
+})");
+  std::vector<double> want_a = run_once(a), want_b = run_once(b);  // both stored
+  ASSERT_NE(want_a, want_b);
+  ag::backends::CompiledGraph keep_a = ag::backends::compile_cpp(a);  // a cache hit, held
+  EXPECT_EQ(keep_a(ag::testing::graph_inputs(a, 2))[0].to_vector<double>(), want_a);
+  EXPECT_EQ(run_once(b), want_b);  // another hit, loaded while the first stays loaded
+}

@@ -144,10 +144,13 @@ std::string compile(const Toolchain& tc, const std::string& source) {
   return bytes;
 }
 
-// Loads `bytes` through a private file, removed once loaded (the mapping stays).
-std::shared_ptr<const SharedObject> load_bytes(const std::string& bytes) {
+// Loads `bytes` through a private file named after their content, removed once loaded (the
+// mapping stays). The name matters: dlopen returns an already loaded library whose path equals
+// the one asked for, without opening the file, so a path must never name two contents (a
+// descriptor path /proc/self/fd/N would, once N is reused).
+std::shared_ptr<const SharedObject> load_bytes(const std::string& bytes, const std::string& name) {
   fs::path dir = make_work_directory();
-  fs::path so = dir / "kernels.so";
+  fs::path so = dir / ("k" + name + ".so");
   write_file(so, bytes);
   auto object = std::make_shared<const SharedObject>(so.string());
   std::error_code ec;
@@ -173,12 +176,13 @@ std::shared_ptr<const SharedObject> load_shared_object(const std::string& source
   }
   std::shared_ptr<const SharedObject> object;
   const cache::DiskCache disk = cache::DiskCache::from_environment();
-  if (std::optional<cache::CachedFile> entry = disk.open_file("cpp", key)) {
-    object = std::make_shared<const SharedObject>(entry->path());  // the checked bytes
+  cache::Lookup hit = disk.get("cpp", key);  // checked: a corrupt entry is a miss
+  if (hit.status == cache::LookupStatus::hit) {
+    object = load_bytes(hit.bytes, name);
   } else {
     std::string bytes = compile(tc, source);
     disk.put("cpp", key, bytes);
-    object = load_bytes(bytes);
+    object = load_bytes(bytes, name);
   }
   std::lock_guard lock(mutex);
   if (loaded.size() > 1024)  // drop the expired ones now and then

@@ -3,9 +3,10 @@
 // Needs: a system C++ compiler (`c++`, or $AOTGRAD_CXX), found once per process. Guarantees: the
 // object is stored in the on-disk cache (cache/disk_cache.h, namespace "cpp": checksummed,
 // atomic writes, least-recently-used eviction, `aotgrad cache stats|clear`) under a key of
-// (source, compiler version, flags, CPU model and features, aotgrad version), and loaded from
-// the checked entry's open descriptor, so a corrupt or truncated entry is rebuilt and never run,
-// and another process replacing the entry meanwhile cannot change what is loaded. Within a process
+// (source, compiler version, flags, CPU model and features, aotgrad version), and loaded from a
+// private copy of the checked bytes (named after them: dlopen reuses a loaded library of the
+// same path), so a corrupt or truncated entry is rebuilt and never run, and another process
+// replacing the entry meanwhile cannot change what is loaded. Within a process
 // one source is compiled and loaded once while any program holds it. The compiler writes into a
 // private temporary directory; with the cache off (AOTGRAD_CACHE=0, no directory) every process
 // compiles. Compile errors throw one line naming the kept source. Thread-safe.
