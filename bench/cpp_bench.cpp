@@ -4,6 +4,8 @@
 //   build/cpp_bench [iterations_scale] [mlp|block|gpt4] [eager|interp|cpp]
 //
 // (a variant name runs only that variant in the timed loop: for `perf record`.)
+//   build/cpp_bench [iterations_scale] ablate
+// times the block step under cpp with each of its optimizations switched off in turn.
 // One step = grads set to None, forward, MSE loss, backward. The three variants alternate inside
 // one loop so they see the same machine noise; the table prints the best step of each (on a
 // shared machine the best is the least disturbed; at least 5 repetitions) and the ratios
@@ -23,6 +25,7 @@
 
 #include "aotgrad/aotgrad.h"
 #include "aotgrad/nn.h"
+#include "backends/cpp/cpp_backend.h"
 #include "torch_peer.h"
 
 namespace ag = aotgrad;
@@ -118,6 +121,43 @@ void tiny_call() {
       te, ti, tc);
 }
 
+// The cpp backend's optimizations one at a time on the transformer block's training step, in one
+// loop: default, without GEMM epilogues (oneDNN post-ops), without in-place buffer reuse. Prints
+// the best step and the step's peak bytes above what was live before it.
+void ablation(int iterations) {
+  auto block = std::make_shared<nn::TransformerBlock>(256, 4, 128, 1024);
+  Tensor x = ag::randn({8, 128, 256}), target = ag::randn({8, 128, 256});
+  const char* names[3] = {"cpp", "cpp, no GEMM epilogues", "cpp, no buffer reuse"};
+  ag::backends::CppOptions options[3];
+  options[1].gemm_epilogues = false;
+  options[2].reuse_buffers = false;
+  std::vector<std::function<Tensor(const Tensor&)>> variants;
+  for (const ag::backends::CppOptions& o : options) {
+    ag::AotConfig cfg;
+    cfg.fw_compiler_fn = [o](const ag::GraphView& g) {
+      return ag::backends::compile_cpp(g.graph(), o);
+    };
+    auto compiled = ag::aot_module(block, cfg);
+    variants.push_back([compiled](const Tensor& in) mutable { return compiled(in); });
+  }
+  std::vector<double> t[3];
+  size_t peak[3] = {0, 0, 0};
+  for (int i = 0; i < iterations + 2; ++i)
+    for (int v = 0; v < 3; ++v) {
+      block->zero_grad(/*set_to_none=*/true);
+      ag::reset_peak_memory_stats();
+      size_t before = ag::memory_stats().bytes_in_use;
+      double t0 = now_ms();
+      ag::mse_loss(variants[v](x), target).backward();
+      if (i >= 2) t[v].push_back(now_ms() - t0);
+      peak[v] = ag::memory_stats().peak_bytes_in_use - before;
+    }
+  std::printf("transformer block step, best of %d:\n", iterations);
+  for (int v = 0; v < 3; ++v)
+    std::printf("  %-24s %8.2f ms  peak %7.2f MiB\n", names[v], min_of(t[v]),
+                static_cast<double>(peak[v]) / (1 << 20));
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -127,6 +167,10 @@ int main(int argc, char** argv) {
   auto wanted = [&](const char* key) { return only.empty() || only == key; };
   auto iters = [&](int n) { return std::max(5, static_cast<int>(n * scale)); };
   ag::manual_seed(0);
+  if (only == "ablate") {
+    ablation(iters(10));
+    return 0;
+  }
   std::printf("%-22s %8s %8s %8s %12s %12s   %7s %7s\n", "best step ms", "eager", "interp", "cpp",
               "eager/interp", "eager/cpp", "1st int", "1st cpp");
   if (wanted("mlp")) {

@@ -139,8 +139,9 @@ int main(int argc, char** argv) {
       case cli::CliArgs::Command::run:
         return run(args);
       case cli::CliArgs::Command::show:
-        std::cout << (args.dot ? load_graph(args.graph).show_dot(args.options)
-                               : load_graph(args.graph).show(args.options));
+        std::cout << (args.dot    ? load_graph(args.graph).show_dot(args.options)
+                      : args.code ? load_graph(args.graph).show_code(args.options)
+                                  : load_graph(args.graph).show(args.options));
         return 0;
     }
   } catch (const ag::GraphParseError& e) {

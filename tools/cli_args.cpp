@@ -14,7 +14,8 @@ const char* const kUsage = R"(usage:
   aotgrad run GRAPH --inputs A.npy [B.npy ...] --out DIR
               [--backward [--tangents T.npy ...] [--no-grad I,J,...]
                [--partition NAME] [--memory-budget F]]
-  aotgrad show GRAPH [--dot] [--backward [--no-grad I,J,...] [--partition NAME] [--memory-budget F]]
+  aotgrad show GRAPH [--dot | --code]
+               [--backward [--no-grad I,J,...] [--partition NAME] [--memory-budget F]]
   aotgrad export GRAPH --out DIR [--inference | --joint [--loss-output K]]
   aotgrad cache stats | clear
   aotgrad --help | run --help | show --help | export --help
@@ -26,7 +27,8 @@ run   runs GRAPH (the text format of docs/ir.md) on the inputs, in order, with t
       backward with the tangents (default: ones) and also writes gradI.npy for each input I that
       gets a gradient. Every floating input requires grad unless --no-grad lists its position.
 show  prints GRAPH; with --backward also the joint, forward and backward graphs and the values the
-      forward saves for the backward, with their totals. --dot prints Graphviz instead.
+      forward saves for the backward, with their totals. --dot prints Graphviz instead, --code the
+      cpp compiler's schedule and generated C++.
 export writes GRAPH's forward (or joint) graph and its signature as aot_export_module would.
 cache  prints what the on-disk cache holds (stats) or empties it (clear); docs/caching.md.
 exit status: 0 ok, 1 bad graph, input or run, 2 bad usage (docs/cli.md).
@@ -52,13 +54,14 @@ A graph that writes into its inputs (make_fx training steps) is functionalized f
 it wrote is saved as mutatedI.npy and named on stdout. Exit status: 0 ok, 1 failure, 2 usage.
 )";
 
-const char* const kShowUsage = R"(usage: aotgrad show GRAPH [--dot]
+const char* const kShowUsage = R"(usage: aotgrad show GRAPH [--dot | --code]
                     [--backward [--no-grad I,J,...] [--partition NAME] [--memory-budget F]]
                     [--load-ops LIB.so ...]
 
 Prints GRAPH as parsed. With --backward also the joint graph, the partitioned forward and backward
 graphs and the saved-value report (every value the forward keeps for the backward, with its size
-and the totals). --dot prints the same graphs as Graphviz digraphs (render with: dot -Tsvg).
+and the totals). --dot prints the same graphs as Graphviz digraphs (render with: dot -Tsvg);
+--code prints what the cpp compiler makes of them: its schedule and the generated C++ source.
 Flags as for `aotgrad run --help`. Exit status: 0 ok, 1 failure, 2 usage.
 )";
 
@@ -140,6 +143,9 @@ class FlagReader {
     } else if (!is_run && f == "--dot") {
       once(f, dot_seen_);
       a_.dot = true;
+    } else if (!is_run && f == "--code") {
+      once(f, code_seen_);
+      a_.code = true;
     } else if (is_run && f == "--inputs") {
       once(f, inputs_seen_);
       list(a_.inputs);
@@ -190,7 +196,7 @@ class FlagReader {
   size_t i_ = 2;
   bool backward_seen_ = false, partition_seen_ = false, budget_seen_ = false, no_grad_seen_ = false,
        inputs_seen_ = false, tangents_seen_ = false, out_seen_ = false, dot_seen_ = false,
-       load_ops_seen_ = false;
+       code_seen_ = false, load_ops_seen_ = false;
 };
 
 }  // namespace

@@ -30,6 +30,7 @@ struct CliArgs {
   // For Command::help: the command whose help was asked for (run, show), or help for all.
   Command help_topic = Command::help;
   bool dot = false;   // show --dot: Graphviz instead of text
+  bool code = false;  // show --code: the cpp backend's schedule and generated source
   std::string graph;  // GRAPH, a path
   std::string out;    // --out DIR (run only)
   std::vector<std::string> inputs, tangents;

@@ -108,6 +108,10 @@ class GraphProgram {
   // The same graphs in Graphviz's DOT language (`aotgrad show --dot`): the graph as loaded, and
   // with options.backward the partitioned forward and backward graphs, one digraph each.
   std::string show_dot(const GraphRunOptions& options = {}) const;
+  // What the cpp compiler makes of the same graphs (`aotgrad show --code`): its schedule and the
+  // generated C++ source, for the graph as loaded and with options.backward for the partitioned
+  // forward and backward graphs. Runs no compiler.
+  std::string show_code(const GraphRunOptions& options = {}) const;
 
  private:
   struct Impl;

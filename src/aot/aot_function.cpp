@@ -161,6 +161,7 @@ cache::DiskEvent compile(const AotConfig& cfg, const FlatFunction& f,
     aot::log_line(guards_line(cfg.name, index, artifact->guards));
   if (!artifact->is_inference && aot::log_enabled(aot::LogTopic::partition))
     aot::log_line(partition_line(cfg.name, index, cfg, entry.text, *artifact));
+  aot::CompilingScope compiling(cfg.name, index);
   entry.runtime = aot::instantiate(*artifact, aot::named_compilers(cfg));
   entry.artifact = std::move(artifact);
   return lowered.event;

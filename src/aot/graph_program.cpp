@@ -25,6 +25,7 @@
 #include "aot/runtime.h"
 #include "aotgrad/autograd.h"
 #include "aotgrad/ops.h"
+#include "backends/cpp/cpp_backend.h"
 #include "cache/artifact_cache.h"
 #include "graph/dot.h"
 #include "graph/parser.h"
@@ -358,6 +359,16 @@ std::string GraphProgram::show_dot(const GraphRunOptions& options) const {
   const aot::Artifact& a = *s.get(options)->artifact;
   if (a.is_inference) return out + graph::print_dot(a.inference, "inference");
   return out + graph::print_dot(a.forward, "forward") + graph::print_dot(a.backward, "backward");
+}
+
+std::string GraphProgram::show_code(const GraphRunOptions& options) const {
+  const Impl& s = *impl_;
+  std::string out = "// graph " + s.source + "\n" + backends::cpp_code(s.forward);
+  if (!options.backward) return out;
+  const aot::Artifact& a = *s.get(options)->artifact;
+  if (a.is_inference) return out + "\n// inference graph\n" + backends::cpp_code(a.inference);
+  return out + "\n// forward graph\n" + backends::cpp_code(a.forward) + "\n// backward graph\n" +
+         backends::cpp_code(a.backward);
 }
 
 }  // namespace aotgrad

@@ -114,4 +114,19 @@ std::function<void(std::string_view, const graph::Graph&)> dump_and_log_graphs(
   };
 }
 
+namespace {
+thread_local const CompilingScope* t_compiling = nullptr;
+}  // namespace
+
+CompilingScope::CompilingScope(std::string fn_name, size_t index)
+    : fn_name_(std::move(fn_name)), index_(index), outer_(t_compiling) {
+  t_compiling = this;
+}
+CompilingScope::~CompilingScope() {
+  t_compiling = outer_;
+}
+const CompilingScope* CompilingScope::current() {
+  return t_compiling;
+}
+
 }  // namespace aotgrad::aot

@@ -28,6 +28,25 @@ std::string key_digest(std::string_view key);
 void dump_text(const std::string& fn_name, size_t index, std::string_view stage,
                const std::string& text);
 
+// The function whose graphs this thread is compiling (set around instantiate), so that what a
+// compiler dumps (the cpp backend's code) is named after the function: FN_INDEX_STAGE.txt.
+class CompilingScope {
+ public:
+  CompilingScope(std::string fn_name, size_t index);
+  ~CompilingScope();
+  CompilingScope(const CompilingScope&) = delete;
+  CompilingScope& operator=(const CompilingScope&) = delete;
+  // The innermost scope on this thread, or null.
+  static const CompilingScope* current();
+  const std::string& fn_name() const { return fn_name_; }
+  size_t index() const { return index_; }
+
+ private:
+  std::string fn_name_;
+  size_t index_;
+  const CompilingScope* outer_;
+};
+
 // The graph hook lower() takes (aot/lower.h) that dumps each graph of compile `index` of `fn_name`
 // and, with AOTGRAD_LOG=graphs, logs it: a line "graphs fn=NAME index=I graph=STAGE nodes=N"
 // followed by the graph's text. Reads the environment once, when made.

@@ -3,6 +3,7 @@
 #include <memory>
 #include <stdexcept>
 
+#include "backends/liveness.h"
 #include "backends/node_call.h"
 
 namespace aotgrad::backends {
@@ -25,23 +26,15 @@ std::shared_ptr<Program> build(const graph::Graph& g) {
   prog->num_values = g.values().size();
   for (graph::ValueId v : g.inputs()) prog->inputs.push_back(v.index);
   for (graph::ValueId v : g.outputs()) prog->outputs.push_back(v.index);
-  // Last use of each value: step index, or steps.size() when it is a graph output.
-  std::vector<int64_t> last_use(g.values().size(), -1);
-  for (size_t i = 0; i < g.nodes().size(); ++i)
-    for (const graph::NodeArg& a : g.nodes()[i].args)
-      for (graph::ValueId v : graph::arg_values(a)) last_use[v.index] = static_cast<int64_t>(i);
-  for (graph::ValueId v : g.outputs()) last_use[v.index] = static_cast<int64_t>(g.nodes().size());
-  for (const graph::Node& n : g.nodes())
+  std::vector<StepValues> uses;
+  for (const graph::Node& n : g.nodes()) {
     prog->steps.push_back({make_node_call(g, n, "interpreter"), {}});
-  // Values dead on arrival are dropped at once (values of removed nodes are never touched).
-  for (graph::ValueId v : g.inputs())
-    if (last_use[v.index] < 0) prog->free_at_start.push_back(v.index);
-  for (size_t i = 0; i < g.nodes().size(); ++i)
-    for (graph::ValueId v : g.nodes()[i].outputs) {
-      int64_t last = last_use[v.index];
-      if (last < static_cast<int64_t>(prog->steps.size()))
-        prog->steps[last < 0 ? i : last].free_after.push_back(v.index);
-    }
+    uses.push_back({node_reads(n), prog->steps.back().call.outputs});
+  }
+  Liveness live = compute_liveness(g, uses);
+  prog->free_at_start = std::move(live.free_at_start);
+  for (size_t i = 0; i < prog->steps.size(); ++i)
+    prog->steps[i].free_after = std::move(live.free_after[i]);
   return prog;
 }
 

@@ -63,7 +63,9 @@ struct Lookup {
 
 // An entry held open: its descriptor, whose payload was checked, so that a later rename over the
 // entry's name cannot change what the caller then reads or maps. path() names the open file
-// (/proc/self/fd/N): dlopen(path()) loads exactly the checked bytes.
+// (/proc/self/fd/N). Not for dlopen: dlopen returns an already loaded library of the same path
+// without opening the file, and N is reused once closed (the cpp backend loads a copy named
+// after its content instead).
 class CachedFile {
  public:
   CachedFile(int fd, uint64_t payload_size) : fd_(fd), payload_size_(payload_size) {}

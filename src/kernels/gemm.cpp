@@ -395,4 +395,134 @@ Tensor addmm(const Tensor& self, const Tensor& a, const Tensor& b, const Scalar&
   return out;
 }
 
+// ---- epilogues as oneDNN post-ops ----
+
+namespace {
+
+struct EpiloguePrimitive {
+  bool usable = false;
+  dnnl::matmul matmul;
+  dnnl::memory::desc a_md, b_md, c_md, bias_md;
+};
+
+dnnl::algorithm eltwise_of(GemmActivation act) {
+  switch (act) {
+    case GemmActivation::relu:
+      return dnnl::algorithm::eltwise_relu;
+    case GemmActivation::gelu_erf:
+      return dnnl::algorithm::eltwise_gelu_erf;
+    case GemmActivation::gelu_tanh:
+      return dnnl::algorithm::eltwise_gelu_tanh;
+    case GemmActivation::none:
+      break;
+  }
+  return dnnl::algorithm::undef;
+}
+
+// One primitive per (shapes, strides, bias shape, activation, residual) and thread, as for the
+// plain products (onednn_primitive).
+const EpiloguePrimitive& epilogue_primitive(const Operand& a, const Operand& b, const Bias& bias,
+                                            GemmActivation act, bool residual) {
+  constexpr size_t kMaxCached = 256;
+  thread_local std::unordered_map<Key, std::unique_ptr<EpiloguePrimitive>, KeyHash> cache;
+  Key key{a.rows,
+          a.cols,
+          b.cols,
+          a.sr,
+          a.sc,
+          b.sr,
+          b.sc,
+          omp_get_max_threads(),
+          bias.data != nullptr,
+          bias.rows,
+          bias.cols,
+          static_cast<int64_t>(act),
+          residual};
+  auto it = cache.find(key);
+  if (it != cache.end()) return *it->second;
+  if (cache.size() >= kMaxCached) cache.clear();
+  auto p = std::make_unique<EpiloguePrimitive>();
+  try {
+    p->a_md = f32_desc(1, a.rows, a.cols, matrix_extent(a), a.sr, a.sc);
+    p->b_md = f32_desc(1, b.rows, b.cols, matrix_extent(b), b.sr, b.sc);
+    p->c_md = f32_desc(1, a.rows, b.cols, a.rows * b.cols, b.cols, 1);
+    if (bias.data)
+      p->bias_md = f32_desc(1, bias.rows, bias.cols, bias.rows * bias.cols, bias.cols, 1);
+    dnnl::post_ops ops;
+    if (act != GemmActivation::none) ops.append_eltwise(1.0f, eltwise_of(act), 0.0f, 0.0f);
+    if (residual) ops.append_binary(dnnl::algorithm::binary_add, p->c_md);
+    dnnl::primitive_attr attr;
+    attr.set_post_ops(ops);
+    dnnl::matmul::desc desc = bias.data ? dnnl::matmul::desc(p->a_md, p->b_md, p->bias_md, p->c_md)
+                                        : dnnl::matmul::desc(p->a_md, p->b_md, p->c_md);
+    dnnl::matmul::primitive_desc pd(desc, attr, onednn_engine());
+    p->usable = std::string(pd.impl_info_str()).find("ref") == std::string::npos;
+    if (p->usable) p->matmul = dnnl::matmul(pd);
+  } catch (const dnnl::error&) {
+    p->usable = false;
+  }
+  return *cache.emplace(key, std::move(p)).first->second;
+}
+
+bool is_f32_or_undefined(const Tensor& t) {
+  return !t.defined() || t.dtype() == DType::f32;
+}
+
+}  // namespace
+
+Tensor mm_epilogue(const Tensor& a, const Tensor& b, const GemmEpilogue& epilogue,
+                   const IntList& out_sizes) {
+  if (a.dim() != 2 || b.dim() != 2 || a.dtype() != DType::f32 || b.dtype() != DType::f32 ||
+      !is_f32_or_undefined(epilogue.bias) || !is_f32_or_undefined(epilogue.residual))
+    return {};
+  const int64_t M = a.size(0), K = a.size(1), N = b.size(1);
+  if (M == 0 || K == 0 || N == 0 || !fits_onednn_int({M, K, N}) || numel_of(out_sizes) != M * N)
+    return {};
+  Bias bias;
+  Tensor bias_storage;
+  if (epilogue.bias.defined()) {
+    const Tensor& s = epilogue.bias;
+    if (s.dim() < 1 || s.dim() > 2 || s.size(s.dim() - 1) != N ||
+        (s.dim() == 2 && s.size(0) != 1 && s.size(0) != M))
+      return {};
+    bias_storage = s.is_contiguous() ? s : contiguous_copy(s, DType::f32);
+    bias = {bias_storage.impl()->data_bytes(), s.dim() == 2 ? s.size(0) : 1, N};
+  }
+  const Tensor& residual = epilogue.residual;
+  if (residual.defined() && (!residual.is_contiguous() || residual.numel() != M * N)) return {};
+  Tensor ca = a, cb = b;
+  Operand oa = as_operand(ca), ob = as_operand(cb);
+  if (!make_plain(oa)) {
+    ca = contiguous_copy(ca, DType::f32);
+    oa = as_operand(ca);
+    make_plain(oa);
+  }
+  if (!make_plain(ob)) {
+    cb = contiguous_copy(cb, DType::f32);
+    ob = as_operand(cb);
+    make_plain(ob);
+  }
+  SmallProductScope threads(saturating_product({M, K, N}));
+  const EpiloguePrimitive& p =
+      epilogue_primitive(oa, ob, bias, epilogue.activation, residual.defined());
+  if (!p.usable) return {};
+  Tensor out = make_tensor(out_sizes, DType::f32);
+  const dnnl::engine& engine = onednn_engine();
+  std::unordered_map<int, dnnl::memory> args{
+      {DNNL_ARG_SRC, dnnl::memory(p.a_md, engine, const_cast<char*>(oa.data))},
+      {DNNL_ARG_WEIGHTS, dnnl::memory(p.b_md, engine, const_cast<char*>(ob.data))},
+      {DNNL_ARG_DST, dnnl::memory(p.c_md, engine, out.impl()->data_bytes())}};
+  if (bias.data)
+    args.emplace(DNNL_ARG_BIAS, dnnl::memory(p.bias_md, engine, const_cast<char*>(bias.data)));
+  if (residual.defined()) {
+    const int index = epilogue.activation == GemmActivation::none ? 0 : 1;
+    args.emplace(DNNL_ARG_ATTR_MULTIPLE_POST_OP(index) | DNNL_ARG_SRC_1,
+                 dnnl::memory(p.c_md, engine, residual.impl()->data_bytes()));
+  }
+  dnnl::stream& stream = onednn_stream();
+  p.matmul.execute(stream, args);
+  stream.wait();
+  return out;
+}
+
 }  // namespace aotgrad::kernels

@@ -8,6 +8,7 @@
 // op layer's meta functions).
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 #include "aotgrad/tensor.h"
@@ -27,5 +28,25 @@ Tensor addmm(const Tensor& self, const Tensor& a, const Tensor& b, const Scalar&
 Tensor bmm_loop(const Tensor& a, const Tensor& b);
 // Which implementation bmm(a, b) would run: "onednn:<oneDNN impl name>" or "loop".
 std::string gemm_backend(const Tensor& a, const Tensor& b);
+
+// ---- a linear layer's epilogue fused into the product (the cpp backend's GEMM steps) ----
+
+enum class GemmActivation : uint8_t { none, relu, gelu_erf, gelu_tanh };
+
+// What runs on the product before it is stored, as oneDNN post-ops: bias (addmm's self with
+// beta == alpha == 1: f32 [N] or [rows, N] with rows 1 or M), then the activation, then a
+// residual (f32, M * N elements, contiguous) added last. Undefined tensors mean none.
+struct GemmEpilogue {
+  Tensor bias;
+  GemmActivation activation = GemmActivation::none;
+  Tensor residual;
+};
+
+// activation(a @ b + bias) + residual for f32 [M, K] @ [K, N], into a fresh contiguous tensor of
+// `out_sizes` (M * N elements). Transposed operands are read through their strides. Returns an
+// undefined tensor when oneDNN cannot run it fused (another dtype, an empty or oversized problem,
+// a rejected case, or only oneDNN's reference implementation): the caller runs the ops unfused.
+Tensor mm_epilogue(const Tensor& a, const Tensor& b, const GemmEpilogue& epilogue,
+                   const IntList& out_sizes);
 
 }  // namespace aotgrad::kernels

@@ -358,3 +358,14 @@ TEST_F(CliBinary, VersionHelpPerCommandAndDot) {
   EXPECT_NE(dot.find(" -> n0;"), std::string::npos) << dot;
   EXPECT_NE(dot.find("digraph \"backward\""), std::string::npos) << dot;
 }
+
+// Issue 13: show --code prints the cpp compiler's schedule and generated source of each graph.
+TEST_F(CliBinary, ShowCodePrintsTheCppScheduleAndSource) {
+  ASSERT_EQ(cli("show " + cli_data("mlp.graph") + " --code --backward"), 0) << err();
+  const std::string code = out();
+  EXPECT_NE(code.find("// forward graph\n// cpp schedule of graph forward"), std::string::npos)
+      << code;
+  EXPECT_NE(code.find("// backward graph\n// cpp schedule of graph backward"), std::string::npos)
+      << code;
+  EXPECT_NE(code.find("extern aten.mm.default"), std::string::npos) << code;
+}

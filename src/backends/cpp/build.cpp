@@ -5,39 +5,26 @@
 #include <unistd.h>
 
 #include <array>
-#include <atomic>
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <sstream>
 #include <stdexcept>
 
 #include "aotgrad/version.h"
+#include "cache/disk_cache.h"
+#include "cache/hash.h"
 
 namespace aotgrad::backends::cpp {
 namespace {
 
 namespace fs = std::filesystem;
-
-// Two FNV-1a passes with different offsets: 128 bits, enough to name build products (the cache
-// of src/cache/ adds a checksum of the file itself).
-std::string content_hash(const std::string& text) {
-  auto fnv = [&](uint64_t h) {
-    for (unsigned char c : text) {
-      h ^= c;
-      h *= 0x100000001b3ULL;
-    }
-    return h;
-  };
-  char buf[33];
-  std::snprintf(buf, sizeof buf, "%016llx%016llx",
-                static_cast<unsigned long long>(fnv(0xcbf29ce484222325ULL)),
-                static_cast<unsigned long long>(fnv(0x84222325cbf29ce4ULL)));
-  return buf;
-}
 
 // Runs `command` through the shell; returns its exit status and its stdout.
 std::pair<int, std::string> run_command(const std::string& command) {
@@ -93,39 +80,27 @@ const Toolchain& toolchain() {
   return it->second;  // std::map nodes stay put
 }
 
-fs::path build_directory() {
-  fs::path dir;
-  if (const char* d = std::getenv("AOTGRAD_CACHE_DIR"); d && *d)
-    dir = d;
-  else if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x)
-    dir = fs::path(x) / "aotgrad";
-  else if (const char* h = std::getenv("HOME"); h && *h)
-    dir = fs::path(h) / ".cache" / "aotgrad";
-  else
-    dir = fs::temp_directory_path() / ("aotgrad-" + std::to_string(getuid()));
-  dir /= "cpp";
-  std::error_code ec;
-  fs::create_directories(dir, ec);
-  if (ec)
-    throw std::runtime_error("cpp backend: cannot create the build directory " + dir.string() +
-                             " (" + ec.message() + "); set AOTGRAD_CACHE_DIR to a writable one");
-  return dir;
+// A fresh private directory for one compiler run (mkdtemp: no other thread or process uses it).
+fs::path make_work_directory() {
+  std::string templ = (fs::temp_directory_path() / "aotgrad-cpp-XXXXXX").string();
+  if (!mkdtemp(templ.data()))
+    throw std::runtime_error("cpp backend: cannot create a directory under " +
+                             fs::temp_directory_path().string() + " (" + std::strerror(errno) +
+                             "); set TMPDIR to a writable one");
+  return templ;
 }
 
-// A name no other thread or process uses for its temporary files.
-std::string unique_suffix() {
-  static std::atomic<uint64_t> counter{0};
-  return ".tmp" + std::to_string(getpid()) + "_" + std::to_string(counter.fetch_add(1));
+std::string read_file(const fs::path& path) {
+  std::ifstream f(path, std::ios::binary);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
 }
 
-void write_atomically(const fs::path& path, const std::string& text) {
-  fs::path tmp = path.string() + unique_suffix();
-  {
-    std::ofstream f(tmp, std::ios::binary);
-    f << text;
-    if (!f.flush()) throw std::runtime_error("cpp backend: cannot write " + tmp.string());
-  }
-  fs::rename(tmp, path);
+void write_file(const fs::path& path, const std::string& text) {
+  std::ofstream f(path, std::ios::binary);
+  f << text;
+  if (!f.flush()) throw std::runtime_error("cpp backend: cannot write " + path.string());
 }
 
 // The first line of the compiler's diagnostics that says "error", for the one-line message.
@@ -147,38 +122,73 @@ const std::string& compile_flags() {
   return flags;
 }
 
-std::string build_shared_object(const std::string& source) {
-  const Toolchain& tc = toolchain();
-  std::string key = content_hash(source + '\0' + tc.version + '\0' + compile_flags() + '\0' +
-                                 tc.cpu + '\0' + AOTGRAD_VERSION);
-  fs::path dir = build_directory();
-  fs::path so = dir / ("k" + key + ".so");
-  if (fs::exists(so)) return so.string();
-  fs::path src = dir / ("k" + key + ".cpp");
-  write_atomically(src, source);
-  fs::path tmp_so = so.string() + unique_suffix();
-  fs::path log = tmp_so.string() + ".log";
+namespace {
+
+// Compiles `source` in a private directory and returns the object's bytes; the directory is
+// removed unless the compiler failed (its source is kept for the error message).
+std::string compile(const Toolchain& tc, const std::string& source) {
+  fs::path dir = make_work_directory();
+  fs::path src = dir / "kernels.cpp", so = dir / "kernels.so", log = dir / "log.txt";
+  write_file(src, source);
   // Libraries (-lmvec) must follow the source for linkers that default to --as-needed.
   std::string cmd = shell_quote(tc.compiler) + " " + shell_quote(src.string()) + " -o " +
-                    shell_quote(tmp_so.string()) + " " + compile_flags() + " > " +
+                    shell_quote(so.string()) + " " + compile_flags() + " > " +
                     shell_quote(log.string()) + " 2>&1";
   int rc = std::system(cmd.c_str());
-  std::string diagnostics;
-  {
-    std::ifstream f(log);
-    std::stringstream ss;
-    ss << f.rdbuf();
-    diagnostics = ss.str();
-  }
-  std::error_code ec;
-  fs::remove(log, ec);
-  if (rc != 0 || !fs::exists(tmp_so)) {
-    fs::remove(tmp_so, ec);
+  if (rc != 0 || !fs::exists(so))
     throw std::runtime_error("cpp backend: '" + tc.compiler + "' failed on generated code (" +
-                             first_error(diagnostics) + "); source kept at " + src.string());
+                             first_error(read_file(log)) + "); source kept at " + src.string());
+  std::string bytes = read_file(so);
+  std::error_code ec;
+  fs::remove_all(dir, ec);
+  return bytes;
+}
+
+// Loads `bytes` through a private file named after their content, removed once loaded (the
+// mapping stays). The name matters: dlopen returns an already loaded library whose path equals
+// the one asked for, without opening the file, so a path must never name two contents (a
+// descriptor path /proc/self/fd/N would, once N is reused).
+std::shared_ptr<const SharedObject> load_bytes(const std::string& bytes, const std::string& name) {
+  fs::path dir = make_work_directory();
+  fs::path so = dir / ("k" + name + ".so");
+  write_file(so, bytes);
+  auto object = std::make_shared<const SharedObject>(so.string());
+  std::error_code ec;
+  fs::remove_all(dir, ec);
+  return object;
+}
+
+}  // namespace
+
+std::shared_ptr<const SharedObject> load_shared_object(const std::string& source) {
+  const Toolchain& tc = toolchain();
+  const std::string key = std::string("aotgrad cpp object\0", 19) + AOTGRAD_VERSION + '\0' +
+                          tc.version + '\0' + compile_flags() + '\0' + tc.cpu + '\0' + source;
+  // Loaded objects of this process, by key: a graph compiled again (another specialization, a
+  // recompile) reuses the mapping while some program still holds it.
+  static std::mutex mutex;
+  static std::map<std::string, std::weak_ptr<const SharedObject>> loaded;
+  const std::string name = cache::hash128_hex(key);
+  {
+    std::lock_guard lock(mutex);
+    if (auto it = loaded.find(name); it != loaded.end())
+      if (auto object = it->second.lock()) return object;
   }
-  fs::rename(tmp_so, so);
-  return so.string();
+  std::shared_ptr<const SharedObject> object;
+  const cache::DiskCache disk = cache::DiskCache::from_environment();
+  cache::Lookup hit = disk.get("cpp", key);  // checked: a corrupt entry is a miss
+  if (hit.status == cache::LookupStatus::hit) {
+    object = load_bytes(hit.bytes, name);
+  } else {
+    std::string bytes = compile(tc, source);
+    disk.put("cpp", key, bytes);
+    object = load_bytes(bytes, name);
+  }
+  std::lock_guard lock(mutex);
+  if (loaded.size() > 1024)  // drop the expired ones now and then
+    std::erase_if(loaded, [](const auto& e) { return e.second.expired(); });
+  loaded[name] = object;
+  return object;
 }
 
 SharedObject::SharedObject(const std::string& path) : path_(path) {

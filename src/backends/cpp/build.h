@@ -1,22 +1,21 @@
 // Build and load of generated C++: source text in, a loaded shared object out.
 //
 // Needs: a system C++ compiler (`c++`, or $AOTGRAD_CXX), found once per process. Guarantees: the
-// object is built at most once per content hash into the per-user build directory
-// ($AOTGRAD_CACHE_DIR, else $XDG_CACHE_HOME/aotgrad, else ~/.cache/aotgrad; subdirectory cpp/),
-// named after a hash of (source, compiler version, flags, CPU features, aotgrad version); an
-// existing object of that name is reused; every file is written to a temporary name and renamed,
-// so two processes never see half a file. Compile errors throw one line naming the kept source.
-// Thread-safe. (The checksummed, size-limited disk cache of src/cache/ is to replace the
-// directory handling here; the interface stays.)
+// object is stored in the on-disk cache (cache/disk_cache.h, namespace "cpp": checksummed,
+// atomic writes, least-recently-used eviction, `aotgrad cache stats|clear`) under a key of
+// (source, compiler version, flags, CPU model and features, aotgrad version), and loaded from a
+// private copy of the checked bytes (named after them: dlopen reuses a loaded library of the
+// same path), so a corrupt or truncated entry is rebuilt and never run, and another process
+// replacing the entry meanwhile cannot change what is loaded. Within a process
+// one source is compiled and loaded once while any program holds it. The compiler writes into a
+// private temporary directory; with the cache off (AOTGRAD_CACHE=0, no directory) every process
+// compiles. Compile errors throw one line naming the kept source. Thread-safe.
 #pragma once
 
 #include <memory>
 #include <string>
 
 namespace aotgrad::backends::cpp {
-
-// Compiles `source` (unless already built) and returns the path of the shared object.
-std::string build_shared_object(const std::string& source);
 
 // A dlopen'ed shared object, closed when the last owner lets go.
 class SharedObject {
@@ -34,7 +33,11 @@ class SharedObject {
   void* handle_ = nullptr;
 };
 
-// The compiler flags used for generated code (part of the object's hash).
+// The shared object built from `source`: from this process's loaded ones, the disk cache, or the
+// compiler (then stored in the cache).
+std::shared_ptr<const SharedObject> load_shared_object(const std::string& source);
+
+// The compiler flags used for generated code (part of the cache key).
 const std::string& compile_flags();
 
 }  // namespace aotgrad::backends::cpp

@@ -1,6 +1,7 @@
 #include "backends/cpp/codegen.h"
 
 #include <sstream>
+#include <vector>
 
 namespace aotgrad::backends::cpp {
 namespace {
@@ -214,12 +215,19 @@ void emit_kernel(std::ostream& o, const graph::Graph& g, const Kernel& k) {
   o << "extern \"C\" void " << k.name
     << "(const char* const* in, char* const* out, const int64_t* sizes, const int64_t* strides, "
        "const double* scalars) {\n";
+  // An output planned to take an input's buffer (memory_plan.h) may alias it: neither pointer
+  // of that pair is __restrict.
+  std::vector<bool> in_shared(k.inputs.size(), false);
+  auto restrict_out = [&](size_t j) { return j >= k.reuse.size() || k.reuse[j] < 0; };
+  for (size_t j = 0; j < k.outputs.size(); ++j)
+    if (!restrict_out(j)) in_shared[k.reuse[j]] = true;
   for (size_t i = 0; i < k.inputs.size(); ++i)
-    o << "  const " << storage_type(k.inputs[i].value) << "* __restrict in" << i << " = (const "
+    o << "  const " << storage_type(k.inputs[i].value) << "*"
+      << (in_shared[i] ? " " : " __restrict ") << "in" << i << " = (const "
       << storage_type(k.inputs[i].value) << "*)in[" << i << "];\n";
   for (size_t i = 0; i < k.outputs.size(); ++i)
-    o << "  " << storage_type(k.outputs[i]) << "* __restrict out" << i << " = ("
-      << storage_type(k.outputs[i]) << "*)out[" << i << "];\n";
+    o << "  " << storage_type(k.outputs[i]) << "*" << (restrict_out(i) ? " __restrict " : " ")
+      << "out" << i << " = (" << storage_type(k.outputs[i]) << "*)out[" << i << "];\n";
   for (size_t j = 0; j < k.nodes.size(); ++j) {
     const graph::Node& n = g.nodes()[k.nodes[j]];
     size_t count =

@@ -2,13 +2,16 @@
 
 #include <algorithm>
 #include <memory>
+#include <sstream>
 #include <stdexcept>
 
 #include "aot/log.h"
 #include "backends/cpp/build.h"
 #include "backends/cpp/codegen.h"
+#include "backends/cpp/memory_plan.h"
 #include "backends/cpp/schedule.h"
 #include "backends/node_call.h"
+#include "kernels/gemm.h"
 #include "tensor/current_op.h"
 
 namespace aotgrad::backends {
@@ -29,12 +32,20 @@ struct KernelCall {
   std::vector<ops::TensorMeta> output_metas;  // contiguous: k.shape, or a reduction's result
   std::vector<double> scalars;
   std::vector<uint32_t> nodes;  // the group's nodes: the fallback when an input's layout differs
+  std::vector<int32_t> reuse;   // per output: the input whose buffer it may take (memory_plan.h)
+};
+
+// A product with its epilogue (gemm_fusion.h); `nodes` are the fallback when oneDNN cannot.
+struct GemmCall {
+  cpp::GemmFusion fusion;
+  IntList out_sizes;
 };
 
 struct Program {
   struct Step {
     bool is_kernel = false;
-    uint32_t index = 0;                // into externs (node index) or kernels
+    bool is_gemm = false;
+    uint32_t index = 0;                // into externs (node index), kernels or gemms
     std::vector<uint32_t> free_after;  // values whose last use is this step
   };
   size_t num_values = 0;
@@ -42,9 +53,20 @@ struct Program {
   std::vector<uint32_t> free_at_start;  // inputs never used
   std::vector<NodeCall> externs;        // one per node
   std::vector<KernelCall> kernels;
+  std::vector<GemmCall> gemms;
   std::vector<Step> steps;
-  std::shared_ptr<cpp::SharedObject> library;  // keeps the kernels loaded
+  std::shared_ptr<const cpp::SharedObject> library;  // keeps the kernels loaded
 };
+
+// Whether a kernel output of `m` may be written over `t`, an input dying at the kernel: nothing
+// else sees its memory (sole owner of a storage no view shares, no autograd state), and it is
+// laid out exactly as the output.
+bool may_take_buffer(const Tensor& t, const ops::TensorMeta& m) {
+  const TensorImpl* impl = t.impl();
+  return t.impl_ptr().use_count() == 1 && t.storage().use_count() == 1 && !impl->base &&
+         !impl->autograd && t.dtype() == m.dtype && t.sizes() == m.sizes && t.is_contiguous() &&
+         t.storage_offset() == 0;
+}
 
 // Runs a generated kernel; false (nothing written) when an input's actual layout does not fit
 // the loop nest the code was specialized for (a graph input with other strides than traced).
@@ -72,8 +94,10 @@ bool run_kernel(const KernelCall& k, std::vector<Tensor>& slots) {
   CurrentOpScope scope(k.name);
   std::vector<Tensor> outs;
   std::vector<char*> out;
-  for (const ops::TensorMeta& m : k.output_metas) {
-    outs.push_back(make_tensor(m.sizes, m.dtype));
+  for (size_t j = 0; j < k.output_metas.size(); ++j) {
+    const ops::TensorMeta& m = k.output_metas[j];
+    const Tensor* dying = k.reuse[j] >= 0 ? &slots[k.inputs[k.reuse[j]]] : nullptr;
+    outs.push_back(dying && may_take_buffer(*dying, m) ? *dying : make_tensor(m.sizes, m.dtype));
     out.push_back(outs.back().impl()->data_bytes());
   }
   k.fn(in.data(), out.data(), sizes.data(), strides.data(), k.scalars.data());
@@ -88,44 +112,84 @@ void run_group_unfused(const Program& p, const KernelCall& k, std::vector<Tensor
       if (std::find(k.outputs.begin(), k.outputs.end(), v) == k.outputs.end()) slots[v] = Tensor();
 }
 
-// The values each step reads and writes, for liveness.
-std::vector<uint32_t> step_reads(const Program& p, const Program::Step& s) {
-  if (s.is_kernel) return p.kernels[s.index].inputs;
-  std::vector<uint32_t> r;
-  for (auto [arg, v] : p.externs[s.index].tensor_slots) r.push_back(v);
-  for (auto [arg, e, v] : p.externs[s.index].list_slots) r.push_back(v);
-  return r;
-}
-const std::vector<uint32_t>& step_writes(const Program& p, const Program::Step& s) {
-  return s.is_kernel ? p.kernels[s.index].outputs : p.externs[s.index].outputs;
+void run_gemm(const Program& p, const GemmCall& c, std::vector<Tensor>& slots) {
+  const cpp::GemmFusion& f = c.fusion;
+  kernels::GemmEpilogue e;
+  if (f.bias >= 0) e.bias = slots[f.bias];
+  e.activation = f.activation;
+  if (f.residual >= 0) e.residual = slots[f.residual];
+  Tensor out;
+  {
+    CurrentOpScope scope("cpp.gemm_epilogue");
+    out = kernels::mm_epilogue(slots[f.a], slots[f.b], e, c.out_sizes);
+  }
+  if (out.defined()) {
+    slots[f.output] = std::move(out);
+    return;
+  }
+  for (uint32_t n : f.nodes) run_node_call(p.externs[n], slots);
+  for (size_t i = 0; i + 1 < f.nodes.size(); ++i)
+    for (uint32_t v : p.externs[f.nodes[i]].outputs) slots[v] = Tensor();
 }
 
-void plan_frees(const graph::Graph& g, Program& p) {
-  const int64_t end = static_cast<int64_t>(p.steps.size());
-  std::vector<int64_t> last_use(g.values().size(), -1);
-  for (size_t i = 0; i < p.steps.size(); ++i)
-    for (uint32_t v : step_reads(p, p.steps[i])) last_use[v] = static_cast<int64_t>(i);
-  for (graph::ValueId v : g.outputs()) last_use[v.index] = end;
-  for (graph::ValueId v : g.inputs())
-    if (last_use[v.index] < 0) p.free_at_start.push_back(v.index);
-  for (size_t i = 0; i < p.steps.size(); ++i)
-    for (uint32_t v : step_writes(p, p.steps[i])) {
-      int64_t last = last_use[v];
-      if (last < end) p.steps[last < 0 ? i : last].free_after.push_back(v);
+std::string value_name(const graph::Graph& g, int64_t v) {
+  return "%" + g.value(graph::ValueId{static_cast<uint32_t>(v)}).name;
+}
+
+// The comment block cpp_code starts with: the steps in run order.
+std::string describe_steps(const graph::Graph& g, const cpp::Schedule& sched) {
+  static const char* activations[] = {"", " + relu", " + gelu", " + gelu(tanh)"};
+  std::ostringstream o;
+  o << "// cpp schedule of graph " << g.name() << ": " << sched.steps.size() << " steps\n";
+  for (size_t i = 0; i < sched.steps.size(); ++i) {
+    const cpp::Step& st = sched.steps[i];
+    o << "//   " << i << ": ";
+    if (st.is_gemm) {
+      const cpp::GemmFusion& f = sched.gemms[st.index];
+      o << "gemm " << g.nodes()[f.nodes[0]].op->name << activations[static_cast<int>(f.activation)];
+      if (f.residual >= 0) o << " + residual " << value_name(g, f.residual);
+      o << " (oneDNN post-ops) -> " << value_name(g, f.output);
+    } else if (st.is_kernel) {
+      const cpp::Kernel& k = sched.kernels[st.index];
+      o << k.name << " (" << k.nodes.size() + (k.reduction_node >= 0) << " nodes) ->";
+      for (size_t j = 0; j < k.outputs.size(); ++j) {
+        o << " " << value_name(g, k.outputs[j]);
+        if (j < k.reuse.size() && k.reuse[j] >= 0)
+          o << " (in the buffer of " << value_name(g, k.inputs[k.reuse[j]].value) << ")";
+      }
+    } else {
+      const graph::Node& n = g.nodes()[st.index];
+      o << "extern " << n.op->name << " ->";
+      for (graph::ValueId v : n.outputs) o << " " << value_name(g, v.index);
     }
+    o << "\n";
+  }
+  return o.str();
 }
 
-std::shared_ptr<Program> build(const graph::Graph& g) {
+std::string code_of(const graph::Graph& g, const cpp::Schedule& sched) {
+  std::string code = describe_steps(g, sched);
+  if (!sched.kernels.empty()) code += cpp::generate_source(g, sched);
+  return code;
+}
+
+std::shared_ptr<Program> build(const graph::Graph& g, const CppOptions& options) {
   auto p = std::make_shared<Program>();
   p->num_values = g.values().size();
   for (graph::ValueId v : g.inputs()) p->inputs.push_back(v.index);
   for (graph::ValueId v : g.outputs()) p->outputs.push_back(v.index);
   for (const graph::Node& n : g.nodes()) p->externs.push_back(make_node_call(g, n, "cpp"));
-  cpp::Schedule sched = cpp::schedule_graph(g);
+  cpp::Schedule sched = cpp::schedule_graph(g, options.gemm_epilogues);
+  Liveness live = cpp::plan_memory(g, sched, options.reuse_buffers);
+  for (const cpp::GemmFusion& f : sched.gemms)
+    p->gemms.push_back({f, g.value(graph::ValueId{f.output}).meta.sizes});
   if (!sched.kernels.empty()) {
     std::string source = cpp::generate_source(g, sched);
-    aot::dump_text("cpp_" + g.name(), 0, "code", source);
-    p->library = std::make_shared<cpp::SharedObject>(cpp::build_shared_object(source));
+    // Named after the function being compiled when there is one: FN_INDEX_cpp_forward_code.txt.
+    const aot::CompilingScope* fn = aot::CompilingScope::current();
+    aot::dump_text(fn ? fn->fn_name() : "cpp_" + g.name(), fn ? fn->index() : 0,
+                   fn ? "cpp_" + g.name() + "_code" : "code", describe_steps(g, sched) + source);
+    p->library = cpp::load_shared_object(source);
   }
   for (const cpp::Kernel& k : sched.kernels) {
     KernelCall c;
@@ -141,18 +205,21 @@ std::shared_ptr<Program> build(const graph::Graph& g) {
     for (uint32_t v : k.outputs) c.output_metas.push_back(g.value(graph::ValueId{v}).meta);
     c.scalars = k.scalars;
     c.nodes = k.nodes;
+    c.reuse = k.reuse;
     if (k.reduction_node >= 0) c.nodes.push_back(static_cast<uint32_t>(k.reduction_node));
     p->kernels.push_back(std::move(c));
   }
-  for (const cpp::Step& s : sched.steps) p->steps.push_back({s.is_kernel, s.index, {}});
-  plan_frees(g, *p);
+  p->free_at_start = std::move(live.free_at_start);
+  for (size_t i = 0; i < sched.steps.size(); ++i)
+    p->steps.push_back({sched.steps[i].is_kernel, sched.steps[i].is_gemm, sched.steps[i].index,
+                        std::move(live.free_after[i])});
   return p;
 }
 
 }  // namespace
 
-CompiledGraph compile_cpp(const graph::Graph& g) {
-  std::shared_ptr<const Program> prog = build(g);
+CompiledGraph compile_cpp(const graph::Graph& g, const CppOptions& options) {
+  std::shared_ptr<const Program> prog = build(g, options);
   auto signature = std::make_shared<const graph::Graph>(g);
   // Reentrant: the program is read-only; the value slots belong to the call.
   return [prog, signature](std::vector<Tensor>&& inputs) {
@@ -162,7 +229,9 @@ CompiledGraph compile_cpp(const graph::Graph& g) {
     inputs.clear();
     for (uint32_t v : prog->free_at_start) slots[v] = Tensor();
     for (const Program::Step& s : prog->steps) {
-      if (!s.is_kernel) {
+      if (s.is_gemm) {
+        run_gemm(*prog, prog->gemms[s.index], slots);
+      } else if (!s.is_kernel) {
         run_node_call(prog->externs[s.index], slots);
       } else if (!run_kernel(prog->kernels[s.index], slots)) {
         run_group_unfused(*prog, prog->kernels[s.index], slots);
@@ -174,6 +243,12 @@ CompiledGraph compile_cpp(const graph::Graph& g) {
     for (uint32_t v : prog->outputs) result.push_back(slots[v]);
     return result;
   };
+}
+
+std::string cpp_code(const graph::Graph& g, const CppOptions& options) {
+  cpp::Schedule sched = cpp::schedule_graph(g, options.gemm_epilogues);
+  cpp::plan_memory(g, sched, options.reuse_buffers);
+  return code_of(g, sched);
 }
 
 }  // namespace aotgrad::backends

@@ -13,6 +13,18 @@
 
 namespace aotgrad::backends {
 
-CompiledGraph compile_cpp(const graph::Graph& g);
+// Switches for measuring the optimizations one by one (bench/cpp_bench); the defaults are what
+// the registered "cpp" compiler uses.
+struct CppOptions {
+  bool gemm_epilogues = true;  // products with their activation / residual add as post-ops
+  bool reuse_buffers = true;   // kernels writing over an input that dies there
+};
+
+CompiledGraph compile_cpp(const graph::Graph& g, const CppOptions& options = {});
+
+// What compile_cpp builds for `g`, as `aotgrad show --code` and AOTGRAD_DUMP show it: one comment
+// line per step of the schedule (extern call, generated kernel, GEMM with its post-ops, and the
+// buffers kernels take over), then the generated source. Compiles nothing.
+std::string cpp_code(const graph::Graph& g, const CppOptions& options = {});
 
 }  // namespace aotgrad::backends

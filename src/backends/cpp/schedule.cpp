@@ -237,7 +237,7 @@ void connect_kernels(const graph::Graph& g, const std::vector<int>& group_of, Sc
 
 }  // namespace
 
-Schedule schedule_graph(const graph::Graph& g) {
+Schedule schedule_graph(const graph::Graph& g, bool gemm_epilogues) {
   Schedule sched;
   const auto& nodes = g.nodes();
   std::vector<int> group_of(g.values().size(), -1);  // kernel producing each value
@@ -266,8 +266,20 @@ Schedule schedule_graph(const graph::Graph& g) {
     std::sort(ks.begin(), ks.end());
     for (int k : ks) close(k);
   };
+  if (gemm_epilogues) sched.gemms = find_gemm_fusions(g);
+  std::vector<int> gemm_of_node(nodes.size(), -1);
+  for (size_t f = 0; f < sched.gemms.size(); ++f)
+    for (uint32_t i : sched.gemms[f].nodes) gemm_of_node[i] = static_cast<int>(f);
   for (uint32_t i = 0; i < nodes.size(); ++i) {
     const graph::Node& n = nodes[i];
+    if (int f = gemm_of_node[i]; f >= 0) {
+      const GemmFusion& gf = sched.gemms[f];
+      if (i != gf.nodes.back()) continue;  // the fused step runs at its last node
+      for (int64_t v : {gf.bias, int64_t{gf.a}, int64_t{gf.b}, gf.residual})
+        if (v >= 0 && group_of[v] >= 0) close(group_of[v]);
+      sched.steps.push_back({false, static_cast<uint32_t>(f), true});
+      continue;
+    }
     if (n.op->is_inplace()) close_all();
     if (Reduction r = fusable_reduction(g, n); r != Reduction::none) {
       graph::ValueId in = std::get<graph::ValueId>(n.args[0]);

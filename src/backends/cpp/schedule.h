@@ -6,7 +6,9 @@
 // of one output shape, optionally ended by a last-dim reduction of that shape (sum, mean, amax,
 // softmax, log_softmax), which closes it; values used only inside the group get no buffer. A node
 // joins the open group of its shape; a group is emitted when something outside it needs one of its
-// values, when an in-place node runs, or at the end. Every other node is an extern step: its
+// values, when an in-place node runs, or at the end. A matrix product whose result only feeds an
+// activation and/or a residual add is one GEMM step with them as oneDNN post-ops (gemm_fusion.h).
+// Every other node is an extern step: its
 // op-table kernel is called exactly as the interpreter calls it, so every graph compiles.
 #pragma once
 
@@ -14,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "backends/cpp/gemm_fusion.h"
 #include "graph/graph.h"
 
 namespace aotgrad::backends::cpp {
@@ -42,15 +45,19 @@ struct Kernel {
   std::vector<double> scalars;        // the nodes' scalar arguments, passed at run time
   Reduction reduction = Reduction::none;
   int32_t reduction_node = -1;  // node index of the reduction (its input: the last dim)
+  // Per output: the input whose buffer it may take, or -1 (set by plan_memory, memory_plan.h).
+  std::vector<int32_t> reuse;
 };
 
 struct Step {
   bool is_kernel = false;
-  uint32_t index = 0;  // node index (extern) or kernel index
+  uint32_t index = 0;    // node index (extern), kernel index, or GEMM fusion index
+  bool is_gemm = false;  // a product with its epilogue (gemm_fusion.h), run at its last node
 };
 
 struct Schedule {
   std::vector<Kernel> kernels;
+  std::vector<GemmFusion> gemms;
   std::vector<Step> steps;
 };
 
@@ -74,6 +81,7 @@ Reduction fusable_reduction(const graph::Graph& g, const graph::Node& n);
 // Whether node `n` can be part of a generated kernel (and why not, for the golden tests).
 bool is_fusable(const graph::Graph& g, const graph::Node& n);
 
-Schedule schedule_graph(const graph::Graph& g);
+// `gemm_epilogues` false: no GEMM steps (every product an extern call), to measure them.
+Schedule schedule_graph(const graph::Graph& g, bool gemm_epilogues = true);
 
 }  // namespace aotgrad::backends::cpp

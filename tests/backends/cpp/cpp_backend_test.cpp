@@ -147,7 +147,7 @@ TEST(CppBackend, AotgradDumpWritesTheGeneratedSource) {
 
 TEST(CppBackend, CompileErrorsNameTheKeptSource) {
   std::string err = ag::testing::error_of<std::runtime_error>(
-      [] { ag::backends::cpp::build_shared_object("this is not C++;\n"); });
+      [] { ag::backends::cpp::load_shared_object("this is not C++;\n"); });
   EXPECT_TRUE(ag::testing::contains(err, "failed on generated code")) << err;
   EXPECT_TRUE(ag::testing::contains(err, "source kept at ")) << err;
   EXPECT_EQ(err.find('\n'), std::string::npos) << err;
@@ -158,7 +158,7 @@ TEST(CppBackend, AMissingCompilerIsOneClearLine) {
   std::string saved = old ? old : "";
   setenv("AOTGRAD_CXX", "/nonexistent/aotgrad-test-cxx", 1);
   std::string err = ag::testing::error_of<std::runtime_error>(
-      [] { ag::backends::cpp::build_shared_object("int f() { return 1; }\n"); });
+      [] { ag::backends::cpp::load_shared_object("int f() { return 1; }\n"); });
   if (old)
     setenv("AOTGRAD_CXX", saved.c_str(), 1);
   else

@@ -1,9 +1,9 @@
 // A differential fuzzer for the cpp backend: random graphs of pointwise ops (unary, binary with
-// broadcasting, scalar, comparison + where, threshold_backward), views (t, expand), matmuls and
-// row sums, run under the cpp backend and the interpreter on the same inputs. Each graph holds
-// ~40 nodes, so one compiler run covers many kernels. The CI mode runs two graphs with fixed
-// seeds; AOTGRAD_CPP_FUZZ_GRAPHS=N runs N more (seeds from AOTGRAD_CPP_FUZZ_SEED, default 1) for a
-// longer session (scripts/fuzz style).
+// broadcasting, scalar, comparison + where, threshold_backward), views (t, expand), matmuls,
+// linear layers with activations and residual adds (GEMM epilogues) and row sums, run under the cpp
+// backend and the interpreter on the same inputs. Each graph holds ~40 nodes, so one compiler run
+// covers many kernels. The CI mode runs two graphs with fixed seeds; AOTGRAD_CPP_FUZZ_GRAPHS=N runs
+// N more (seeds from AOTGRAD_CPP_FUZZ_SEED, default 1) for a longer session (scripts/fuzz style).
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -42,6 +42,8 @@ class GraphFuzzer {
     add_input("xt", {n_, m_});
     add_input("xs", {});
     add_input("w", {n_, p_});
+    add_input("wsq", {n_, n_});
+    add_input("bn", {n_});
     add_input("mask", {m_, n_}, true);
     for (int i = 0; i < nodes; ++i) step(i);
     std::string text = "graph fuzz(" + signature_ + ") {\n" + body_.str() + "  return (";
@@ -155,6 +157,10 @@ class GraphFuzzer {
                      std::to_string(m_) + ", " + std::to_string(n_) + "])");
         break;
       case 10:
+        if (pick(0, 1)) {
+          linear_chain();
+          break;
+        }
         define({m_, p_}, ag::contiguous_strides({m_, p_}), false,
                "aten.mm.default(%" + operand(true).name + ", %w)");
         break;
@@ -172,6 +178,27 @@ class GraphFuzzer {
         break;
     }
     (void)i;
+  }
+
+  // A linear layer's product, maybe an activation, maybe a residual add: what the cpp backend
+  // fuses into one oneDNN matmul with post-ops when the intermediates are used only there.
+  void linear_chain() {
+    const ag::IntList full{m_, n_}, contiguous = ag::contiguous_strides(full);
+    std::string x = operand(true).name;
+    std::string v = define(full, contiguous, false,
+                           pick(0, 1) ? "aten.addmm.default(%bn, %" + x + ", %wsq)"
+                                      : "aten.mm.default(%" + x + ", %wsq)")
+                        .name;
+    static const char* act[] = {"aten.relu.default(%", "aten.gelu.default(%",
+                                "aten.gelu.default(%"};
+    if (int64_t a = pick(0, 3); a < 3)
+      v = define(full, contiguous, false, act[a] + v + (a == 2 ? ", approximate=\"tanh\")" : ")"))
+              .name;
+    if (pick(0, 2) > 0) {
+      std::string r = operand(true).name;
+      define(full, contiguous, false,
+             "aten.add.Tensor(%" + (pick(0, 1) ? v + ", %" + r : r + ", %" + v) + ")");
+    }
   }
 
   std::string sum_of_row() {

@@ -1,0 +1,137 @@
+#include "backends/cpp/gemm_fusion.h"
+
+#include <optional>
+#include <string>
+#include <variant>
+
+namespace aotgrad::backends::cpp {
+namespace {
+
+using kernels::GemmActivation;
+
+const ops::TensorMeta& meta(const graph::Graph& g, uint32_t v) {
+  return g.value(graph::ValueId{v}).meta;
+}
+
+bool is_f32(const graph::Graph& g, const graph::NodeArg& a) {
+  const auto* v = std::get_if<graph::ValueId>(&a);
+  return v && g.value(*v).meta.dtype == DType::f32;
+}
+
+bool is_one(const graph::NodeArg& a) {
+  const auto* s = std::get_if<Scalar>(&a);
+  return s && s->to_double() == 1.0;
+}
+
+bool dense(const ops::TensorMeta& m) {
+  return m.storage_offset == 0 && (m.strides.empty() || m.strides == contiguous_strides(m.sizes));
+}
+
+// The product that starts a fusion: fills bias, a and b.
+bool starts_fusion(const graph::Graph& g, const graph::Node& n, GemmFusion& f) {
+  const std::string_view op = n.op->name;
+  if (op == "aten.mm.default" && n.args.size() == 2 && is_f32(g, n.args[0]) &&
+      is_f32(g, n.args[1])) {
+    f.a = std::get<graph::ValueId>(n.args[0]).index;
+    f.b = std::get<graph::ValueId>(n.args[1]).index;
+  } else if (op == "aten.addmm.default" && n.args.size() == 5 && is_f32(g, n.args[0]) &&
+             is_f32(g, n.args[1]) && is_f32(g, n.args[2]) && is_one(n.args[3]) &&
+             is_one(n.args[4])) {
+    f.bias = std::get<graph::ValueId>(n.args[0]).index;
+    f.a = std::get<graph::ValueId>(n.args[1]).index;
+    f.b = std::get<graph::ValueId>(n.args[2]).index;
+    const IntList& bs = meta(g, static_cast<uint32_t>(f.bias)).sizes;
+    const IntList& out = g.value(n.outputs[0]).meta.sizes;
+    if (bs.empty() || bs.size() > 2 || bs.back() != out[1] ||
+        (bs.size() == 2 && bs[0] != 1 && bs[0] != out[0]))
+      return false;
+  } else {
+    return false;
+  }
+  return meta(g, f.a).sizes.size() == 2 && meta(g, f.b).sizes.size() == 2;
+}
+
+std::optional<GemmActivation> activation_of(const graph::Node& n) {
+  const std::string_view op = n.op->name;
+  if (op == "aten.relu.default") return GemmActivation::relu;
+  if (op != "aten.gelu.default") return std::nullopt;
+  const auto* approximate = std::get_if<std::string>(&n.args.back());
+  if (!approximate || *approximate == "none") return GemmActivation::gelu_erf;
+  if (*approximate == "tanh") return GemmActivation::gelu_tanh;
+  return std::nullopt;
+}
+
+bool is_view_of_dense(const graph::Graph& g, const graph::Node& n) {
+  const std::string_view op = n.op->name;
+  return (op == "aten.view.default" || op == "aten._unsafe_view.default" ||
+          op == "aten.reshape.default") &&
+         dense(g.value(n.outputs[0]).meta);
+}
+
+// Extends a fusion started at node `i` along single-use values; false when no post-op joined.
+bool extend(const graph::Graph& g, uint32_t i, const std::vector<std::vector<uint32_t>>& users,
+            const std::vector<bool>& is_output, GemmFusion& f) {
+  const auto& nodes = g.nodes();
+  uint32_t cur = nodes[i].outputs[0].index;
+  std::vector<uint32_t> chain{i};
+  size_t accepted = 0;  // chain length up to the last post-op
+  while (users[cur].size() == 1 && !is_output[cur]) {
+    const uint32_t u = users[cur][0];
+    const graph::Node& n = nodes[u];
+    if (n.outputs.size() != 1) break;
+    const uint32_t out = n.outputs[0].index;
+    if (is_view_of_dense(g, n) && std::get<graph::ValueId>(n.args[0]).index == cur) {
+      chain.push_back(u);
+    } else if (f.activation == GemmActivation::none && activation_of(n) &&
+               meta(g, out).dtype == DType::f32) {
+      f.activation = *activation_of(n);
+      chain.push_back(u);
+      accepted = chain.size();
+    } else if (n.op->name == "aten.add.Tensor" && n.args.size() == 3 && is_one(n.args[2]) &&
+               is_f32(g, n.args[0]) && is_f32(g, n.args[1])) {
+      const uint32_t x = std::get<graph::ValueId>(n.args[0]).index;
+      const uint32_t y = std::get<graph::ValueId>(n.args[1]).index;
+      const uint32_t other = x == cur ? y : x;
+      if (other == cur || meta(g, other).sizes != meta(g, out).sizes ||
+          meta(g, cur).sizes != meta(g, out).sizes)
+        break;
+      f.residual = other;
+      chain.push_back(u);
+      accepted = chain.size();
+      break;
+    } else {
+      break;
+    }
+    cur = out;
+  }
+  if (accepted == 0) return false;
+  chain.resize(accepted);
+  const uint32_t last = chain.back();
+  for (uint32_t k = i + 1; k < last; ++k)
+    if (nodes[k].op->is_inplace()) return false;
+  f.nodes = chain;
+  f.output = nodes[last].outputs[0].index;
+  return dense(meta(g, f.output));
+}
+
+}  // namespace
+
+std::vector<GemmFusion> find_gemm_fusions(const graph::Graph& g) {
+  const auto& nodes = g.nodes();
+  std::vector<std::vector<uint32_t>> users(g.values().size());
+  for (uint32_t i = 0; i < nodes.size(); ++i)
+    for (const graph::NodeArg& a : nodes[i].args)
+      for (graph::ValueId v : graph::arg_values(a)) users[v.index].push_back(i);
+  std::vector<bool> is_output(g.values().size(), false);
+  for (graph::ValueId v : g.outputs()) is_output[v.index] = true;
+  std::vector<GemmFusion> fusions;
+  for (uint32_t i = 0; i < nodes.size(); ++i) {
+    GemmFusion f;
+    if (nodes[i].outputs.size() == 1 && starts_fusion(g, nodes[i], f) &&
+        extend(g, i, users, is_output, f))
+      fusions.push_back(std::move(f));
+  }
+  return fusions;
+}
+
+}  // namespace aotgrad::backends::cpp
