@@ -335,9 +335,12 @@ std::vector<Tensor> batch_norm_vjp(const VjpContext& c) {
     running_mean = kFunctional ? c.output(3) : c.input(3);
     running_var = kFunctional ? c.output(4) : c.input(4);
   }
+  // In eval mode the input's values are read only for the weight gradient (the statistics are
+  // constants), so without it the input need not be kept (see shape_only).
+  const Tensor input = training || need_weight ? c.input(0) : shape_only(c.input(0));
   std::vector<Tensor> r = dispatch(
-      backward, {c.grad(0), c.input(0), c.args[1], running_mean, running_var, c.output(1),
-                 c.output(2), training, c.args[7], IntList{need_input, need_weight, need_bias}});
+      backward, {c.grad(0), input, c.args[1], running_mean, running_var, c.output(1), c.output(2),
+                 training, c.args[7], IntList{need_input, need_weight, need_bias}});
   if (need_input) grads[0] = r[0];
   if (need_weight) grads[weight_index] = r[1];
   if (need_bias) grads[bias_index] = r[2];

@@ -1,13 +1,15 @@
 // convolution's VJP and output_mask (issue 18 item 6): a gradient nobody needs is masked out of
 // convolution_backward, and the forward value only that gradient reads is not kept. With the
 // weight frozen, the convolution's input is not saved for the backward (only the weight is, to
-// give the input gradient); the gradients that are needed are the same as with nothing frozen.
+// give the input gradient); likewise an eval-mode batch norm with frozen affine parameters. The
+// gradients that are needed are the same as with nothing frozen.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <string>
 #include <vector>
 
+#include "aotgrad/aotgrad.h"
 #include "aotgrad/graph_program.h"
 #include "testing/gradcheck.h"
 #include "testing/values.h"
@@ -68,6 +70,29 @@ TEST(ConvOutputMask, NeededGradientsAreThoseOfTheFullBackward) {
       }
     }
   }
+}
+
+// Eval-mode batch norm reads its input's values only for the weight gradient.
+constexpr const char* kBatchNormEval =
+    "graph frozen_bn(%x: f32[2,2,3,3], %w: f32[2], %b: f32[2], %rm: f32[2], %rv: f32[2]) {\n"
+    "  %y: f32[2,2,3,3] = aten.mul.Scalar(%x, 2.0)\n"
+    "  %z: f32[2,2,3,3], %m: f32[0], %s: f32[0] = aten.native_batch_norm.default(%y, %w, %b, "
+    "%rm, %rv, false, 0.1, 1e-05)\n"
+    "  return (%z)\n"
+    "}\n";
+
+TEST(ConvOutputMask, FrozenEvalBatchNormSavesNoActivation) {
+  GraphProgram p = GraphProgram::parse(kBatchNormEval, "frozen_bn");
+  const std::string frozen = p.show({.backward = true, .no_grad = {1, 2, 3, 4}});
+  EXPECT_NE(frozen.find("(0 B activations"), std::string::npos) << frozen;
+  std::vector<Tensor> inputs{
+      testing::pattern({2, 2, 3, 3}, 37, 101, DType::f32), testing::pattern({2}, 5, 7, DType::f32),
+      testing::pattern({2}, 3, 7, DType::f32), testing::pattern({2}, 2, 5, DType::f32),
+      exp(testing::pattern({2}, 3, 5, DType::f32))};
+  const std::vector<Tensor> tangents{testing::pattern({2, 2, 3, 3}, 29, 31, DType::f32)};
+  GraphRunResult full = p.run(inputs, {.backward = true, .no_grad = {3, 4}}, tangents);
+  GraphRunResult r = p.run(inputs, {.backward = true, .no_grad = {1, 2, 3, 4}}, tangents);
+  EXPECT_TRUE(testing::allclose(r.grads.at(0), full.grads.at(0), 0.0, 0.0));
 }
 
 }  // namespace
