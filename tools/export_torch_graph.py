@@ -33,9 +33,11 @@ DTYPES = {torch.float32: "f32", torch.float64: "f64", torch.int64: "i64", torch.
 
 
 # Nodes PyTorch 1.13 records that compute nothing a graph output needs: autograd's shape checks
-# (is_same_size returns a bool, not a tensor) and batch norm's unused uint8 `reserve` buffer. They
-# are left out when nothing uses them; any other op must be in our table.
-DROP_IF_UNUSED = {"aten::is_same_size", "aten::empty"}
+# (is_same_size returns a bool, not a tensor), batch norm's unused uint8 `reserve` buffer, and what
+# autograd saves when the traced inputs require grad (detached results; clones of values an
+# in-place op is about to overwrite). They are left out when nothing uses them; any other op must
+# be in our table.
+DROP_IF_UNUSED = {"aten::is_same_size", "aten::empty", "aten::detach", "aten::clone"}
 
 
 class ExportError(Exception):
@@ -531,7 +533,11 @@ def record(exporter, spec, out_dir):
     else:
         # On copies: a step that updates buffers would otherwise leave its writes in the inputs
         # saved below.
-        gm = make_fx(fn, decomposition_table=decomp)(*[t.clone() for t in inputs])
+        # The inputs PyTorch differentiates require grad while tracing too, as in a training
+        # step: in eval mode, MultiheadAttention and TransformerEncoderLayer otherwise take their
+        # inference-only fused paths (_native_multi_head_attention), which have no backward.
+        gm = make_fx(fn, decomposition_table=decomp)(
+            *[t.clone().requires_grad_(i in grad_inputs) for i, t in enumerate(inputs)])
         graph_inputs, graph_names = inputs, input_names
     consts = lift_constants(gm)
     if consts:
