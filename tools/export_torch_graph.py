@@ -11,6 +11,7 @@ argument our schema lacks, stops the export with the op named. `record` runs PyT
 the reference values. The fixture list lives with the fixtures, in tests/data/torch/fixtures.py.
 """
 import argparse
+import copy
 import json
 import math
 import operator
@@ -32,9 +33,11 @@ DTYPES = {torch.float32: "f32", torch.float64: "f64", torch.int64: "i64", torch.
 
 
 # Nodes PyTorch 1.13 records that compute nothing a graph output needs: autograd's shape checks
-# (is_same_size returns a bool, not a tensor) and batch norm's unused uint8 `reserve` buffer. They
-# are left out when nothing uses them; any other op must be in our table.
-DROP_IF_UNUSED = {"aten::is_same_size", "aten::empty"}
+# (is_same_size returns a bool, not a tensor), batch norm's unused uint8 `reserve` buffer, and what
+# autograd saves when the traced inputs require grad (detached results; clones of values an
+# in-place op is about to overwrite). They are left out when nothing uses them; any other op must
+# be in our table.
+DROP_IF_UNUSED = {"aten::is_same_size", "aten::empty", "aten::detach", "aten::clone"}
 
 
 class ExportError(Exception):
@@ -427,6 +430,61 @@ def flat_outputs(out):
     return [t for t in torch.utils._pytree.tree_flatten(out)[0] if isinstance(t, torch.Tensor)]
 
 
+def eager_reference(fn, inputs, grad_inputs, given=None, tangents=None):
+    """Runs `fn` eagerly with autograd on copies of `inputs`: returns (leaves, as the step left
+    them; flat outputs; [(index, output)] of the differentiable outputs; the tangents used (`given`
+    per output, else ones); the gradients of the inputs `grad_inputs`, zeros where unused)."""
+    leaves = [t.clone().requires_grad_(i in grad_inputs) for i, t in enumerate(inputs)]
+    outs = flat_outputs(fn(*leaves))
+    if not grad_inputs:
+        return leaves, outs, [], [], []
+    diff = [(k, o) for k, o in enumerate(outs) if o.requires_grad]
+    if tangents is None:
+        tangents = [given[k] if given is not None else torch.ones_like(o) for k, o in diff]
+    grads = torch.autograd.grad([o for _, o in diff], [leaves[i] for i in grad_inputs], tangents,
+                                allow_unused=True)
+    grads = [g if g is not None else torch.zeros_like(leaves[i]) for g, i in zip(grads, grad_inputs)]
+    return leaves, outs, diff, tangents, grads
+
+
+def named_results(outs, grads, grad_inputs, leaves, mutated):
+    """The reference tensors by the file name the fixture stores them under."""
+    named = {"output%d.npy" % k: o for k, o in enumerate(outs)}
+    named.update({"grad%d.npy" % i: g for g, i in zip(grads, grad_inputs)})
+    named.update({"mutated%d.npy" % i: leaves[i] for i in mutated})
+    return named
+
+
+def nudged(t, generator):
+    """`t` with every element moved by one float32 ulp, up or down at random."""
+    if not t.is_floating_point():
+        return t
+    up = torch.rand(t.shape, generator=generator) < 0.5
+    toward = torch.where(up, torch.tensor(math.inf, dtype=t.dtype), torch.tensor(-math.inf, dtype=t.dtype))
+    return torch.nextafter(t, toward)
+
+
+def noise_floor(spec, inputs, grad_inputs, tangents, mutated, reference):
+    """Per reference tensor, how far float32 alone moves it: the largest of |f32 - f64| (the same
+    step run in float64, `spec["fn64"]`) and |f32 - f32 on inputs moved by one ulp|. A train-mode
+    batch norm over 1x1 maps can make a gradient pure noise in PyTorch itself; this says so per
+    tensor, and the checks allow a multiple of it (docs/torch_oracle.md, "Tolerances")."""
+    def wide(t):
+        return t.double() if t.is_floating_point() else t
+    runs = [(spec["fn64"], [wide(t) for t in inputs], [wide(t) for t in tangents])]
+    g = torch.Generator().manual_seed(1)
+    runs.append((spec["fn"], [nudged(t, g) for t in inputs], tangents))
+    noise = {f: 0.0 for f in reference}
+    for fn, xs, ts in runs:
+        leaves, outs, _, _, grads = eager_reference(fn, xs, grad_inputs, tangents=ts)
+        for f, t in named_results(outs, grads, grad_inputs, leaves, mutated).items():
+            if not reference[f].is_floating_point() or reference[f].numel() == 0:
+                continue
+            d = (t.detach().double() - reference[f].detach().double()).abs().max().item()
+            noise[f] = max(noise[f], d)
+    return noise
+
+
 def record(exporter, spec, out_dir):
     """spec: name, fn, inputs (list of tensors), input_names, grad (bool), joint (bool),
     rtol, atol, tangents (optional list)."""
@@ -443,23 +501,15 @@ def record(exporter, spec, out_dir):
             grad_inputs.remove(i)
 
     # Reference values: PyTorch eager, with autograd.
-    leaves = [t.clone().requires_grad_(i in grad_inputs) for i, t in enumerate(inputs)]
-    outs = flat_outputs(fn(*leaves))
+    leaves, outs, diff, tangents, grads = eager_reference(fn, inputs, grad_inputs,
+                                                          given=spec.get("tangents"))
     # Inputs the step wrote into (batch norm's running statistics, num_batches_tracked): their
     # values after the step, which aotgrad returns as mutated inputs.
     mutated = [i for i, (a, b) in enumerate(zip(leaves, inputs))
                if a.shape == b.shape and not torch.equal(a.detach(), b)]
     manifest = {"name": name, "rtol": spec.get("rtol", 1e-5), "atol": spec.get("atol", 1e-6),
                 "inputs": [], "outputs": [], "tangents": [], "grads": [], "mode": "forward"}
-    tangents, grads = [], []
     if grad_inputs:
-        diff = [(k, o) for k, o in enumerate(outs) if o.requires_grad]
-        given = spec.get("tangents")
-        for k, o in diff:
-            tangents.append(given[k] if given is not None else torch.ones_like(o))
-        grads = torch.autograd.grad([o for _, o in diff], [leaves[i] for i in grad_inputs], tangents,
-                                    allow_unused=True)
-        grads = [g if g is not None else torch.zeros_like(leaves[i]) for g, i in zip(grads, grad_inputs)]
         manifest["tangent_of_output"] = [k for k, _ in diff]
 
     # Ops aotgrad lacks are decomposed only where a fixture asks by name (recorded in the
@@ -483,7 +533,11 @@ def record(exporter, spec, out_dir):
     else:
         # On copies: a step that updates buffers would otherwise leave its writes in the inputs
         # saved below.
-        gm = make_fx(fn, decomposition_table=decomp)(*[t.clone() for t in inputs])
+        # The inputs PyTorch differentiates require grad while tracing too, as in a training
+        # step: in eval mode, MultiheadAttention and TransformerEncoderLayer otherwise take their
+        # inference-only fused paths (_native_multi_head_attention), which have no backward.
+        gm = make_fx(fn, decomposition_table=decomp)(
+            *[t.clone().requires_grad_(i in grad_inputs) for i, t in enumerate(inputs)])
         graph_inputs, graph_names = inputs, input_names
     consts = lift_constants(gm)
     if consts:
@@ -514,6 +568,9 @@ def record(exporter, spec, out_dir):
         for g, i in zip(grads, grad_inputs):
             save(os.path.join(d, "grad%d.npy" % i), g)
             manifest["grads"].append({"input": i, "file": "grad%d.npy" % i})
+    if spec.get("fn64") and not spec.get("joint"):
+        reference = named_results(outs, grads, grad_inputs, leaves, mutated)
+        manifest["noise"] = noise_floor(spec, inputs, grad_inputs, tangents, mutated, reference)
     with open(os.path.join(d, "manifest.json"), "w") as f:
         json.dump(manifest, f, indent=1)
         f.write("\n")
@@ -543,11 +600,38 @@ def parse_shape(text):
     return shape
 
 
+def training_step(model, names, n_state):
+    """The function make_fx traces: (state..., inputs...) -> the model's outputs, with the
+    parameters and buffers named `names` (the first `n_state` arguments) standing in for the
+    model's own."""
+    from torch.nn.utils.stateless import functional_call, _reparametrize_module
+    rnns = [m for m in model.modules() if isinstance(m, torch.nn.RNNBase)]
+
+    def refresh(m):
+        m._flat_weights = [getattr(m, n) if hasattr(m, n) else None for n in m._flat_weights_names]
+
+    def step(*flat):
+        tensors = dict(zip(names, flat[:n_state]))
+        if not rnns:
+            return functional_call(model, tensors, tuple(flat[n_state:]))
+        # RNNs read a cached list of their weights (_flat_weights) that functional_call leaves
+        # pointing at the real parameters (which would be traced as constants): refresh it while
+        # the graph's inputs stand in, and again after.
+        try:
+            with _reparametrize_module(model, tensors):
+                for m in rnns:
+                    refresh(m)
+                return model(*flat[n_state:])
+        finally:
+            for m in rnns:
+                refresh(m)
+    return step
+
+
 def module_spec(args):
     """A training step of `args.module` as a fixture spec: parameters and buffers first, named by
     their fully-qualified names, then the inputs; gradients of every parameter that requires grad
     and of every floating input, from random tangents."""
-    from torch.nn.utils.stateless import functional_call
     ctor = import_dotted(args.module)
     kwargs = json.loads(args.kwargs) if args.kwargs else {}
     torch.manual_seed(args.seed)
@@ -569,27 +653,10 @@ def module_spec(args):
     inputs = [torch.randn(*shape) for shape in shapes]
     n_state = len(state)
 
-    rnns = [m for m in model.modules() if isinstance(m, torch.nn.RNNBase)]
-
-    def step(*flat):
-        tensors = dict(zip(names, flat[:n_state]))
-        if not rnns:
-            return functional_call(model, tensors, tuple(flat[n_state:]))
-        # RNNs read a cached list of their weights (_flat_weights) that functional_call leaves
-        # pointing at the real parameters (which would be traced as constants): refresh it while
-        # the graph's inputs stand in, and again after.
-        from torch.nn.utils.stateless import _reparametrize_module
-
-        def refresh(m):
-            m._flat_weights = [getattr(m, n) if hasattr(m, n) else None for n in m._flat_weights_names]
-        try:
-            with _reparametrize_module(model, tensors):
-                for m in rnns:
-                    refresh(m)
-                return model(*flat[n_state:])
-        finally:
-            for m in rnns:
-                refresh(m)
+    step = training_step(model, names, n_state)
+    # The same step in float64, on a copy: its results are the truth the float32 noise floor is
+    # measured against (noise_floor). Not with dropout on: its masks would differ.
+    step64 = training_step(copy.deepcopy(model).double(), names, n_state)
 
     grad_params = [i for i, n in enumerate(names) if n in params]
     no_grad = [i for i in range(n_state) if i not in grad_params]
@@ -597,7 +664,7 @@ def module_spec(args):
     return dict(name=name, fn=step, inputs=state + inputs, grad=True, no_grad_inputs=no_grad,
                 input_names=names + ["input%d" % i for i in range(len(inputs))],
                 rtol=args.rtol, atol=args.atol, module=args.module, train=args.train,
-                dropout=args.dropout)
+                dropout=args.dropout, fn64=None if args.dropout else step64)
 
 
 def main():

@@ -80,13 +80,16 @@ void forward_channels(const Layout& l, const T* x, T* y, bool training,
     } else {
       invstd[c] = 1.0 / std::sqrt(var[c] + eps);
     }
-    const T scale = static_cast<T>(invstd[c] * w[c]);
-    const T shift = static_cast<T>(b[c] - mean[c] * invstd[c] * w[c]);
+    // y = (x - mean) * scale + b, the centring first and in double: folded into one
+    // x * scale + shift, the two terms cancel when the variance is tiny next to the mean (train
+    // mode over a few values per channel), and float32 keeps only noise of y.
+    const double m = mean[c], scale = invstd[c] * w[c], shift = b[c];
     for (int64_t n = 0; n < l.N; ++n) {
       const T* xp = x + (n * l.C + c) * l.S;
       T* yp = y + (n * l.C + c) * l.S;
 #pragma omp simd
-      for (int64_t s = 0; s < l.S; ++s) yp[s] = xp[s] * scale + shift;
+      for (int64_t s = 0; s < l.S; ++s)
+        yp[s] = static_cast<T>((static_cast<double>(xp[s]) - m) * scale + shift);
     }
   }
 }
@@ -115,15 +118,16 @@ void backward_channels(const Layout& l, const T* g, const T* x, T* gi, bool trai
     // the batch statistics' own dependence on x included. Eval: the statistics are constants.
     const double k = training ? sd * invstd[c] * invstd[c] / M : 0.0;
     const double gmean = training ? sg / M : 0.0;
-    const double a = invstd[c] * w[c];
-    const T ta = static_cast<T>(a), tk = static_cast<T>(a * k);
-    const T tb = static_cast<T>(a * (k * mean[c] - gmean));
+    // dx = a * (g - mean(g) - (x - mean) * k), centred first and in double, as the forward.
+    const double a = invstd[c] * w[c], m = mean[c];
     for (int64_t n = 0; n < l.N; ++n) {
       const T* gp = g + (n * l.C + c) * l.S;
       const T* xp = x + (n * l.C + c) * l.S;
       T* ip = gi + (n * l.C + c) * l.S;
 #pragma omp simd
-      for (int64_t s = 0; s < l.S; ++s) ip[s] = gp[s] * ta - xp[s] * tk + tb;
+      for (int64_t s = 0; s < l.S; ++s)
+        ip[s] = static_cast<T>(
+            a * (static_cast<double>(gp[s]) - gmean - (static_cast<double>(xp[s]) - m) * k));
     }
   }
 }

@@ -168,6 +168,15 @@ std::vector<Tensor> convolution_kernel(const OpArgs& a) {
   return {kernels::conv2d(input, weight, bias, s.params)};
 }
 
+// A tensor with `t`'s sizes and dtype and no data of its own (a zero expanded to the sizes).
+// convolution_backward reads the input's values only for the weight gradient and the weight's only
+// for the input gradient; for a gradient nobody needs, the VJP passes this instead, so a traced
+// backward does not read that forward value and the partitioner does not save it (a frozen
+// convolution weight keeps the convolution's input out of the saved values, as output_mask means).
+Tensor shape_only(const Tensor& t) {
+  return expand(zeros({}, t.dtype()), t.sizes());
+}
+
 std::vector<Tensor> convolution_vjp(const VjpContext& c) {
   static const OpDef& backward = lookup("aten.convolution_backward.default");
   std::vector<Tensor> grads(tensor_arg_count(c.args));
@@ -177,9 +186,11 @@ std::vector<Tensor> convolution_vjp(const VjpContext& c) {
   const bool need_bias = bias_index >= 0 && c.needs(bias_index);
   if (!c.grad().defined() || !(need_input || need_weight || need_bias)) return grads;
   Arg bias_sizes = bias.defined() ? Arg(bias.sizes()) : Arg(std::monostate{});
+  const Tensor input = need_weight ? c.input(0) : shape_only(c.input(0));
+  const Tensor weight = need_input ? c.input(1) : shape_only(c.input(1));
   std::vector<Tensor> r = dispatch(
-      backward, {c.grad(), c.input(0), c.input(1), bias_sizes, c.args[3], c.args[4], c.args[5],
-                 c.args[6], c.args[7], c.args[8], IntList{need_input, need_weight, need_bias}});
+      backward, {c.grad(), input, weight, bias_sizes, c.args[3], c.args[4], c.args[5], c.args[6],
+                 c.args[7], c.args[8], IntList{need_input, need_weight, need_bias}});
   if (need_input) grads[0] = r[0];
   if (need_weight) grads[1] = r[1];
   if (need_bias) grads[bias_index] = r[2];
@@ -324,9 +335,12 @@ std::vector<Tensor> batch_norm_vjp(const VjpContext& c) {
     running_mean = kFunctional ? c.output(3) : c.input(3);
     running_var = kFunctional ? c.output(4) : c.input(4);
   }
+  // In eval mode the input's values are read only for the weight gradient (the statistics are
+  // constants), so without it the input need not be kept (see shape_only).
+  const Tensor input = training || need_weight ? c.input(0) : shape_only(c.input(0));
   std::vector<Tensor> r = dispatch(
-      backward, {c.grad(0), c.input(0), c.args[1], running_mean, running_var, c.output(1),
-                 c.output(2), training, c.args[7], IntList{need_input, need_weight, need_bias}});
+      backward, {c.grad(0), input, c.args[1], running_mean, running_var, c.output(1), c.output(2),
+                 training, c.args[7], IntList{need_input, need_weight, need_bias}});
   if (need_input) grads[0] = r[0];
   if (need_weight) grads[weight_index] = r[1];
   if (need_bias) grads[bias_index] = r[2];

@@ -110,6 +110,16 @@ std::vector<TensorMeta> mul_scalar_meta(const OpArgs& a) {
   return {self_meta(op, self)};
 }
 
+// div_.Scalar: what PyTorch's CPU dropout records (the mask scaled by 1 / (1 - p) in place).
+std::vector<TensorMeta> div_scalar_meta(const OpArgs& a) {
+  constexpr std::string_view op = "aten.div_.Scalar";
+  const Tensor& self = tensor_arg(a, 0);
+  // True division: an integer self cannot hold the result, as in PyTorch.
+  DType result = result_type(self, scalar_arg(a, 1));
+  check_castable(op, is_floating(result) ? result : DType::f32, self);
+  return {self_meta(op, self)};
+}
+
 std::vector<TensorMeta> copy__meta(const OpArgs& a) {
   constexpr std::string_view op = "aten.copy_.default";
   const Tensor& self = tensor_arg(a, 0);
@@ -152,6 +162,13 @@ std::vector<Tensor> mul_scalar_kernel(const OpArgs& a) {
   mul_scalar_meta(a);
   const Tensor& self = tensor_arg(a, 0);
   kernels::copy_into(self, kernels::mul(self, scalar_arg(a, 1)));
+  return {self};
+}
+
+std::vector<Tensor> div_scalar_kernel(const OpArgs& a) {
+  div_scalar_meta(a);
+  const Tensor& self = tensor_arg(a, 0);
+  kernels::copy_into(self, kernels::div(self, scalar_arg(a, 1)));
   return {self};
 }
 
@@ -233,6 +250,11 @@ std::vector<Tensor> mul_scalar_vjp(const VjpContext& c) {
   return {to(mul(c.grad(), scalar_arg(c.args, 1)), c.input(0).dtype())};
 }
 
+std::vector<Tensor> div_scalar_vjp(const VjpContext& c) {
+  if (!c.needs(0)) return {Tensor()};
+  return {to(div(c.grad(), scalar_arg(c.args, 1)), c.input(0).dtype())};
+}
+
 // copy_ overwrites self: its old value gets no gradient, src gets all of it.
 std::vector<Tensor> copy__vjp(const VjpContext& c) {
   return {Tensor(), c.needs(1) ? reduce_to(c.grad(), c.input(1)) : Tensor()};
@@ -266,6 +288,9 @@ const OpDef kRows[] = {
   {.name = "aten.mul_.Scalar", .schema = "mul_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)",
    .meta = mul_scalar_meta, .kernel = mul_scalar_kernel, .vjp = mul_scalar_vjp,
    .recompute = Recompute::effectful, .functional_variant = "aten.mul.Scalar"},
+  {.name = "aten.div_.Scalar", .schema = "div_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)",
+   .meta = div_scalar_meta, .kernel = div_scalar_kernel, .vjp = div_scalar_vjp,
+   .recompute = Recompute::effectful, .functional_variant = "aten.div.Scalar"},
   {.name = "aten.copy_.default",
    .schema = "copy_(Tensor(a!) self, Tensor src, bool non_blocking=False) -> Tensor(a!)",
    .meta = copy__meta, .kernel = copy__kernel, .vjp = copy__vjp,

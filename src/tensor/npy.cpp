@@ -85,15 +85,20 @@ std::string shape_literal(const IntList& sizes) {
   return out + ")";
 }
 
-// The tensor of header `h` from its raw data (at least h.nbytes bytes).
-Tensor decode(const npy::NpyHeader& h, std::string_view data) {
+// The tensor of header `h`; `fill(dst)` writes its h.nbytes raw bytes to dst. In C order they
+// go straight into the tensor's storage (no staging copy: reading a model's parameters is one
+// pass over their bytes).
+template <class Fill>
+Tensor decode(const npy::NpyHeader& h, Fill fill) {
   Tensor t = make_tensor(h.shape, h.dtype);
   if (h.nbytes == 0) return t;
   char* dst = t.impl()->data_bytes();
   size_t item = itemsize(h.dtype), n = static_cast<size_t>(h.nbytes);
   if (!h.fortran_order || h.shape.size() < 2) {
-    std::memcpy(dst, data.data(), n);
+    fill(dst);
   } else {
+    std::string data(n, '\0');
+    fill(data.data());
     // Fortran order is column-major: the strides of the file's layout are the reversed C strides
     // (products of sizes: no overflow, parse_npy_header bounded their byte size).
     IntList strides(h.shape.size());
@@ -112,9 +117,10 @@ Tensor decode(const npy::NpyHeader& h, std::string_view data) {
 }
 
 // The reader behind read_npy and read_npy_bytes. `total` is the size of the source;
-// `read(offset, n)` returns its bytes [offset, offset + n), which the caller has checked exist.
-template <class Read>
-Tensor read_from(const std::string& source, size_t total, Read read) {
+// `read(offset, n)` returns its bytes [offset, offset + n), which the caller has checked exist;
+// `read_into(offset, n, dst)` writes them to dst.
+template <class Read, class ReadInto>
+Tensor read_from(const std::string& source, size_t total, Read read, ReadInto read_into) {
   constexpr size_t kPrefix = kMagicLen + 2;
   std::string prefix = read(0, std::min(total, kPrefix + 4));
   if (prefix.size() < kMagicLen || prefix.compare(0, kMagicLen, kMagic, kMagicLen) != 0)
@@ -150,7 +156,7 @@ Tensor read_from(const std::string& source, size_t total, Read read) {
                      " of " + std::string(dtype_name(h.dtype)) + " needs " +
                      std::to_string(nbytes) + " bytes, the file has " +
                      std::to_string(total - data_start));
-  return decode(h, read(data_start, nbytes));
+  return decode(h, [&](char* dst) { read_into(data_start, nbytes, dst); });
 }
 
 }  // namespace
@@ -164,22 +170,34 @@ Tensor read_npy(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) fail(path, "cannot open the file (is it readable?)");
   auto total = static_cast<size_t>(st.st_size);
-  return read_from(path, total, [&](size_t offset, size_t n) {
-    std::string out(n, '\0');
+  auto read_into = [&](size_t offset, size_t n, char* dst) {
     in.seekg(static_cast<std::streamoff>(offset));
-    in.read(out.data(), static_cast<std::streamsize>(n));
+    in.read(dst, static_cast<std::streamsize>(n));
     if (static_cast<size_t>(in.gcount()) != n)
       fail(path, "the file shrank while it was read (" + std::to_string(total) + " bytes before)");
-    return out;
-  });
+  };
+  return read_from(
+      path, total,
+      [&](size_t offset, size_t n) {
+        std::string out(n, '\0');
+        read_into(offset, n, out.data());
+        return out;
+      },
+      read_into);
 }
 
 Tensor read_npy_bytes(std::string_view bytes, const std::string& source) {
-  return read_from(source, bytes.size(),
-                   [&](size_t offset, size_t n) { return std::string(bytes.substr(offset, n)); });
+  return read_from(
+      source, bytes.size(),
+      [&](size_t offset, size_t n) { return std::string(bytes.substr(offset, n)); },
+      [&](size_t offset, size_t n, char* dst) { std::memcpy(dst, bytes.data() + offset, n); });
 }
 
-std::string write_npy_bytes(const Tensor& t, const std::string& destination) {
+namespace {
+
+// The .npy header (magic, version, length, dict) for `t`, after every check write_npy makes;
+// `nbytes` receives the size of the data that follows it.
+std::string npy_header(const Tensor& t, const std::string& destination, size_t& nbytes) {
   if (!t.defined()) fail(destination, "cannot write an undefined tensor");
   if (t.is_fake()) fail(destination, "cannot write a fake (traced) tensor: it has no data");
   const char* descr = descr_of(t.dtype());
@@ -201,7 +219,7 @@ std::string write_npy_bytes(const Tensor& t, const std::string& destination) {
                             std::string(dtype_name(t.dtype())) +
                             " has a byte size beyond 64 bits; nothing was written");
   }
-  size_t nbytes = empty ? 0 : static_cast<size_t>(extent);
+  nbytes = empty ? 0 : static_cast<size_t>(extent);
 
   std::string dict = std::string("{'descr': '") + descr +
                      "', 'fortran_order': False, 'shape': " + shape_literal(t.sizes()) + ", }";
@@ -217,6 +235,15 @@ std::string write_npy_bytes(const Tensor& t, const std::string& destination) {
   out += static_cast<char>(dict.size() & 0xff);
   out += static_cast<char>(dict.size() >> 8);
   out += dict;
+  return out;
+}
+
+}  // namespace
+
+std::string write_npy_bytes(const Tensor& t, const std::string& destination) {
+  size_t nbytes = 0;
+  std::string out = npy_header(t, destination, nbytes);
+  const size_t item = itemsize(t.dtype());
 
   size_t data_at = out.size();
   out.resize(data_at + nbytes);
@@ -231,11 +258,16 @@ std::string write_npy_bytes(const Tensor& t, const std::string& destination) {
 }
 
 void write_npy(const std::string& path, const Tensor& t) {
-  std::string out = write_npy_bytes(t, path);
+  // A contiguous tensor's bytes are written from its storage, after the header: no staging copy
+  // of the data (write_npy_bytes makes one for the others).
+  size_t nbytes = 0;
+  const bool direct = t.defined() && !t.is_fake() && t.is_contiguous();
+  std::string out = direct ? npy_header(t, path, nbytes) : write_npy_bytes(t, path);
   std::ofstream f(path, std::ios::binary | std::ios::trunc);
   std::string name = escape_for_message(path, 160);
   if (!f) throw std::runtime_error("npy file '" + name + "': cannot open it for writing");
   f.write(out.data(), static_cast<std::streamsize>(out.size()));
+  if (direct && nbytes > 0) f.write(t.impl()->data_bytes(), static_cast<std::streamsize>(nbytes));
   if (!f) throw std::runtime_error("npy file '" + name + "': write failed");
 }
 

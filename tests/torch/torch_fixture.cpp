@@ -185,7 +185,14 @@ Fixture load_fixture(const std::string& name, const std::string& root) {
     for (const Json& g : m.at("mutated").items)
       f.mutated.emplace_back(static_cast<size_t>(g.at("input").num),
                              read_npy(f.dir + "/" + g.at("file").str));
+  if (m.has("noise"))
+    for (const auto& [file, value] : m.at("noise").fields) f.noise[file] = value.num;
   return f;
+}
+
+double Fixture::atol_for(const std::string& file) const {
+  auto it = noise.find(file);
+  return atol + (it == noise.end() ? 0.0 : kNoiseFactor * it->second);
 }
 
 ::testing::AssertionResult close_to_torch(const Tensor& actual, const Tensor& expected, double rtol,
