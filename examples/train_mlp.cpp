@@ -60,7 +60,7 @@ int main(int argc, char** argv) {
   auto [x, y] = spirals::make_spirals();
   auto [x_test, y_test] = spirals::make_spirals();  // same spirals, fresh noise
   std::vector<Tensor> params = spirals::init_params();
-  ag::optim::AdamW opt(params, {.lr = 0.01, .weight_decay = 0.0});
+  ag::optim::AdamW opt(params, ag::optim::AdamWOptions(0.01).weight_decay(0.0));
   auto step = ag::aot_function(spirals::loss_fn, ag::AotConfig{.name = "mlp_step"});
 
   const int64_t n = x.size(0);

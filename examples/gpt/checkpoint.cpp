@@ -1,6 +1,7 @@
 #include "checkpoint.h"
 
 #include <charconv>
+#include <memory>
 #include <stdexcept>
 
 #include "corpus.h"
@@ -54,10 +55,11 @@ void save_checkpoint(const std::string& path, Gpt& model, const ag::optim::AdamW
   ag::nn::NamedTensors params = model.named_parameters();
   for (size_t i = 0; i < params.size(); ++i) {
     tensors.emplace_back(params[i].first, params[i].second.detach());
-    const auto& s = opt.state[i];
-    if (s.exp_avg.defined()) {
-      tensors.emplace_back("optimizer." + params[i].first + ".exp_avg", s.exp_avg);
-      tensors.emplace_back("optimizer." + params[i].first + ".exp_avg_sq", s.exp_avg_sq);
+    auto it = opt.state().find(ag::optim::param_key(params[i].second));
+    if (it != opt.state().end()) {
+      const auto& s = static_cast<const ag::optim::AdamWParamState&>(*it->second);
+      tensors.emplace_back("optimizer." + params[i].first + ".exp_avg", s.exp_avg());
+      tensors.emplace_back("optimizer." + params[i].first + ".exp_avg_sq", s.exp_avg_sq());
     }
   }
   std::vector<int64_t> bytes;
@@ -112,11 +114,12 @@ void restore(const Checkpoint& c, const std::string& path, Gpt& model, ag::optim
   for (size_t i = 0; i < params.size(); ++i) {
     auto& [name, p] = params[i];
     p.copy_(find(c, name, path, p));
-    auto& s = opt.state[i];
-    s.step = c.step;
     if (c.step == 0) continue;
-    s.exp_avg = find(c, "optimizer." + name + ".exp_avg", path, p).clone();
-    s.exp_avg_sq = find(c, "optimizer." + name + ".exp_avg_sq", path, p).clone();
+    auto s = std::make_unique<ag::optim::AdamWParamState>();
+    s->step(c.step);
+    s->exp_avg(find(c, "optimizer." + name + ".exp_avg", path, p).clone());
+    s->exp_avg_sq(find(c, "optimizer." + name + ".exp_avg_sq", path, p).clone());
+    opt.state()[ag::optim::param_key(p)] = std::move(s);
   }
 }
 

@@ -76,8 +76,7 @@ class Trainer {
     config.vocab_size = static_cast<int64_t>(corpus_.vocab.size());
     ag::manual_seed(o_.seed);
     model_ = std::make_shared<Gpt>(config);
-    opt_ = std::make_unique<ag::optim::AdamW>(model_->parameters(),
-                                              ag::optim::AdamWOptions{.lr = o_.lr});
+    opt_ = std::make_unique<ag::optim::AdamW>(model_->parameters(), ag::optim::AdamWOptions(o_.lr));
     if (checkpoint_) {
       restore(*checkpoint_, *o_.resume, *model_, *opt_);
       first_step_ = checkpoint_->step;
@@ -134,7 +133,7 @@ class Trainer {
   double train_one(int64_t step) {
     auto [x, y] = make_batch(corpus_.train, o_.batch, model_->config.block_size, o_.seed,
                              static_cast<uint64_t>(step));
-    opt_->options.lr = lr_at(step);
+    opt_->param_groups()[0].options().set_lr(lr_at(step));
     Clock::time_point t0 = Clock::now();
     Tensor loss = (*compiled_)(x, y);
     if (step == first_step_) {

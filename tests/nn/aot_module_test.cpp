@@ -146,8 +146,8 @@ TEST(AotModule, OptimizerStepsBetweenCallsNeedNoRecompile) {
   ag::manual_seed(3);
   auto model = make_mlp();
   auto compiled = ag::aot_module(model);
-  ag::optim::AdamW opt_eager(eager->parameters(), {.lr = 0.01});
-  ag::optim::AdamW opt_compiled(model->parameters(), {.lr = 0.01});
+  ag::optim::AdamW opt_eager(eager->parameters(), ag::optim::AdamWOptions(0.01));
+  ag::optim::AdamW opt_compiled(model->parameters(), ag::optim::AdamWOptions(0.01));
   Tensor x = ag::randn({4, 6}), target = ag::randn({4, 3});
   for (int step = 0; step < 3; ++step) {
     opt_eager.zero_grad();
