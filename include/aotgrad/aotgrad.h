@@ -20,6 +20,7 @@
 #include "aotgrad/memory.h"
 #include "aotgrad/memory_budget.h"
 #include "aotgrad/nn.h"
+#include "aotgrad/nn_ops.h"
 #include "aotgrad/npy.h"
 #include "aotgrad/tensor.h"
 #include "aotgrad/version.h"

@@ -12,7 +12,8 @@
 namespace aotgrad {
 
 // aten.convolution: input [N, C, H, W], weight [O, C / groups, kH, kW], bias [O] or undefined.
-// Transposed convolution is not supported yet (throws std::invalid_argument).
+// transposed: input [N, C, L] or [N, C, H, W], weight [C, O / groups, k...] (conv_transpose1d /
+// conv_transpose2d in aotgrad/nn_ops.h); output_padding must be smaller than the stride.
 Tensor convolution(const Tensor& input, const Tensor& weight, const Tensor& bias,
                    const IntList& stride, const IntList& padding, const IntList& dilation,
                    bool transposed, const IntList& output_padding, int64_t groups);

@@ -245,7 +245,7 @@ std::pair<Tensor, Tensor> max_min_dim(const Tensor& a, int64_t dim, bool keepdim
   return {values, indices};
 }
 
-Tensor argmax(const Tensor& a, std::optional<int64_t> dim, bool keepdim) {
+Tensor argmax(const Tensor& a, std::optional<int64_t> dim, bool keepdim, bool is_max) {
   IntList dims;
   if (dim) {
     dims.push_back(*dim);
@@ -261,7 +261,7 @@ Tensor argmax(const Tensor& a, std::optional<int64_t> dim, bool keepdim) {
     int64_t* ix = data_of<int64_t>(out);
     const int64_t len = l.len, s = l.stride;
     for_each_lane(l, [&](int64_t off, int64_t o) {
-      ix[o] = best_in_lane<C>(in + off, len, s, /*is_max=*/true);
+      ix[o] = best_in_lane<C>(in + off, len, s, is_max);
     });
   });
   return out;

@@ -26,8 +26,8 @@ Tensor sign(const Tensor& a);
 // one wins ties, and a NaN wins over every number. The dim must not be empty.
 std::pair<Tensor, Tensor> max_min_dim(const Tensor& a, int64_t dim, bool keepdim, bool is_max);
 // Index of the first largest element along `dim`, or of the flattened tensor when dim is absent
-// (keepdim then gives a shape of all ones).
-Tensor argmax(const Tensor& a, std::optional<int64_t> dim, bool keepdim);
+// (keepdim then gives a shape of all ones). With !is_max, of the first smallest (argmin).
+Tensor argmax(const Tensor& a, std::optional<int64_t> dim, bool keepdim, bool is_max = true);
 
 // sum((x - mean)^2) / max(0, n - correction) over `dims`, in a's (floating) dtype; the square
 // root of it when `take_sqrt`.

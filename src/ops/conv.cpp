@@ -28,6 +28,7 @@
 #include "kernels/batch_norm.h"
 #include "kernels/conv.h"
 #include "kernels/copy.h"
+#include "ops/conv_transpose.h"
 #include "ops/families.h"
 #include "tensor/checked_math.h"
 
@@ -155,12 +156,14 @@ ConvSetup conv_setup(const char* op, const Tensor& input, const Tensor& weight, 
 }
 
 std::vector<TensorMeta> convolution_meta(const OpArgs& a) {
+  if (bool_arg(a, 6)) return transposed_convolution_meta(a);
   const Tensor& input = tensor_arg(a, 0);
   ConvSetup s = conv_setup("convolution", input, tensor_arg(a, 1), optional_tensor(a, 2), a, 3);
   return {TensorMeta::contiguous(s.out_sizes, input.dtype())};
 }
 
 std::vector<Tensor> convolution_kernel(const OpArgs& a) {
+  if (bool_arg(a, 6)) return transposed_convolution_kernel(a);
   const Tensor& input = tensor_arg(a, 0);
   const Tensor& weight = tensor_arg(a, 1);
   const Tensor bias = optional_tensor(a, 2);
@@ -198,6 +201,7 @@ std::vector<Tensor> convolution_vjp(const VjpContext& c) {
 }
 
 std::vector<TensorMeta> convolution_backward_meta(const OpArgs& a) {
+  if (bool_arg(a, 7)) return transposed_convolution_backward_meta(a);
   const char* op = "convolution_backward";
   const Tensor& grad = tensor_arg(a, 0);
   const Tensor& input = tensor_arg(a, 1);
@@ -219,6 +223,7 @@ std::vector<TensorMeta> convolution_backward_meta(const OpArgs& a) {
 }
 
 std::vector<Tensor> convolution_backward_kernel(const OpArgs& a) {
+  if (bool_arg(a, 7)) return transposed_convolution_backward_kernel(a);
   const Tensor& input = tensor_arg(a, 1);
   const Tensor& weight = tensor_arg(a, 2);
   convolution_backward_meta(a);

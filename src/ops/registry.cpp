@@ -46,11 +46,30 @@ struct Registry {
   std::unordered_map<std::string_view, const OpDef*> by_name;
 
   Registry() {
-    for (auto family :
-         {pointwise_ops, compare_ops, reduction_ops, linalg_ops, nn_ops, view_ops, inplace_ops,
-          inplace_view_ops, factory_ops, functional_ops, normalization_ops, math_ops, joining_ops,
-          indexing_ops, conv_ops, pooling_ops, activation_ops, transform_ops, random_ops,
-          effect_ops, advanced_indexing_ops, upsample_ops}) {
+    for (auto family : {pointwise_ops,
+                        compare_ops,
+                        reduction_ops,
+                        linalg_ops,
+                        nn_ops,
+                        view_ops,
+                        inplace_ops,
+                        inplace_view_ops,
+                        factory_ops,
+                        functional_ops,
+                        normalization_ops,
+                        math_ops,
+                        joining_ops,
+                        indexing_ops,
+                        conv_ops,
+                        pooling_ops,
+                        activation_ops,
+                        transform_ops,
+                        random_ops,
+                        effect_ops,
+                        advanced_indexing_ops,
+                        upsample_ops,
+                        nn_extra_ops,
+                        reduce_extra_ops}) {
       for (const OpDef& op : family()) {
         if (by_name.count(op.name))
           throw std::logic_error("op '" + std::string(op.name) + "' is registered twice");

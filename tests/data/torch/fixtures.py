@@ -341,7 +341,51 @@ def random_ops():
     ]
 
 
+def libtorch_ops():
+    """Ops LibTorch's example programs use (issue 17): leaky_relu, the BCE / smooth-L1 / Huber / L1
+    losses, transposed convolution, norm, all / any, argmin. Branch points are in the inputs
+    (x == 0 for leaky_relu, |x - t| == beta); the joint fixtures load PyTorch's backward ops."""
+    d = torch.float64
+    j = dict(joint=True)
+    edges = torch.tensor([[-2.0, -0.5, 0.0, 0.5, 1.0], [3.0, -1.0, 0.25, -0.25, 2.0]])
+    prob = lambda *s: torch.rand(*s) * 0.9 + 0.05
+    return [
+        op("leaky_relu", lambda x: F.leaky_relu(x, 0.2) + F.leaky_relu(x), [edges.clone()]),
+        op("bw_leaky_relu", lambda x: F.leaky_relu(x, 0.1) * 3, [edges.clone()], **j),
+        op("bce_weighted", lambda p, t, w: (F.binary_cross_entropy(p, t, w),
+                                            F.binary_cross_entropy(p, t, reduction="none")),
+           [prob(3, 4), torch.rand(3, 4), r(4, positive=True)], no_grad_inputs=[2]),
+        op("bw_bce", lambda p, t: F.binary_cross_entropy(p, t, reduction="sum"), [prob(2, 5), torch.rand(2, 5)],
+           no_grad_inputs=[1], **j),
+        op("bce_with_logits", lambda x, t, w, pw: (
+            F.binary_cross_entropy_with_logits(x, t, w, pos_weight=pw),
+            F.binary_cross_entropy_with_logits(x, t, reduction="none")),
+           [3 * r(3, 4, dtype=d), torch.rand(3, 4, dtype=d), r(4, dtype=d, positive=True),
+            r(4, dtype=d, positive=True)], no_grad_inputs=[2, 3], tol=F64),
+        op("smooth_l1_huber", lambda x, y: (F.smooth_l1_loss(x, y, beta=0.5),
+                                            F.huber_loss(x, y, reduction="sum", delta=0.7),
+                                            F.smooth_l1_loss(x, y, reduction="none")),
+           [r(3, 4), r(3, 4)]),
+        op("bw_smooth_l1", lambda x, y: F.smooth_l1_loss(x, y, beta=0.5), [r(3, 4), r(3, 4)], **j),
+        op("bw_huber", lambda x, y: F.huber_loss(x, y, delta=0.7), [r(3, 4), r(3, 4)], **j),
+        op("l1_loss", lambda x, y: F.l1_loss(x, y), [r(3, 4), r(3, 4)]),
+        op("norm", lambda x: (torch.norm(x), torch.norm(x, 1, 1, True), torch.norm(x, float("inf"), 0),
+                              torch.norm(x, 3, (0, 1)), torch.norm(x, "fro", 1)),
+           [r(3, 4, dtype=d)], tol=F64),
+        op("all_any_argmin", lambda x: ((x > 0).all(), (x > -1).all(1), (x > 1).any(0, True), (x > 0).any(),
+                                        x.argmin(), x.argmin(1, True)), [r(3, 4)], grad=False),
+        op("conv_transpose2d", lambda x, w, b: F.conv_transpose2d(x, w, b, stride=2, padding=1, output_padding=1),
+           [r(2, 4, 3, 3), r(4, 3, 3, 3), r(3)], tol=MODEL),
+        op("conv_transpose2d_groups", lambda x, w: F.conv_transpose2d(x, w, stride=(1, 2), groups=2, dilation=2),
+           [r(1, 4, 3, 4), r(4, 2, 2, 3)], tol=MODEL),
+        op("conv_transpose1d", lambda x, w, b: F.conv_transpose1d(x, w, b, stride=3, padding=1, output_padding=2),
+           [r(2, 3, 5), r(3, 2, 4), r(2)], tol=MODEL),
+        op("bw_conv_transpose2d", lambda x, w, b: F.conv_transpose2d(x, w, b, stride=2, padding=1),
+           [r(2, 3, 4, 4), r(3, 2, 3, 3), r(2)], tol=MODEL, **j),
+    ]
+
+
 def fixtures():
     torch.manual_seed(0)
     return (pointwise() + reductions() + linalg_and_views() + indexing() + nn_ops() + backward_graphs() + models()
-            + activations() + model_ops() + random_ops())
+            + activations() + model_ops() + random_ops() + libtorch_ops())
