@@ -16,6 +16,7 @@
 #include "kernels/pointwise.h"
 #include "kernels/reduction.h"
 #include "tensor/iter.h"
+#include "tensor/promotion.h"
 
 namespace aotgrad::kernels {
 namespace {
@@ -80,7 +81,7 @@ Tensor leaky_relu(const Tensor& self, const Scalar& negative_slope) {
 
 Tensor leaky_relu_backward(const Tensor& grad, const Tensor& self, const Scalar& negative_slope) {
   const IntList shape = broadcast_shapes(grad.sizes(), self.sizes());
-  return map_float<2>(shape, ops::result_type(grad, self), {grad, self}, [&](auto tag) {
+  return map_float<2>(shape, result_type(grad, self), {grad, self}, [&](auto tag) {
     using T = typename decltype(tag)::type;
     const T slope = elementwise::scalar_as<T>(negative_slope);
     return [slope](T g, T x) -> T { return x > T(0) ? g : g * slope; };

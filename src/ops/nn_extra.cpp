@@ -25,7 +25,7 @@
 #include "kernels/pointwise.h"
 #include "ops/families.h"
 #include "ops/op.h"
-#include "ops/promotion.h"
+#include "tensor/promotion.h"
 #include "ops/row_helpers.h"
 #include "tensor/iter.h"
 
