@@ -11,6 +11,9 @@
 // never makes a name ambiguous.
 #pragma once
 
+// LibTorch's torch.h brings these in; programs rely on it (std::isnan, std::cout).
+#include <cmath>
+#include <iostream>
 #include <stdexcept>
 
 #include "aotgrad/aotgrad.h"

@@ -175,7 +175,7 @@ TensorLiteral::TensorLiteral(const std::vector<double>& v)
 TensorLiteral::TensorLiteral(const std::vector<int64_t>& v)
     : sizes_{static_cast<int64_t>(v.size())}, dtype_(DType::i64), values_(scalars_of(v)) {}
 TensorLiteral::TensorLiteral(const std::vector<int>& v)
-    : sizes_{static_cast<int64_t>(v.size())}, dtype_(DType::i32), values_(scalars_of(v)) {}
+    : sizes_{static_cast<int64_t>(v.size())}, dtype_(DType::i64), values_(scalars_of(v)) {}
 TensorLiteral::TensorLiteral(const std::vector<bool>& v)
     : sizes_{static_cast<int64_t>(v.size())}, dtype_(DType::b8) {
   for (bool b : v) values_.emplace_back(b);

@@ -56,7 +56,7 @@ TEST(TorchApiDtype, ArithmeticWrapsLikeTorch) {
   EXPECT_EQ((torch::tensor({1}, torch::kByte) - 3).to_vector<int64_t>(),
             (std::vector<int64_t>{254}));  // tensor([1], dtype=uint8) - 3 -> [254]
   // tensor([5, 7], dtype=int32) / 2 -> [2.5, 3.5] (float32)
-  Tensor q = torch::tensor({5, 7}) / 2;
+  Tensor q = torch::tensor({5, 7}, torch::kInt) / 2;
   EXPECT_EQ(q.dtype(), DType::f32);
   EXPECT_EQ(q.to_vector<float>(), (std::vector<float>{2.5f, 3.5f}));
   // u.sum() -> 210, int64
@@ -85,6 +85,13 @@ TEST(TorchApiDtype, IndexingAndFactories) {
             (std::vector<int64_t>{4, 5}));
   EXPECT_EQ(r.index({torch::tensor({int64_t{1}, int64_t{0}})}).to_vector<int64_t>(),
             (std::vector<int64_t>{3, 4, 5, 0, 1, 2}));
+  // torch.tensor([[1, 2], [3, 4]], dtype=torch.int32).mm(same) -> [[7, 10], [15, 22]], int32;
+  // the same in uint8 with 16s -> 16*16*2 = 512 wraps to 0
+  Tensor m = torch::tensor({{1, 2}, {3, 4}}, torch::kInt);
+  EXPECT_EQ(m.mm(m).dtype(), DType::i32);
+  EXPECT_EQ(m.mm(m).to_vector<int64_t>(), (std::vector<int64_t>{7, 10, 15, 22}));
+  Tensor s = torch::full({2, 2}, 16, torch::kByte);
+  EXPECT_EQ(s.mm(s).to_vector<int64_t>(), (std::vector<int64_t>{0, 0, 0, 0}));
   Tensor full = torch::full({2}, 9, torch::kByte);
   EXPECT_EQ(full.to_vector<int64_t>(), (std::vector<int64_t>{9, 9}));
 }

@@ -114,7 +114,7 @@ TEST(TorchApiMethods, NormAllAny) {
   EXPECT_EQ(error_of([] {
               torch::tensor({1, 2}).norm();
             }),
-            "norm: expected a floating input, got dtype i32; convert with .to(kFloat)");
+            "norm: expected a floating input, got dtype i64; convert with .to(kFloat)");
   // x.all() False, x.any() True, x.all(1) [True, False], x.any(0) [True, True]
   EXPECT_FALSE(x.all().item<bool>());
   EXPECT_TRUE(x.any().item<bool>());

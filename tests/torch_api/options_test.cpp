@@ -60,7 +60,8 @@ TEST(TorchApiOptions, TensorLiterals) {
   // LibTorch's literal dtypes: double -> default float, int -> kInt, int64_t -> kLong, bool ->
   // kBool
   EXPECT_EQ(torch::tensor({1.0, 2.0}).dtype(), DType::f32);
-  EXPECT_EQ(torch::tensor({1, 2}).dtype(), DType::i32);
+  EXPECT_EQ(torch::tensor({1, 2}).dtype(), DType::i64);
+  EXPECT_EQ(torch::tensor(std::vector<int>{1, 2}).dtype(), DType::i64);
   EXPECT_EQ(torch::tensor({int64_t{1}}).dtype(), DType::i64);
   EXPECT_EQ(torch::tensor({true, false}).dtype(), DType::b8);
   EXPECT_EQ(torch::tensor(3.5).dim(), 0);

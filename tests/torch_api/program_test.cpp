@@ -63,6 +63,7 @@ TEST(TorchApiProgram, LibTorchStyleRegressionLearns) {
   using namespace torch::indexing;
   EXPECT_EQ(w.index({Slice(None, 2), 0}).sizes(), (torch::IntArrayRef{2}));
   EXPECT_EQ(torch::str("loss ", 1.5), "loss 1.5");
+  EXPECT_EQ(torch::str(w.dtype(), " on ", w.device()), "f32 on cpu");
   try {
     TORCH_CHECK(steps < 0, "steps was ", steps);
     ADD_FAILURE() << "TORCH_CHECK did not throw";

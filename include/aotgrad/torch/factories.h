@@ -56,13 +56,14 @@ Tensor randn_like(const Tensor& a, const TensorOptions& options);
 
 // The data of a torch::tensor literal: a number, or a brace list of equal-shaped literals
 // ({1.0, 2.0}, {{1, 2}, {3, 4}}). Its dtype is LibTorch's: a floating literal the default float
-// (f32), an `int` i32, an int64_t i64, a bool b8; a list mixing kinds promotes (int with float:
-// f32). Ragged lists throw std::invalid_argument naming the first mismatched shape.
+// (f32), any integer i64 (LibTorch widens int to kLong too), a bool b8; a list mixing kinds
+// promotes (int with float: f32). Ragged lists throw std::invalid_argument naming the first
+// mismatched shape.
 class TensorLiteral {
  public:
   TensorLiteral(double v) : TensorLiteral(Scalar(v), kDefaultFloat) {}  // NOLINT: implicit
   TensorLiteral(float v) : TensorLiteral(Scalar(v), kDefaultFloat) {}   // NOLINT
-  TensorLiteral(int v) : TensorLiteral(Scalar(v), DType::i32) {}        // NOLINT
+  TensorLiteral(int v) : TensorLiteral(Scalar(v), DType::i64) {}        // NOLINT
   TensorLiteral(int64_t v) : TensorLiteral(Scalar(v), DType::i64) {}    // NOLINT
   TensorLiteral(bool v) : TensorLiteral(Scalar(v), DType::b8) {}        // NOLINT
   TensorLiteral(std::initializer_list<TensorLiteral> items);            // NOLINT

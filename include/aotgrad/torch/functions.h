@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <ostream>
 #include <sstream>
 #include <string>
 
@@ -33,6 +34,11 @@ inline Tensor max_pool2d(const Tensor& input, int64_t kernel_size) {
 
 // Powers: a Tensor base and a Scalar or Tensor exponent.
 Tensor pow(const Tensor& base, const Tensor& exponent);
+
+// std::cout << t.dtype() prints the dtype's short name ("f32"), as LibTorch prints its own names.
+inline std::ostream& operator<<(std::ostream& os, DType t) {
+  return os << dtype_name(t);
+}
 
 // c10::str: the arguments streamed into one string.
 template <typename... Args>
