@@ -165,3 +165,30 @@ TEST(TorchApiMethods, DevicesAreCpuOnly) {
 
 }  // namespace
 }  // namespace aotgrad
+
+namespace aotgrad {
+namespace {
+
+TEST(TorchApiFunctions, LibTorchArgumentForms) {
+  // lp = tensor([[-0.5, -1.0, -2.0], [-3.0, -0.25, -1.5]]); tg = tensor([2, 1])
+  // F.nll_loss(lp, tg, reduction="sum") 2.25; default (mean) 1.125; "none" [2.0, 0.25]
+  Tensor lp = torch::tensor({{-0.5f, -1.0f, -2.0f}, {-3.0f, -0.25f, -1.5f}});
+  Tensor tg = torch::tensor({2, 1});
+  EXPECT_EQ(torch::nll_loss(lp, tg, {}, torch::Reduction::Sum).item<float>(), 2.25f);
+  EXPECT_EQ(torch::nll_loss(lp, tg).item<float>(), 1.125f);
+  EXPECT_EQ(torch::nll_loss(lp, tg, {}, torch::Reduction::None).to_vector<float>(),
+            (std::vector<float>{2.0f, 0.25f}));
+  EXPECT_EQ(testing::error_of([&] { torch::nll_loss(lp, tg, torch::ones({3})); }),
+            "nll_loss: class weights are not supported yet; pass {} as weight");
+  // F.max_pool2d(arange(16.).reshape(1, 1, 4, 4), 2) -> [5, 7, 13, 15]
+  Tensor x = torch::arange(16., torch::kFloat).view({1, 1, 4, 4});
+  EXPECT_EQ(torch::max_pool2d(x, 2).to_vector<float>(), (std::vector<float>{5, 7, 13, 15}));
+  // torch.pow(tensor([1., 2., 3.]), tensor(2.)) -> [1, 4, 9]
+  EXPECT_EQ(torch::pow(torch::tensor({1.f, 2.f, 3.f}), torch::tensor(2.f)).to_vector<float>(),
+            (std::vector<float>{1, 4, 9}));
+  EXPECT_TRUE(torch::all(torch::ones({2})).item<bool>());
+  EXPECT_FALSE(torch::any(torch::zeros({2})).item<bool>());
+}
+
+}  // namespace
+}  // namespace aotgrad
