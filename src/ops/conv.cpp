@@ -102,7 +102,8 @@ struct ConvSetup {
 ConvSetup conv_setup(const char* op, const Tensor& input, const Tensor& weight, const Tensor& bias,
                      const OpArgs& a, size_t first_list) {
   if (bool_arg(a, first_list + 3))
-    fail(op, "transposed convolution is not supported yet; use a regular convolution");
+    throw std::logic_error(std::string(op) +
+                           ": transposed convolutions go to ops/conv_transpose.cpp");
   if (input.dim() != 4)
     fail(op, "expected a 4-D input [N, C, H, W] (only 2-D convolution is supported), got shape " +
                  shape_to_string(input.sizes()));
