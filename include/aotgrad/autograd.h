@@ -2,6 +2,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -28,6 +29,12 @@ class Node : public std::enable_shared_from_this<Node> {
   // false: apply() takes undefined tensors for outputs no gradient reached, instead of zeros (a
   // custom Function after set_materialize_grads(false)).
   virtual bool materializes_grads() const { return true; }
+  // Empty when apply(), run with grad mode on (a backward with create_graph=true), records its
+  // computation so that its results can be differentiated again. Otherwise the one-line reason
+  // it cannot: the engine then runs apply() under NoGradGuard and gives its results a node that
+  // raises this reason if a gradient ever flows through them (as PyTorch's DelayedError), so a
+  // second derivative through this node is an error, never a silent zero.
+  virtual std::string double_backward_error() const;
 
   std::vector<Edge> next_edges;
   // Metadata of each output, used to materialise a zero gradient where none flowed.
@@ -64,14 +71,18 @@ class EnableGradGuard {
 };
 
 // Accumulates d(outputs)/d(leaves) into leaves' .grad(). `grad_outputs` may be empty for scalar
-// outputs (ones are used).
+// outputs (ones are used). As LibTorch: retain_graph defaults to create_graph; create_graph=true
+// records the backward pass itself, so the gradients (and .grad() of leaves, which then has a
+// grad_fn) can be differentiated again: a gradient penalty, a Hessian-vector product.
 void backward(const std::vector<Tensor>& outputs, const std::vector<Tensor>& grad_outputs = {},
-              bool retain_graph = false);
+              std::optional<bool> retain_graph = std::nullopt, bool create_graph = false);
 
 // Returns d(outputs)/d(inputs) without touching .grad(). An input unreachable from outputs gets an
-// undefined Tensor when allow_unused, otherwise an error naming it.
+// undefined Tensor when allow_unused, otherwise an error naming it. LibTorch's signature and
+// defaults; with create_graph=true the results carry history (see backward).
 std::vector<Tensor> grad(const std::vector<Tensor>& outputs, const std::vector<Tensor>& inputs,
-                         const std::vector<Tensor>& grad_outputs = {}, bool retain_graph = false,
+                         const std::vector<Tensor>& grad_outputs = {},
+                         std::optional<bool> retain_graph = std::nullopt, bool create_graph = false,
                          bool allow_unused = false);
 
 }  // namespace aotgrad::autograd

@@ -127,7 +127,9 @@ class Tensor {
   Tensor _base() const;
   // Keeps the gradient of a non-leaf tensor in .grad() after backward().
   void retain_grad() const;
-  void backward(const Tensor& gradient = Tensor(), bool retain_graph = false) const;
+  // As autograd::backward({*this}, ...): retain_graph defaults to create_graph.
+  void backward(const Tensor& gradient = Tensor(), std::optional<bool> retain_graph = std::nullopt,
+                bool create_graph = false) const;
   Tensor detach() const;
 
   // ---- ops as methods (same semantics as the free functions in ops.h) ----

@@ -312,7 +312,8 @@ GraphRunResult GraphProgram::run(const std::vector<Tensor>& inputs, const GraphR
     if (c->artifact->meta.output_info[o].requires_grad) roots.push_back(outs[o]);
   std::vector<Tensor> grads;
   if (!roots.empty() && !with_grad.empty())
-    grads = autograd::grad(roots, with_grad, tan, /*retain_graph=*/false, /*allow_unused=*/true);
+    grads = autograd::grad(roots, with_grad, tan, /*retain_graph=*/false, /*create_graph=*/false,
+                           /*allow_unused=*/true);
   r.grads.resize(inputs.size());
   for (size_t i = 0, k = 0; i < inputs.size(); ++i)
     if (c->input_rg[i]) {

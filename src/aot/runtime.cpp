@@ -36,6 +36,12 @@ class CompiledBackward final : public autograd::Node {
   }
 
   std::string name() const override { return "CompiledFunctionBackward(" + spec_->fn_name + ")"; }
+  // As PyTorch's AOTAutograd: the backward is a compiled program, not recorded ops.
+  std::string double_backward_error() const override {
+    return "aot_function does not currently support double backward: " + name() +
+           " runs a compiled backward, which cannot be differentiated again (create_graph=true); "
+           "compute higher-order gradients of the eager function";
+  }
   uint32_t num_outputs() const override {
     return static_cast<uint32_t>(spec_->tangent_metas.size());
   }

@@ -16,6 +16,7 @@
 #include <cstdlib>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <unordered_map>
@@ -30,6 +31,12 @@ namespace aotgrad::autograd {
 struct AutogradContext::State {
   variable_list to_save;           // as given; the traced path passes these to the node
   std::vector<SavedTensor> saved;  // eager: packed when forward returns
+  // Eager, parallel to `saved`: the history each saved tensor had, for a backward with
+  // create_graph=true (with_history). An output of the Function itself holds only its output
+  // number: its history is the node, which holds this state (a cycle otherwise).
+  std::vector<Edge> saved_history;
+  std::vector<std::optional<uint32_t>> saved_output_nr;
+  std::weak_ptr<Node> node;
   bool packed = false;
   bool released = false;
   std::string owner;  // "CubeBackward", for errors
@@ -61,7 +68,11 @@ variable_list AutogradContext::get_saved_variables() const {
           std::to_string(i) + " of " + s.owner + " is at version " +
           std::to_string(t.data.version()) + "; expected version " + std::to_string(t.version) +
           " instead. Avoid modifying it in place (clone() it first).");
-    out.push_back(t.data);
+    std::shared_ptr<Node> node = s.node.lock();
+    if (s.saved_output_nr[i] && node)
+      out.push_back(with_history(t.data, Edge{node, *s.saved_output_nr[i]}));
+    else
+      out.push_back(with_history(t.data, s.saved_history[i]));
   }
   return out;
 }
@@ -115,14 +126,16 @@ bool broadcasts_to(const IntList& from, const IntList& to) {
   return true;
 }
 
+std::string once_differentiable_error(const std::string& name) {
+  return "trying to differentiate twice a function that was marked with once_differentiable (" +
+         name + ")";
+}
+
 // The user's backward on `grads` (one per output); returns one gradient per Tensor input.
 variable_list run_backward(const BackwardPlan& plan, AutogradContext& ctx, variable_list grads) {
   const std::string& name = plan.spec.name;
   if (plan.spec.once_differentiable && grad_mode_enabled())
-    throw std::runtime_error(
-        "trying to differentiate twice a function that was marked with "
-        "once_differentiable (" +
-        name + ")");
+    throw std::runtime_error(once_differentiable_error(name));
   if (ctx.state_->materialize_grads)
     for (size_t i = 0; i < grads.size(); ++i)
       if (!grads[i].defined()) grads[i] = zeros(plan.outputs[i].sizes, plan.outputs[i].dtype);
@@ -170,6 +183,11 @@ class FunctionNode final : public Node {
   std::string name() const override { return plan_.spec.name; }
   uint32_t num_outputs() const override { return static_cast<uint32_t>(plan_.outputs.size()); }
   bool materializes_grads() const override { return ctx_.state_->materialize_grads; }
+  // The user's backward is Tensor ops: recorded under create_graph, unless once_differentiable
+  // (the engine then runs it without grad mode, and differentiating its result raises this).
+  std::string double_backward_error() const override {
+    return plan_.spec.once_differentiable ? once_differentiable_error(plan_.spec.name) : "";
+  }
   std::vector<Tensor> apply(std::vector<Tensor>&& grad_outputs) override {
     variable_list grads = run_backward(plan_, ctx_, std::move(grad_outputs));
     for (size_t i = 0; i < grads.size() && i < next_edges.size(); ++i)
@@ -178,6 +196,7 @@ class FunctionNode final : public Node {
   }
   void release_saved() override {
     ctx_.state_->saved.clear();
+    ctx_.state_->saved_history.clear();
     ctx_.state_->released = true;
   }
 
@@ -207,12 +226,25 @@ void check_dirty_returned(const AutogradContext& ctx, const variable_list& outpu
   }
 }
 
+// Packs the tensors forward saved, once the outputs have their history: a saved output then
+// refers to the node by number, anything else keeps the edge its history had.
+void pack_saved(AutogradContext::State& s, const std::shared_ptr<Node>& node) {
+  for (const Tensor& t : s.to_save) {
+    s.saved.push_back(SavedTensor::save(t, true));
+    bool is_output = t.defined() && t.grad_fn() == node;
+    s.saved_output_nr.push_back(is_output ? std::optional<uint32_t>(t.impl()->autograd->output_nr)
+                                          : std::nullopt);
+    s.saved_history.push_back(!is_output && t.defined() && t.requires_grad() ? gradient_edge(t)
+                                                                             : Edge{});
+  }
+  s.to_save.clear();
+  s.packed = true;
+  s.node = node;
+}
+
 variable_list wrap_eager(const BackwardPlan& plan, AutogradContext& ctx,
                          const variable_list& inputs, variable_list outputs) {
   AutogradContext::State& s = *ctx.state_;
-  for (const Tensor& t : s.to_save) s.saved.push_back(SavedTensor::save(t, true));
-  s.to_save.clear();
-  s.packed = true;
   BackwardPlan node_plan = plan;
   for (const Tensor& o : outputs) node_plan.outputs.push_back(meta_of(o));
   auto node = std::make_shared<FunctionNode>(std::move(node_plan), ctx);
@@ -238,6 +270,7 @@ variable_list wrap_eager(const BackwardPlan& plan, AutogradContext& ctx,
     }
     set_history(out, node, static_cast<uint32_t>(i));
   }
+  pack_saved(s, node);
   return outputs;
 }
 

@@ -135,6 +135,7 @@ class EagerInterpreter final : public ops::Interpreter {
     OpArgs saved_args = metadata_only ? args : OpArgs();
     if (metadata_only) saved_args[written] = detached_alias(self);
     std::vector<Tensor> outputs = op.kernel(args);
+    if (!op.vjp) UndifferentiableOpWatch::note(op, flat, outputs);
     if (written >= 0) self.storage()->bump_version();
     if (op.is_view()) {
       const Tensor& viewed = ops::tensor_arg(args, op.view_of_arg());

@@ -1,12 +1,19 @@
 // The backward engine: runs recorded nodes from the roots towards the leaves.
 //
-// Reading guide: run_backward() first counts, for every node reachable from the roots, how many
-// edges point at it (dependencies), then pops ready nodes in decreasing sequence number (the
-// order PyTorch uses), summing incoming gradients per output slot in an InputBuffer. grad() uses
-// the same walk, runs only the nodes on a path to a requested input, and captures gradients
-// there instead of accumulating them. Tensors a Trace interpreter owns go to it (traced.h).
-#include <map>
-#include <queue>
+// Reading guide: a GraphTask is one backward() or grad() call. Its constructor turns outputs and
+// their gradients into roots, counts for every node reachable from them how many edges point at
+// it (dependencies) and, for grad(), which nodes lie on a path to a requested input. execute()
+// then pops ready nodes in decreasing sequence number (the order PyTorch uses), summing incoming
+// gradients per output slot in a buffer. grad() runs only the nodes on a path to a requested
+// input and captures gradients there instead of accumulating them. Tensors a Trace interpreter
+// owns go to it (traced.h).
+//
+// Grad mode during the walk is create_graph: with it on, each node's apply records its ops (the
+// VJPs are Tensor ops), so the gradients carry history and can be differentiated again. A node
+// that cannot record (Node::double_backward_error, or a VJP that called a row without a
+// derivative) runs without recording and its results get a DelayedError node instead.
+#include <algorithm>
+#include <optional>
 #include <stdexcept>
 #include <unordered_map>
 #include <unordered_set>
@@ -35,6 +42,21 @@ Tensor zeros_for(const Node& n, uint32_t slot) {
   return zeros(n.output_sizes.at(slot), n.output_dtypes.at(slot));
 }
 
+// Grad mode as create_graph asks, for the guard's lifetime.
+class GradModeScope {
+ public:
+  explicit GradModeScope(bool enabled) {
+    if (enabled)
+      enable_.emplace();
+    else
+      disable_.emplace();
+  }
+
+ private:
+  std::optional<EnableGradGuard> enable_;
+  std::optional<NoGradGuard> disable_;
+};
+
 // The nodes among `seen` that must run for grad(): those with an edge, direct or not, to a
 // capture's node. A capture's node itself runs only if it is on the way to another capture.
 std::unordered_set<Node*> nodes_reaching(const std::unordered_set<Node*>& seen,
@@ -55,15 +77,94 @@ std::unordered_set<Node*> nodes_reaching(const std::unordered_set<Node*>& seen,
   return reach;
 }
 
-std::vector<Tensor> run_backward(const std::vector<Tensor>& outputs,
-                                 const std::vector<Tensor>& grad_outputs, bool retain_graph,
-                                 const std::vector<Tensor>* inputs, bool allow_unused) {
+// Gives `results` (what `node` returned for `grads`) a DelayedError grad_fn raising `reason`,
+// when a second derivative could flow through them: some incoming gradient has history, or the
+// node has inputs that require grad (its saved values would have carried their history).
+std::vector<Tensor> delay_error(const std::string& reason, std::vector<Tensor> results,
+                                const std::vector<Edge>& grad_edges, const Node& node) {
+  auto error = std::make_shared<DelayedError>(reason);
+  for (const Edge& e : grad_edges)
+    if (e.node) error->next_edges.push_back(e);
+  for (const Edge& e : node.next_edges)
+    if (e.node) error->next_edges.push_back(e);
+  if (error->next_edges.empty()) return results;
+  for (const Tensor& r : results) {
+    error->output_sizes.push_back(r.defined() ? r.sizes() : IntList{});
+    error->output_dtypes.push_back(r.defined() ? r.dtype() : DType::f32);
+  }
+  for (size_t i = 0; i < results.size(); ++i) {
+    if (!results[i].defined() || !is_floating(results[i].dtype())) continue;
+    results[i] = detached_alias(results[i]);  // a pass-through gradient keeps its own history
+    set_history(results[i], error, static_cast<uint32_t>(i));
+  }
+  return results;
+}
+
+// n.apply(grads), recorded when create_graph (see the file comment).
+std::vector<Tensor> apply_node(Node& n, std::vector<Tensor>&& grads, bool create_graph) {
+  if (!create_graph) return n.apply(std::move(grads));
+  std::vector<Edge> grad_edges;
+  for (const Tensor& g : grads) grad_edges.push_back(g.defined() ? gradient_edge(g) : Edge{});
+  std::string reason = n.double_backward_error();
+  std::vector<Tensor> results;
+  if (reason.empty()) {
+    UndifferentiableOpWatch watch;
+    results = n.apply(std::move(grads));
+    if (!watch.first().empty())
+      reason = n.name() + "'s backward is not differentiable (it calls " + watch.first() +
+               ", which has no derivative); differentiating it twice (create_graph=true) is not "
+               "supported";
+  } else {
+    NoGradGuard no_grad;
+    results = n.apply(std::move(grads));
+  }
+  if (reason.empty()) return results;
+  return delay_error(reason, std::move(results), grad_edges, n);
+}
+
+// One backward() or grad() call: see the file comment.
+class GraphTask {
+ public:
+  GraphTask(const std::vector<Tensor>& outputs, const std::vector<Tensor>& grad_outputs,
+            bool retain_graph, bool create_graph, const std::vector<Tensor>* inputs)
+      : retain_graph_(retain_graph), create_graph_(create_graph), inputs_(inputs) {
+    make_roots(outputs, grad_outputs);
+    count_dependencies();
+    if (inputs_) make_captures();
+  }
+
+  // Runs the walk; for grad(), returns one gradient per input (undefined where none flowed).
+  std::vector<Tensor> execute();
+
+ private:
+  void make_roots(const std::vector<Tensor>& outputs, const std::vector<Tensor>& grad_outputs);
+  void count_dependencies();
+  void make_captures();
+  void deliver(const std::shared_ptr<Node>& node, uint32_t slot, const Tensor& g);
+  void run_node(Node* n);
+
+  bool retain_graph_, create_graph_;
+  const std::vector<Tensor>* inputs_;  // grad()'s inputs; null for backward()
+  std::vector<std::pair<Edge, Tensor>> roots_;
+  std::unordered_map<Node*, int> deps_;
+  std::unordered_set<Node*> seen_;
+  std::vector<Capture> captures_;
+  std::unordered_set<Node*> needed_;  // grad(): the nodes on a path to an input
+  std::vector<Tensor> result_;
+  std::unordered_map<Node*, std::vector<Tensor>> buffers_;
+  std::unordered_map<Node*, std::shared_ptr<Node>> owners_;
+  std::vector<Node*> ready_;  // a heap, later sequence numbers first
+};
+
+bool later_first(Node* a, Node* b) {
+  return a->sequence_nr < b->sequence_nr;
+}
+
+void GraphTask::make_roots(const std::vector<Tensor>& outputs,
+                           const std::vector<Tensor>& grad_outputs) {
   if (!grad_outputs.empty() && grad_outputs.size() != outputs.size())
     throw std::invalid_argument("backward: got " + std::to_string(grad_outputs.size()) +
                                 " gradients for " + std::to_string(outputs.size()) + " outputs");
-  NoGradGuard no_grad;  // VJP rules run without recording (no double backward)
-
-  std::vector<std::pair<Edge, Tensor>> roots;
   for (size_t i = 0; i < outputs.size(); ++i) {
     const Tensor& out = outputs[i];
     Edge e = gradient_edge(out);
@@ -82,94 +183,106 @@ std::vector<Tensor> run_backward(const std::vector<Tensor>& outputs,
                                   shape_to_string(g.sizes()) + " but the output has shape " +
                                   shape_to_string(out.sizes()));
     }
-    roots.emplace_back(e, g);
+    roots_.emplace_back(e, g);
   }
+}
 
-  // Dependencies and, for grad(), which inputs to capture.
-  std::unordered_map<Node*, int> deps;
-  std::unordered_set<Node*> seen;
+void GraphTask::count_dependencies() {
   std::vector<Node*> stack;
-  for (auto& [e, g] : roots)
-    if (seen.insert(e.node.get()).second) stack.push_back(e.node.get());
+  for (auto& [e, g] : roots_)
+    if (seen_.insert(e.node.get()).second) stack.push_back(e.node.get());
   while (!stack.empty()) {
     Node* n = stack.back();
     stack.pop_back();
     for (const Edge& e : n->next_edges) {
       if (!e.node) continue;
-      ++deps[e.node.get()];
-      if (seen.insert(e.node.get()).second) stack.push_back(e.node.get());
+      ++deps_[e.node.get()];
+      if (seen_.insert(e.node.get()).second) stack.push_back(e.node.get());
     }
   }
-  std::vector<Capture> captures;
-  std::vector<Tensor> result;
-  if (inputs) {
-    result.resize(inputs->size());
-    for (size_t i = 0; i < inputs->size(); ++i) {
-      Edge e = gradient_edge((*inputs)[i]);
-      if (!e.node)
-        throw std::invalid_argument("grad: input " + std::to_string(i) + " does not require grad");
-      captures.push_back({e.node.get(), e.input_nr, i});
-    }
+}
+
+void GraphTask::make_captures() {
+  result_.resize(inputs_->size());
+  for (size_t i = 0; i < inputs_->size(); ++i) {
+    Edge e = gradient_edge((*inputs_)[i]);
+    if (!e.node)
+      throw std::invalid_argument("grad: input " + std::to_string(i) + " does not require grad");
+    captures_.push_back({e.node.get(), e.input_nr, i});
   }
   // grad() runs (and frees) only the nodes on a path to an input, as PyTorch's engine does:
   // history upstream of the inputs stays usable without retain_graph.
-  std::unordered_set<Node*> needed;
-  if (inputs) needed = nodes_reaching(seen, captures);
+  needed_ = nodes_reaching(seen_, captures_);
+}
 
-  std::unordered_map<Node*, std::vector<Tensor>> buffers;
-  std::unordered_map<Node*, std::shared_ptr<Node>> owners;
-  auto deliver = [&](const std::shared_ptr<Node>& node, uint32_t slot, const Tensor& g) {
-    auto& buf = buffers[node.get()];
-    if (buf.size() < node->num_outputs()) buf.resize(node->num_outputs());
-    buf[slot] = accumulate(buf[slot], g);
-    owners[node.get()] = node;
-  };
-  for (auto& [e, g] : roots) deliver(e.node, e.input_nr, g);
+void GraphTask::deliver(const std::shared_ptr<Node>& node, uint32_t slot, const Tensor& g) {
+  auto& buf = buffers_[node.get()];
+  if (buf.size() < node->num_outputs()) buf.resize(node->num_outputs());
+  buf[slot] = accumulate(buf[slot], g);
+  owners_[node.get()] = node;
+}
 
-  auto later_first = [](Node* a, Node* b) { return a->sequence_nr < b->sequence_nr; };
-  std::priority_queue<Node*, std::vector<Node*>, decltype(later_first)> ready(later_first);
-  for (auto& [e, g] : roots)
-    if (deps[e.node.get()] == 0 && buffers.count(e.node.get())) ready.push(e.node.get());
-  std::unordered_set<Node*> queued;
-
-  while (!ready.empty()) {
-    Node* n = ready.top();
-    ready.pop();
-    if (!queued.insert(n).second) continue;
-    std::shared_ptr<Node> keep = owners[n];
-    std::vector<Tensor> grads = std::move(buffers[n]);
-    buffers.erase(n);
-    grads.resize(n->num_outputs());
-    for (const Capture& c : captures)
-      if (c.node == n) result[c.index] = grads[c.slot];
-    for (auto& [slot, weak] : n->retained_grads)
-      if (auto impl = weak.lock(); impl && grads[slot].defined()) {
-        AutogradMeta& m = impl->autograd_meta();
-        m.grad = m.grad.defined() ? add(m.grad, grads[slot]) : grads[slot];
-      }
-    bool any = false;
-    for (const Tensor& g : grads) any = any || g.defined();
-    // grad() does not accumulate into leaves.
-    bool skip = inputs && (dynamic_cast<AccumulateGrad*>(n) != nullptr || !needed.count(n));
-    std::vector<Tensor> grad_inputs;
-    if (any && !skip) {
-      for (uint32_t s = 0; s < grads.size(); ++s)
-        if (!grads[s].defined() && n->num_outputs() > 1 && n->materializes_grads())
-          grads[s] = zeros_for(*n, s);
-      grad_inputs = n->apply(std::move(grads));
-      if (!retain_graph) n->release_saved();
+void GraphTask::run_node(Node* n) {
+  std::shared_ptr<Node> keep = owners_[n];
+  std::vector<Tensor> grads = std::move(buffers_[n]);
+  buffers_.erase(n);
+  grads.resize(n->num_outputs());
+  for (const Capture& c : captures_)
+    if (c.node == n) result_[c.index] = grads[c.slot];
+  for (auto& [slot, weak] : n->retained_grads)
+    if (auto impl = weak.lock(); impl && grads[slot].defined()) {
+      AutogradMeta& m = impl->autograd_meta();
+      m.grad = m.grad.defined() ? add(m.grad, grads[slot]) : grads[slot];
     }
-    for (size_t i = 0; i < n->next_edges.size(); ++i) {
-      const Edge& e = n->next_edges[i];
-      if (!e.node) continue;
-      if (i < grad_inputs.size() && grad_inputs[i].defined())
-        deliver(e.node, e.input_nr, grad_inputs[i]);
-      if (--deps[e.node.get()] == 0) {
-        owners[e.node.get()] = e.node;
-        ready.push(e.node.get());
-      }
+  bool any = false;
+  for (const Tensor& g : grads) any = any || g.defined();
+  // grad() does not accumulate into leaves.
+  bool skip = inputs_ && (dynamic_cast<AccumulateGrad*>(n) != nullptr || !needed_.count(n));
+  std::vector<Tensor> grad_inputs;
+  if (any && !skip) {
+    for (uint32_t s = 0; s < grads.size(); ++s)
+      if (!grads[s].defined() && n->num_outputs() > 1 && n->materializes_grads())
+        grads[s] = zeros_for(*n, s);
+    grad_inputs = apply_node(*n, std::move(grads), create_graph_);
+    if (!retain_graph_) n->release_saved();
+  }
+  for (size_t i = 0; i < n->next_edges.size(); ++i) {
+    const Edge& e = n->next_edges[i];
+    if (!e.node) continue;
+    if (i < grad_inputs.size() && grad_inputs[i].defined())
+      deliver(e.node, e.input_nr, grad_inputs[i]);
+    if (--deps_[e.node.get()] == 0) {
+      owners_[e.node.get()] = e.node;
+      ready_.push_back(e.node.get());
+      std::push_heap(ready_.begin(), ready_.end(), later_first);
     }
   }
+}
+
+std::vector<Tensor> GraphTask::execute() {
+  GradModeScope grad_mode(create_graph_);
+  for (auto& [e, g] : roots_) deliver(e.node, e.input_nr, g);
+  for (auto& [e, g] : roots_)
+    if (deps_[e.node.get()] == 0 && buffers_.count(e.node.get())) {
+      ready_.push_back(e.node.get());
+      std::push_heap(ready_.begin(), ready_.end(), later_first);
+    }
+  std::unordered_set<Node*> done;
+  while (!ready_.empty()) {
+    std::pop_heap(ready_.begin(), ready_.end(), later_first);
+    Node* n = ready_.back();
+    ready_.pop_back();
+    if (done.insert(n).second) run_node(n);
+  }
+  return std::move(result_);
+}
+
+std::vector<Tensor> run_backward(const std::vector<Tensor>& outputs,
+                                 const std::vector<Tensor>& grad_outputs, bool retain_graph,
+                                 bool create_graph, const std::vector<Tensor>* inputs,
+                                 bool allow_unused) {
+  GraphTask task(outputs, grad_outputs, retain_graph, create_graph, inputs);
+  std::vector<Tensor> result = task.execute();
   if (inputs && !allow_unused)
     for (size_t i = 0; i < result.size(); ++i)
       if (!result[i].defined())
@@ -180,26 +293,34 @@ std::vector<Tensor> run_backward(const std::vector<Tensor>& outputs,
 }
 
 // The interpreter tracing `outputs`, if one is (their history is its graph, not nodes).
-TracedAutograd* tracer_of(const std::vector<Tensor>& outputs) {
+TracedAutograd* tracer_of(const std::vector<Tensor>& outputs, bool create_graph) {
   for (const Tensor& t : outputs)
-    if (TracedAutograd* traced = traced_autograd_for(t)) return traced;
+    if (TracedAutograd* traced = traced_autograd_for(t)) {
+      if (create_graph)
+        throw std::invalid_argument(
+            "create_graph=true inside a function aot_function traces is not supported: a traced "
+            "gradient cannot be differentiated again; compute higher-order gradients eagerly");
+      return traced;
+    }
   return nullptr;
 }
 
 }  // namespace
 
 void backward(const std::vector<Tensor>& outputs, const std::vector<Tensor>& grad_outputs,
-              bool retain_graph) {
-  if (TracedAutograd* traced = tracer_of(outputs)) return traced->backward(outputs);
-  run_backward(outputs, grad_outputs, retain_graph, nullptr, false);
+              std::optional<bool> retain_graph, bool create_graph) {
+  if (TracedAutograd* traced = tracer_of(outputs, create_graph)) return traced->backward(outputs);
+  run_backward(outputs, grad_outputs, retain_graph.value_or(create_graph), create_graph, nullptr,
+               false);
 }
 
 std::vector<Tensor> grad(const std::vector<Tensor>& outputs, const std::vector<Tensor>& inputs,
-                         const std::vector<Tensor>& grad_outputs, bool retain_graph,
-                         bool allow_unused) {
-  if (TracedAutograd* traced = tracer_of(outputs))
-    return traced->grad(outputs, inputs, grad_outputs, retain_graph, allow_unused);
-  return run_backward(outputs, grad_outputs, retain_graph, &inputs, allow_unused);
+                         const std::vector<Tensor>& grad_outputs, std::optional<bool> retain_graph,
+                         bool create_graph, bool allow_unused) {
+  bool retain = retain_graph.value_or(create_graph);
+  if (TracedAutograd* traced = tracer_of(outputs, create_graph))
+    return traced->grad(outputs, inputs, grad_outputs, retain, allow_unused);
+  return run_backward(outputs, grad_outputs, retain, create_graph, &inputs, allow_unused);
 }
 
 }  // namespace aotgrad::autograd

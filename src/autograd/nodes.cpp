@@ -17,6 +17,44 @@ uint64_t next_sequence_nr() {
 
 Node::Node() : sequence_nr(next_sequence_nr()) {}
 
+// A node type that does not say otherwise computes its gradients outside autograd (kernels, a
+// compiled program): differentiating through it again must fail, not give zero.
+std::string Node::double_backward_error() const {
+  return name() +
+         "'s backward is not differentiable; differentiating it twice (create_graph=true) is not "
+         "supported";
+}
+
+std::vector<Tensor> DelayedError::apply(std::vector<Tensor>&&) {
+  throw std::runtime_error(message_);
+}
+
+namespace {
+
+thread_local UndifferentiableOpWatch* t_watch = nullptr;
+
+}  // namespace
+
+UndifferentiableOpWatch::UndifferentiableOpWatch() : prev_(t_watch) {
+  t_watch = this;
+}
+UndifferentiableOpWatch::~UndifferentiableOpWatch() {
+  t_watch = prev_;
+}
+
+void UndifferentiableOpWatch::note(const ops::OpDef& op, const std::vector<Tensor>& inputs,
+                                   const std::vector<Tensor>& outputs) {
+  if (!t_watch || !t_watch->first_.empty() || op.vjp || !grad_mode_enabled()) return;
+  // Factories (zeros_like) and random draws are constants by definition.
+  if (op.recompute == ops::Recompute::factory || op.recompute == ops::Recompute::random) return;
+  bool tracked_input = false, floating_output = false;
+  for (const Tensor& t : inputs)
+    tracked_input = tracked_input || (t.defined() && is_floating(t.dtype()) && t.requires_grad());
+  for (const Tensor& t : outputs)
+    floating_output = floating_output || (t.defined() && is_floating(t.dtype()));
+  if (tracked_input && floating_output) t_watch->first_ = std::string(op.name);
+}
+
 namespace {
 
 // Threads that run backward at once may share leaves (weights): creating a leaf's accumulator
@@ -85,6 +123,42 @@ std::string OpNode::name() const {
   return std::string(op_.name);
 }
 
+Tensor with_history(const Tensor& data, const Edge& history) {
+  if (!history.node || !data.defined() || !grad_mode_enabled()) return data;
+  if (auto* acc = dynamic_cast<AccumulateGrad*>(history.node.get()))
+    if (std::shared_ptr<TensorImpl> leaf = acc->leaf();
+        leaf && leaf->storage == data.storage() && leaf->sizes == data.sizes() &&
+        leaf->strides == data.strides() && leaf->storage_offset == data.storage_offset())
+      return Tensor(std::move(leaf));
+  Tensor t = detached_alias(data);
+  set_history(t, history.node, history.input_nr);
+  return t;
+}
+
+ops::OpArgs OpNode::args_with_history() {
+  ops::OpArgs args = args_;
+  std::shared_ptr<Node> self = shared_from_this();
+  size_t flat = 0;  // index into next_edges: Tensor args and Tensor[] elements, in order
+  auto history = [&](size_t arg) -> Edge {
+    // The argument an in-place op wrote: what was saved is its new value, this node's output.
+    if (static_cast<int>(arg) == op_.mutated_arg()) return {self, 0};
+    return flat < next_edges.size() ? next_edges[flat] : Edge{};
+  };
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (auto* t = std::get_if<Tensor>(&args[i])) {
+      if (saved_args_[i].saved) *t = with_history(*t, history(i));
+      ++flat;
+    } else if (auto* list = std::get_if<ops::TensorList>(&args[i])) {
+      bool keep = (op_.saves.inputs & ops::bit(i)) != 0;
+      for (Tensor& e : *list) {
+        if (keep) e = with_history(e, history(i));
+        ++flat;
+      }
+    }
+  }
+  return args;
+}
+
 std::vector<Tensor> OpNode::apply(std::vector<Tensor>&& grad_outputs) {
   if (released_)
     throw std::runtime_error(
@@ -102,17 +176,30 @@ std::vector<Tensor> OpNode::apply(std::vector<Tensor>&& grad_outputs) {
   };
   for (size_t i = 0; i < saved_args_.size(); ++i)
     check(saved_args_[i], "input " + std::to_string(i));
+  // Under create_graph the VJP's ops must see the saved values' histories.
+  const bool record = grad_mode_enabled();
   std::vector<Tensor> outs;
   for (size_t i = 0; i < outputs_.size(); ++i) {
     check(outputs_[i], "output " + std::to_string(i));
-    outs.push_back(outputs_[i].data);
+    Tensor out = outputs_[i].data;
+    if (record && outputs_[i].saved && is_floating(out.dtype()))
+      out = with_history(out, Edge{shared_from_this(), static_cast<uint32_t>(i)});
+    outs.push_back(out);
   }
-  ops::VjpContext ctx{op_, args_, outs, grad_outputs, needs_grad_};
+  ops::OpArgs recorded_args = record ? args_with_history() : ops::OpArgs();
+  ops::VjpContext ctx{op_, record ? recorded_args : args_, outs, grad_outputs, needs_grad_};
   std::vector<Tensor> grads = op_.vjp(ctx);
   if (grads.size() != next_edges.size())
     throw std::logic_error("VJP of " + name() + " returned " + std::to_string(grads.size()) +
                            " gradients for " + std::to_string(next_edges.size()) + " inputs");
   return grads;
+}
+
+std::string OpNode::double_backward_error() const {
+  // VJPs are Tensor ops, so they record themselves. One that calls a row without a derivative is
+  // caught as it runs (UndifferentiableOpWatch); gradgradcheck's sweep (tests/autograd) checks
+  // the rest.
+  return {};
 }
 
 void OpNode::release_saved() {
@@ -164,6 +251,18 @@ Tensor first_grad(Tensor incoming, const TensorImpl& leaf) {
   return clone(incoming.expand(leaf.sizes));
 }
 
+// Under create_graph, as PyTorch's AccumulateGrad with grad mode on: the first gradient becomes
+// .grad() as a recorded clone and later ones are added out of place, so .grad() has a grad_fn
+// and can be differentiated (and an earlier .grad() a user holds is never written).
+std::vector<Tensor> accumulate_recorded(TensorImpl& leaf, Tensor g) {
+  if (g.dtype() != leaf.dtype) g = to(g, leaf.dtype);
+  if (g.sizes() != leaf.sizes) g = g.expand(leaf.sizes);
+  std::lock_guard<std::mutex> lock(leaf_mutex(&leaf));
+  AutogradMeta& meta = leaf.autograd_meta();
+  meta.grad = meta.grad.defined() ? add(meta.grad, g) : clone(g);
+  return {};
+}
+
 }  // namespace
 
 std::vector<Tensor> AccumulateGrad::apply(std::vector<Tensor>&& grad_outputs) {
@@ -172,6 +271,7 @@ std::vector<Tensor> AccumulateGrad::apply(std::vector<Tensor>&& grad_outputs) {
   grad_outputs.clear();
   // A leaf whose requires_grad was turned off after the graph was recorded gets nothing.
   if (!leaf || !g.defined() || !leaf->autograd || !leaf->autograd->requires_grad) return {};
+  if (grad_mode_enabled()) return accumulate_recorded(*leaf, std::move(g));
   NoGradGuard no_grad;
   Tensor incoming = g.dtype() == leaf->dtype ? std::move(g) : to(g, leaf->dtype);
   std::lock_guard<std::mutex> lock(leaf_mutex(leaf.get()));

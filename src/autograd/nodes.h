@@ -26,6 +26,47 @@ struct SavedTensor {
   static SavedTensor save(const Tensor& t, bool keep_data);
 };
 
+// `data` (a saved, detached alias) as a backward with create_graph=true must see it: with the
+// history the saved tensor had, so that ops on it in a VJP reach the graph again. A leaf that is
+// still alive is returned itself (as PyTorch unpacks a saved leaf). Without grad mode, or with no
+// history (a null edge), `data` itself.
+Tensor with_history(const Tensor& data, const Edge& history);
+
+// Raises `message` when a gradient reaches it: the grad_fn of results a node computed without
+// recording (double_backward_error), so a second derivative through them is an error.
+class DelayedError : public Node {
+ public:
+  explicit DelayedError(std::string message) : message_(std::move(message)) {}
+  std::string name() const override { return "DelayedError"; }
+  std::vector<Tensor> apply(std::vector<Tensor>&&) override;
+  uint32_t num_outputs() const override { return static_cast<uint32_t>(output_sizes.size()); }
+  std::string double_backward_error() const override { return message_; }
+
+ private:
+  std::string message_;
+};
+
+// While one is alive on this thread, the eager interpreter notes the first op it runs with grad
+// mode on that has no VJP, although it takes a floating tensor that requires grad and returns a
+// floating tensor (a *_backward row without a derivative, called by a VJP under create_graph):
+// autograd would silently treat its result as a constant.
+class UndifferentiableOpWatch {
+ public:
+  UndifferentiableOpWatch();
+  ~UndifferentiableOpWatch();
+  UndifferentiableOpWatch(const UndifferentiableOpWatch&) = delete;
+  UndifferentiableOpWatch& operator=(const UndifferentiableOpWatch&) = delete;
+  // The first such op's name, or empty.
+  const std::string& first() const { return first_; }
+  // Called by the eager interpreter.
+  static void note(const ops::OpDef& op, const std::vector<Tensor>& inputs,
+                   const std::vector<Tensor>& outputs);
+
+ private:
+  std::string first_;
+  UndifferentiableOpWatch* prev_;
+};
+
 class OpNode : public Node {
  public:
   OpNode(const ops::OpDef& op, const ops::OpArgs& args, const std::vector<Tensor>& outputs,
@@ -34,12 +75,16 @@ class OpNode : public Node {
   std::vector<Tensor> apply(std::vector<Tensor>&& grad_outputs) override;
   void release_saved() override;
   uint32_t num_outputs() const override { return static_cast<uint32_t>(output_sizes.size()); }
+  std::string double_backward_error() const override;
 
   // Set when this node is a view's history: the storage's version at that moment. A write to
   // the storage through any other alias makes the history stale (see gradient_edge).
   std::optional<uint64_t> view_version;
 
  private:
+  // args_ with each saved tensor given its history (with_history), for a create_graph backward.
+  ops::OpArgs args_with_history();
+
   const ops::OpDef& op_;
   ops::OpArgs args_;                     // tensor args replaced by their saved forms
   std::vector<SavedTensor> saved_args_;  // parallel to args_ (unused slots stay empty)
@@ -55,6 +100,7 @@ class AccumulateGrad : public Node {
   std::string name() const override { return "AccumulateGrad"; }
   std::vector<Tensor> apply(std::vector<Tensor>&& grad_outputs) override;
   std::shared_ptr<TensorImpl> leaf() const { return leaf_.lock(); }
+  std::string double_backward_error() const override { return {}; }
 
  private:
   std::weak_ptr<TensorImpl> leaf_;

@@ -68,10 +68,11 @@ void Tensor::retain_grad() const {
   m.grad_fn->retained_grads.emplace_back(m.output_nr, impl_);
 }
 
-void Tensor::backward(const Tensor& gradient, bool retain_graph) const {
+void Tensor::backward(const Tensor& gradient, std::optional<bool> retain_graph,
+                      bool create_graph) const {
   autograd::backward({*this},
                      gradient.defined() ? std::vector<Tensor>{gradient} : std::vector<Tensor>{},
-                     retain_graph);
+                     retain_graph, create_graph);
 }
 
 }  // namespace aotgrad

@@ -99,7 +99,7 @@ TEST(InnerGrad, AllowUnused) {
                [](const TensorList& a) {
                  Tensor y = a[0] * 2.0;
                  Tensor z = a[0] * 3.0;
-                 TensorList g = grad({y.sum()}, {a[0], z}, {}, false, /*allow_unused=*/true);
+                 TensorList g = grad({y.sum()}, {a[0], z}, {}, false, false, /*allow_unused=*/true);
                  EXPECT_FALSE(g[1].defined());
                  return g[0] + 1.0;
                });

@@ -92,7 +92,7 @@ TEST(Engine, GradOfUnusedInputNeedsAllowUnused) {
       },
       {"input 1", "allow_unused"}));
   std::vector<Tensor> g =
-      ag::autograd::grad({build()}, {x, unused}, {}, false, /*allow_unused=*/true);
+      ag::autograd::grad({build()}, {x, unused}, {}, false, false, /*allow_unused=*/true);
   ASSERT_EQ(g.size(), 2u);
   EXPECT_TRUE(allclose(g[0], vec({2.0, 4.0}), 0, 0));
   EXPECT_FALSE(g[1].defined());

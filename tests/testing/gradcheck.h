@@ -30,7 +30,7 @@ inline ::testing::AssertionResult gradcheck(const Fn& fn, const std::vector<Tens
   std::vector<Tensor> wrt;
   for (const Tensor& t : inputs)
     if (t.requires_grad()) wrt.push_back(t);
-  std::vector<Tensor> analytic = autograd::grad({out}, wrt, {v_t}, false, /*allow_unused=*/true);
+  std::vector<Tensor> analytic = autograd::grad({out}, wrt, {v_t}, false, false, /*allow_unused=*/true);
 
   auto projected = [&]() {
     NoGradGuard no_grad;

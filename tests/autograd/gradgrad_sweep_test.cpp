@@ -1,0 +1,194 @@
+// gradgradcheck over the op table: every aten row with a VJP is called on small f64 inputs built
+// from its schema (or on a hand-written sample where the schema alone cannot say what is valid:
+// index tensors, convolution shapes), and its second derivatives are checked by finite
+// differences. A row whose backward is not differentiable must say so with one clear line
+// ("... backward is not differentiable ...") when differentiated twice, never give zero.
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <map>
+#include <optional>
+#include <sstream>
+#include <string>
+
+#include "aotgrad/aotgrad.h"
+#include "ops/op.h"
+#include "testing/gradcheck.h"
+#include "testing/gradgradcheck.h"
+
+namespace ag = aotgrad;
+using ag::Tensor;
+namespace ops = ag::ops;
+
+namespace {
+
+// One call of a row: its arguments, with the checked (f64, requires-grad) tensors listed.
+struct Sample {
+  ops::OpArgs args;
+  std::vector<Tensor> inputs;  // the tensors of `args` gradgradcheck perturbs
+};
+
+Tensor input(const ag::IntList& sizes, uint64_t seed) {
+  return ag::testing::test_input(sizes, 0.5, 1.5, seed);
+}
+
+Tensor indices(std::vector<int64_t> v, ag::IntList sizes) {
+  return ag::from_vector(v, sizes);
+}
+
+// A value for a schema argument without a default, for every tensor of shape `shape`.
+std::optional<ops::Arg> generic_arg(const ops::ArgSchema& a, const ag::IntList& shape, Sample& s) {
+  switch (a.type) {
+    case ops::ArgType::tensor: {
+      Tensor t = input(shape, s.inputs.size() + 1);
+      s.inputs.push_back(t);
+      return t;
+    }
+    case ops::ArgType::tensor_list: {
+      ops::TensorList l;
+      for (int i = 0; i < 2; ++i) {
+        l.push_back(input(shape, s.inputs.size() + 1));
+        s.inputs.push_back(l.back());
+      }
+      return l;
+    }
+    case ops::ArgType::scalar:
+      return ag::Scalar(1.25);
+    case ops::ArgType::int_:
+      return int64_t{1};
+    case ops::ArgType::float_:
+      return 0.75;
+    case ops::ArgType::bool_:
+      return false;
+    case ops::ArgType::int_list:
+      if (a.name.find("size") != std::string::npos || a.name.find("shape") != std::string::npos)
+        return shape;
+      return ag::IntList{1};
+    default:
+      return std::nullopt;
+  }
+}
+
+// Arguments for `op` from its schema, with every tensor of shape `shape`; nullopt when an
+// argument has no value here or the row rejects the call.
+std::optional<Sample> generic_sample(const ops::OpDef& op, const ag::IntList& shape) {
+  Sample s;
+  for (const ops::ArgSchema& a : op.parsed_schema().args) {
+    if (a.default_text || a.optional) break;  // normalize fills the rest
+    std::optional<ops::Arg> v = generic_arg(a, shape, s);
+    if (!v) return std::nullopt;
+    s.args.push_back(*v);
+  }
+  try {
+    ops::normalize(op, s.args);
+    ag::NoGradGuard no_grad;
+    std::vector<Tensor> out = ops::dispatch(op, s.args);
+    if (out.empty() || !ag::is_floating(out[0].dtype())) return std::nullopt;
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+  return s;
+}
+
+// Rows whose valid arguments the schema does not tell (index tensors, geometry).
+std::map<std::string, std::function<Sample()>> hand_written() {
+  std::map<std::string, std::function<Sample()>> m;
+  m["aten.convolution.default"] = [] {
+    Tensor x = input({1, 2, 4, 4}, 1), w = input({2, 2, 3, 3}, 2), b = input({2}, 3);
+    return Sample{{x, w, b, ag::IntList{1, 1}, ag::IntList{1, 1}, ag::IntList{1, 1}, false,
+                   ag::IntList{0, 0}, int64_t{1}},
+                  {x, w, b}};
+  };
+  m["aten.embedding.default"] = [] {
+    Tensor w = input({4, 3}, 1);
+    return Sample{{w, indices({0, 2, 2, 3}, {4})}, {w}};
+  };
+  m["aten.index_select.default"] = [] {
+    Tensor x = input({3, 2}, 1);
+    return Sample{{x, int64_t{0}, indices({2, 0, 2}, {3})}, {x}};
+  };
+  m["aten.gather.default"] = [] {
+    Tensor x = input({2, 3}, 1);
+    return Sample{{x, int64_t{1}, indices({0, 2, 1, 1}, {2, 2})}, {x}};
+  };
+  m["aten.nll_loss_forward.default"] = [] {
+    Tensor x = ag::log_softmax(input({3, 4}, 1), 1).detach().requires_grad_();
+    return Sample{{x, indices({1, 0, 3}, {3}), ag::Tensor(), int64_t{1}, int64_t{-100}}, {x}};
+  };
+  m["aten.max_pool2d_with_indices.default"] = [] {
+    Tensor x = input({1, 1, 4, 4}, 1);
+    return Sample{{x, ag::IntList{2, 2}}, {x}};
+  };
+  m["aten.avg_pool2d.default"] = [] {
+    Tensor x = input({1, 1, 4, 4}, 1);
+    return Sample{{x, ag::IntList{2, 2}}, {x}};
+  };
+  return m;
+}
+
+struct SweepResult {
+  std::vector<std::string> checked, refused, unsampled, failed;
+};
+
+// gradgradcheck of output 0 of `op` called as `sample`, the checked tensors substituted.
+void check_row(const ops::OpDef& op, Sample sample, SweepResult& r) {
+  const std::string name(op.name);
+  auto fn = [&](const std::vector<Tensor>& in) {
+    ops::OpArgs args = sample.args;
+    size_t k = 0;
+    for (ops::Arg& a : args) {
+      if (auto* t = std::get_if<Tensor>(&a); t && k < in.size() && t->is_same(sample.inputs[k]))
+        *t = in[k++];
+      else if (auto* l = std::get_if<ops::TensorList>(&a))
+        for (Tensor& e : *l)
+          if (k < in.size() && e.is_same(sample.inputs[k])) e = in[k++];
+    }
+    return ops::dispatch(op, args).at(0);
+  };
+  try {
+    ::testing::AssertionResult ok = ag::testing::gradgradcheck(fn, sample.inputs);
+    if (ok)
+      r.checked.push_back(name);
+    else
+      r.failed.push_back(name + ": " + ok.message());
+  } catch (const std::exception& e) {
+    std::string msg = e.what();
+    if (msg.find("backward is not differentiable") != std::string::npos)
+      r.refused.push_back(name);
+    else
+      r.failed.push_back(name + " threw: " + msg);
+  }
+}
+
+std::string join(const std::vector<std::string>& v) {
+  std::ostringstream o;
+  for (const std::string& s : v) o << "\n  " << s;
+  return o.str();
+}
+
+}  // namespace
+
+TEST(GradGradSweep, EveryDifferentiableRowHasCorrectSecondDerivativesOrSaysItHasNone) {
+  SweepResult r;
+  auto hand = hand_written();
+  for (const ops::OpDef* op : ops::all_ops()) {
+    if (!op->vjp || op->is_inplace() || op->name.rfind("aten.", 0) != 0 ||
+        op->recompute == ops::Recompute::random || op->recompute == ops::Recompute::effectful)
+      continue;
+    std::optional<Sample> sample;
+    if (auto it = hand.find(std::string(op->name)); it != hand.end()) sample = it->second();
+    for (const ag::IntList& shape : {ag::IntList{2, 2}, ag::IntList{2, 2, 2}, ag::IntList{2}})
+      if (!sample) sample = generic_sample(*op, shape);
+    if (!sample || sample->inputs.empty()) {
+      r.unsampled.push_back(std::string(op->name));
+      continue;
+    }
+    check_row(*op, std::move(*sample), r);
+  }
+  EXPECT_TRUE(r.failed.empty()) << r.failed.size()
+                                << " rows with wrong second derivatives:" << join(r.failed);
+  EXPECT_GE(r.checked.size(), 75u) << "checked:" << join(r.checked);
+  std::cout << "gradgradcheck: " << r.checked.size() << " rows checked, " << r.refused.size()
+            << " refused:" << join(r.refused) << "\nno sample (" << r.unsampled.size()
+            << "):" << join(r.unsampled) << "\n";
+}
