@@ -23,6 +23,7 @@ void expect_one_line(const std::string& message, const std::string& part) {
 // forward(x) -> (loss, x * w): two outputs that require grad, the second not a scalar.
 class TwoOutputs : public ag::nn::Module {
  public:
+  using ag::nn::Module::forward;  // the one-tensor overload stays callable
   TwoOutputs() {
     w = ag::ones({3}).requires_grad_();
     unused = ag::ones({2}).requires_grad_();
@@ -140,6 +141,7 @@ namespace {
 // does), mode 1 transposes x in place (a metadata mutation), mode 2 returns a view of x.
 class Mutator : public ag::nn::Module {
  public:
+  using ag::nn::Module::forward;  // the one-tensor overload stays callable
   Mutator() {
     w = ag::ones({2, 2}).requires_grad_();
     register_parameter("w", w);

@@ -71,11 +71,11 @@ TEST(SavedBytesOverflow, ReportAndTotalsSaturateInsteadOfWrapping) {
 // huge result is materialized: the trace runs on fake tensors. On main the view counted 2^64 mod
 // 2^64 = 0 bytes and the default partitioner reported saving it as "0 B".
 TEST(SavedBytesOverflow, AHugeViewTheBackwardReadsIsNeverCountedAsFree) {
-  const int64_t big = int64_t{1} << 31;
+  constexpr int64_t big = int64_t{1} << 31;
   Tensor w = make_tensor({big, 1}, DType::f32, /*fake=*/true);
   w.requires_grad_();
   testing::TracedJoint t = testing::trace_joint(
-      [big](const std::vector<Tensor>& in) {
+      [](const std::vector<Tensor>& in) {
         return std::vector<Tensor>{mm(in[0].expand({big, big}), in[1]).sum()};
       },
       {ones({1, 1}), w});

@@ -25,7 +25,6 @@
 
 #include <cstring>
 #include <exception>
-#include <source_location>
 #include <sstream>
 #include <string>
 #include <tuple>
@@ -37,6 +36,7 @@
 #include "graph/parser.h"
 #include "graph/printer.h"
 #include "graph/verifier.h"
+#include "testing/call_site.h"
 #include "testing/gradcheck.h"
 
 namespace aotgrad::testing {
@@ -188,11 +188,11 @@ std::vector<Tensor> flatten_result(const R& r) {
 }  // namespace compare_detail
 
 template <typename F, typename... Args>
-CompiledGraphs expect_compiled_matches_eager(
-    F fn, const std::tuple<Args...>& args, Tolerances tol = {},
-    std::source_location loc = std::source_location::current()) {
+CompiledGraphs expect_compiled_matches_eager(F fn, const std::tuple<Args...>& args,
+                                             Tolerances tol = {},
+                                             CallSite loc = CallSite::current()) {
   namespace cd = compare_detail;
-  ::testing::ScopedTrace trace(loc.file_name(), static_cast<int>(loc.line()), "compiled vs eager");
+  ::testing::ScopedTrace trace(loc.file_name(), loc.line_number(), "compiled vs eager");
   using Tuple = std::tuple<Args...>;
   Tuple eager_args = cd::fresh_copies(args);
   Tuple compiled_args = cd::fresh_copies(args);

@@ -36,13 +36,13 @@
 #include <exception>
 #include <functional>
 #include <optional>
-#include <source_location>
 #include <string>
 #include <type_traits>
 #include <vector>
 
 #include "aotgrad/aotgrad.h"
 #include "partition/registry.h"
+#include "testing/call_site.h"
 #include "testing/compare.h"
 #include "testing/gradcheck.h"
 
@@ -343,9 +343,9 @@ TensorList call_flat(F& fn, const TensorList& args, bool no_grad, std::string& e
 // Runs `fn` eagerly and compiled under every configuration and compares everything (see top).
 template <typename Make, typename F>
 void run_scenario(Make make_inputs, F fn, ScenarioOptions opts = {},
-                  std::source_location loc = std::source_location::current()) {
+                  CallSite loc = CallSite::current()) {
   namespace sd = scenario_detail;
-  ::testing::ScopedTrace trace(loc.file_name(), static_cast<int>(loc.line()), "scenario");
+  ::testing::ScopedTrace trace(loc.file_name(), loc.line_number(), "scenario");
   for (const ScenarioConfig& cfg : scenario_configs()) {
     SCOPED_TRACE(cfg.name());
     auto compiled_fn = aot_function(fn, cfg.aot());
@@ -417,10 +417,9 @@ void run_scenario(Make make_inputs, F fn, ScenarioOptions opts = {},
 // std::logic_error) with a message containing `needle`, under every configuration.
 template <typename Make, typename F>
 void expect_raises_like_eager(Make make_inputs, F fn, const std::string& needle,
-                              ScenarioOptions opts = {},
-                              std::source_location loc = std::source_location::current()) {
+                              ScenarioOptions opts = {}, CallSite loc = CallSite::current()) {
   namespace sd = scenario_detail;
-  ::testing::ScopedTrace trace(loc.file_name(), static_cast<int>(loc.line()), "raising scenario");
+  ::testing::ScopedTrace trace(loc.file_name(), loc.line_number(), "raising scenario");
   std::string eager_kind;
   try {
     ScenarioInputs s = sd::make_setup(make_inputs);
@@ -455,11 +454,9 @@ void expect_raises_like_eager(Make make_inputs, F fn, const std::string& needle,
 // message containing `needle`) rather than return anything.
 template <typename Make, typename F>
 void expect_unsupported(Make make_inputs, F fn, const std::string& needle,
-                        ScenarioOptions opts = {},
-                        std::source_location loc = std::source_location::current()) {
+                        ScenarioOptions opts = {}, CallSite loc = CallSite::current()) {
   namespace sd = scenario_detail;
-  ::testing::ScopedTrace trace(loc.file_name(), static_cast<int>(loc.line()),
-                               "unsupported scenario");
+  ::testing::ScopedTrace trace(loc.file_name(), loc.line_number(), "unsupported scenario");
   for (const ScenarioConfig& cfg : scenario_configs()) {
     SCOPED_TRACE(cfg.name());
     auto compiled_fn = aot_function(fn, cfg.aot());
