@@ -215,8 +215,14 @@ class StatelessDataLoader {
   bool sampler_done_ = false, stopping_ = false;
 };
 
-// A loader over `dataset` with `sampler`.
+// A loader over `dataset` with `sampler`. Constrained, so that LibTorch's
+// `make_data_loader<SequentialSampler>(dataset, 64)` (the sampler type named, a batch size given)
+// selects the overload below instead of taking the sampler type for a dataset and 64 for a sampler.
 template <typename Dataset, typename Sampler>
+  requires requires {
+    typename Dataset::BatchType;
+    typename Sampler::BatchRequestType;
+  }
 std::unique_ptr<StatelessDataLoader<Dataset, Sampler>> make_data_loader(
     Dataset dataset, Sampler sampler, DataLoaderOptions options = DataLoaderOptions()) {
   return std::make_unique<StatelessDataLoader<Dataset, Sampler>>(std::move(dataset),
