@@ -32,19 +32,17 @@ class ModuleHolder {
  public:
   using ContainedType = Impl;
 
-  ModuleHolder()
-    requires std::is_default_constructible_v<Impl>
-      : impl_(std::make_shared<Impl>()) {}
+  ModuleHolder() requires std::is_default_constructible_v<Impl> : impl_(std::make_shared<Impl>()) {}
   ModuleHolder(std::nullptr_t) {}  // NOLINT: implicit, as LibTorch's
   ModuleHolder(std::shared_ptr<Impl> module) : impl_(std::move(module)) {}  // NOLINT: implicit
 
   // Constructs the module from the arguments: nn::Linear(3, 4), nn::Conv2d(Conv2dOptions(...)).
   template <typename Head, typename... Tail>
-    requires(!std::is_base_of_v<ModuleHolder, std::remove_cvref_t<Head>> &&
-             !std::is_same_v<std::remove_cvref_t<Head>, std::nullptr_t> &&
-             !std::is_same_v<std::remove_cvref_t<Head>, std::shared_ptr<Impl>> &&
-             std::is_constructible_v<Impl, Head &&, Tail && ...>)
-  explicit ModuleHolder(Head&& head, Tail&&... tail)
+  requires(!std::is_base_of_v<ModuleHolder, std::remove_cvref_t<Head>> &&
+           !std::is_same_v<std::remove_cvref_t<Head>, std::nullptr_t> &&
+           !std::is_same_v<std::remove_cvref_t<Head>, std::shared_ptr<Impl>> &&
+           std::is_constructible_v<Impl, Head&&, Tail&&...>) explicit ModuleHolder(Head&& head,
+                                                                                   Tail&&... tail)
       : impl_(std::make_shared<Impl>(std::forward<Head>(head), std::forward<Tail>(tail)...)) {}
 
   Impl* operator->() { return get(); }
@@ -71,8 +69,9 @@ class ModuleHolder {
  private:
   Impl* checked() const {
     if (!impl_)
-      throw std::logic_error("the module holder of " + nn_detail::demangle(typeid(Impl).name()) +
-                             " is empty (constructed from nullptr); assign a module before using it");
+      throw std::logic_error(
+          "the module holder of " + nn_detail::demangle(typeid(Impl).name()) +
+          " is empty (constructed from nullptr); assign a module before using it");
     return impl_.get();
   }
 
@@ -81,16 +80,17 @@ class ModuleHolder {
 
 template <typename Impl>
 std::ostream& operator<<(std::ostream& os, const ModuleHolder<Impl>& holder) {
-  if (holder.is_empty()) return os << "<empty holder of " << nn_detail::demangle(typeid(Impl).name()) << ">";
+  if (holder.is_empty())
+    return os << "<empty holder of " << nn_detail::demangle(typeid(Impl).name()) << ">";
   return os << *holder;
 }
 
 }  // namespace aotgrad::nn
 
 // Declares the holder `Name` of the module class `Impl` (LibTorch's TORCH_MODULE_IMPL).
-#define TORCH_MODULE_IMPL(Name, Impl)                     \
-  class Name : public ::aotgrad::nn::ModuleHolder<Impl> { \
-   public:                                                \
+#define TORCH_MODULE_IMPL(Name, Impl)                      \
+  class Name : public ::aotgrad::nn::ModuleHolder<Impl> {  \
+   public:                                                 \
     using ::aotgrad::nn::ModuleHolder<Impl>::ModuleHolder; \
   }
 

@@ -138,7 +138,7 @@ class FunctionalImpl : public Module {
  public:
   using Function = std::function<Tensor(Tensor)>;
   template <typename F, typename... Bound>
-    requires std::is_invocable_v<F&, Tensor, Bound&...>
+  requires std::is_invocable_v<F&, Tensor, Bound&...>
   explicit FunctionalImpl(F function, Bound... bound)
       : function_([function = std::move(function), ... bound = std::move(bound)](Tensor x) mutable {
           return Tensor(std::invoke(function, std::move(x), bound...));

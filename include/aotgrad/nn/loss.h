@@ -16,18 +16,16 @@ namespace aotgrad::nn {
 
 // One loss module: its options, a printed name and forward(input, target). The one-tensor
 // Module::forward stays visible (and throws): a loss needs a target.
-#define AOTGRAD_LOSS_MODULE(Name)                                                 \
-  class Name##Impl : public Module {                                              \
-   public:                                                                        \
-    explicit Name##Impl(const Name##Options& options = {}) : options(options) {} \
-    std::string type_name() const override { return #Name; }                     \
-    void pretty_print(std::ostream& os) const override {                          \
-      os << "torch::nn::" #Name "()";                                             \
-    }                                                                             \
-    using Module::forward;                                                        \
-    Tensor forward(const Tensor& input, const Tensor& target);                    \
-    Name##Options options;                                                        \
-  };                                                                              \
+#define AOTGRAD_LOSS_MODULE(Name)                                                          \
+  class Name##Impl : public Module {                                                       \
+   public:                                                                                 \
+    explicit Name##Impl(const Name##Options& options = {}) : options(options) {}           \
+    std::string type_name() const override { return #Name; }                               \
+    void pretty_print(std::ostream& os) const override { os << "torch::nn::" #Name "()"; } \
+    using Module::forward;                                                                 \
+    Tensor forward(const Tensor& input, const Tensor& target);                             \
+    Name##Options options;                                                                 \
+  };                                                                                       \
   TORCH_MODULE(Name)
 
 // mean / sum / none of (input - target)^2.

@@ -172,8 +172,9 @@ class SequentialImpl : public Module {
   SequentialImpl() = default;
   explicit SequentialImpl(const std::vector<std::shared_ptr<Module>>& modules);
   template <typename... Ms>
-    requires(sizeof...(Ms) > 0 && (!std::is_same_v<std::remove_cvref_t<Ms>, std::vector<std::shared_ptr<Module>>> && ...))
-  explicit SequentialImpl(Ms&&... modules) {
+  requires(sizeof...(Ms) > 0 &&
+           (!std::is_same_v<std::remove_cvref_t<Ms>, std::vector<std::shared_ptr<Module>>> &&
+            ...)) explicit SequentialImpl(Ms&&... modules) {
     (push_back(std::forward<Ms>(modules)), ...);
   }
   template <typename M>
@@ -220,8 +221,9 @@ class ModuleListImpl : public Module {
   ModuleListImpl() = default;
   explicit ModuleListImpl(const std::vector<std::shared_ptr<Module>>& modules);
   template <typename... Ms>
-    requires(sizeof...(Ms) > 0 && (!std::is_same_v<std::remove_cvref_t<Ms>, std::vector<std::shared_ptr<Module>>> && ...))
-  explicit ModuleListImpl(Ms&&... modules) {
+  requires(sizeof...(Ms) > 0 &&
+           (!std::is_same_v<std::remove_cvref_t<Ms>, std::vector<std::shared_ptr<Module>>> &&
+            ...)) explicit ModuleListImpl(Ms&&... modules) {
     (push_back(std::forward<Ms>(modules)), ...);
   }
   void push_back(std::shared_ptr<Module> module);

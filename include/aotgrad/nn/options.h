@@ -20,16 +20,20 @@
 
 #include "aotgrad/tensor.h"
 
-#define AOTGRAD_ARG(T, name)                          \
- public:                                              \
-  auto& name(const T& new_##name) {                   \
-    this->name##_ = new_##name;                       \
-    return *this;                                     \
-  }                                                   \
-  const T& name() const noexcept { return name##_; }  \
-  T& name() noexcept { return name##_; }              \
-                                                      \
- private:                                             \
+#define AOTGRAD_ARG(T, name)        \
+ public:                            \
+  auto& name(const T& new_##name) { \
+    this->name##_ = new_##name;     \
+    return *this;                   \
+  }                                 \
+  const T& name() const noexcept {  \
+    return name##_;                 \
+  }                                 \
+  T& name() noexcept {              \
+    return name##_;                 \
+  }                                 \
+                                    \
+ private:                           \
   T name##_
 
 namespace aotgrad {
@@ -69,9 +73,9 @@ namespace nn {
 // How a loss reduces its elementwise values; name() is what the loss ops take.
 class LossReduction {
  public:
-  LossReduction(enumtype::kMean) : name_("mean") {}  // NOLINT: implicit
-  LossReduction(enumtype::kSum) : name_("sum") {}    // NOLINT: implicit
-  LossReduction(enumtype::kNone) : name_("none") {}  // NOLINT: implicit
+  LossReduction(enumtype::kMean) : name_("mean") {}                      // NOLINT: implicit
+  LossReduction(enumtype::kSum) : name_("sum") {}                        // NOLINT: implicit
+  LossReduction(enumtype::kNone) : name_("none") {}                      // NOLINT: implicit
   LossReduction(const char* name) : LossReduction(std::string(name)) {}  // NOLINT: implicit
   LossReduction(const std::string& name) : name_(name) {                 // NOLINT: implicit
     if (name_ != "mean" && name_ != "sum" && name_ != "none")

@@ -31,12 +31,12 @@ class OrderedDict {
 
   OrderedDict() = default;
   // `key_description` names what a key is in error messages ("parameter", "submodule").
-  explicit OrderedDict(std::string key_description) : key_description_(std::move(key_description)) {}
+  explicit OrderedDict(std::string key_description)
+      : key_description_(std::move(key_description)) {}
 
   // Throws if `key` is already present, as LibTorch's insert does.
   Value& insert(Key key, Value value) {
-    if (find(key))
-      throw std::invalid_argument(key_description_ + " '" + key + "' already defined");
+    if (find(key)) throw std::invalid_argument(key_description_ + " '" + key + "' already defined");
     items_.push_back(Item{std::move(key), std::move(value)});
     return items_.back().second;
   }
