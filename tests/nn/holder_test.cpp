@@ -31,8 +31,10 @@ struct NetImpl : nn::Module {
     scale = register_parameter("scale", ag::ones({3}));
     register_buffer("steps", ag::zeros({1}));
   }
-  Tensor forward(Tensor x) {
-    x = ag::relu(ag::max_pool2d(conv1(x), {2}));
+  // `const Tensor&` and override, not LibTorch's usual `forward(Tensor)`: that would hide
+  // Module::forward, which clang's -Wall (-Woverloaded-virtual) reports.
+  Tensor forward(const Tensor& input) override {
+    Tensor x = ag::relu(ag::max_pool2d(conv1(input), {2}));
     x = drop(x).reshape({x.size(0), -1});
     return fc2(ag::relu(fc1(x))) * scale;
   }
@@ -50,8 +52,8 @@ struct BlockImpl : nn::Module {
     register_module("bn", bn);
     register_module("fc", fc);
   }
-  Tensor forward(Tensor x) {
-    x = ag::relu(bn(conv(x)));
+  Tensor forward(const Tensor& input) override {
+    Tensor x = ag::relu(bn(conv(input)));
     return fc(x.reshape({x.size(0), -1}));
   }
   nn::Conv2d conv;
