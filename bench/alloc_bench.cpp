@@ -44,11 +44,11 @@ struct Sample {
 };
 
 std::shared_ptr<nn::Module> make_model(const std::string& name) {
-  auto m = std::make_shared<nn::Sequential>();
+  auto m = std::make_shared<nn::SequentialImpl>();
   if (name == "mlp") {
     for (int i = 0; i < 4; ++i) {
-      m->push_back(std::make_shared<nn::Linear>(1024, 1024));
-      if (i < 3) m->push_back(std::make_shared<nn::GELU>());
+      m->push_back(std::make_shared<nn::LinearImpl>(1024, 1024));
+      if (i < 3) m->push_back(std::make_shared<nn::GELUImpl>());
     }
   } else {
     m->push_back(std::make_shared<nn::TransformerBlock>(256, 4, 128, 1024));

@@ -174,10 +174,10 @@ int main(int argc, char** argv) {
   std::printf("%-22s %8s %8s %8s %12s %12s   %7s %7s\n", "best step ms", "eager", "interp", "cpp",
               "eager/interp", "eager/cpp", "1st int", "1st cpp");
   if (wanted("mlp")) {
-    auto m = std::make_shared<nn::Sequential>();
+    auto m = std::make_shared<nn::SequentialImpl>();
     for (int i = 0; i < 4; ++i) {
-      m->push_back(std::make_shared<nn::Linear>(1024, 1024));
-      if (i < 3) m->push_back(std::make_shared<nn::GELU>("none"));
+      m->push_back(std::make_shared<nn::LinearImpl>(1024, 1024));
+      if (i < 3) m->push_back(std::make_shared<nn::GELUImpl>("none"));
     }
     bench("MLP 4x1024, batch 64", m, ag::randn({64, 1024}), ag::randn({64, 1024}), iters(20));
   }
@@ -186,10 +186,10 @@ int main(int argc, char** argv) {
     bench("transformer block", std::make_shared<nn::TransformerBlock>(256, 4, 128, 1024), x, target,
           iters(10));
   if (wanted("gpt4")) {
-    auto m = std::make_shared<nn::Sequential>();
+    auto m = std::make_shared<nn::SequentialImpl>();
     for (int i = 0; i < 4; ++i)
       m->push_back(std::make_shared<nn::TransformerBlock>(256, 4, 128, 1024));
-    m->push_back(std::make_shared<nn::LayerNorm>(ag::IntList{256}));
+    m->push_back(std::make_shared<nn::LayerNormImpl>(ag::IntList{256}));
     bench("4 blocks + LayerNorm", m, x, target, iters(5));
   }
   if (wanted("tiny")) tiny_call();

@@ -83,20 +83,20 @@ Result bench(const std::string& key, const std::string& name, double gflop,
           median_of(te), median_of(tc), min_of(tp), median_of(tp)};
 }
 
-std::shared_ptr<nn::Sequential> mlp() {
-  auto m = std::make_shared<nn::Sequential>();
+std::shared_ptr<nn::SequentialImpl> mlp() {
+  auto m = std::make_shared<nn::SequentialImpl>();
   for (int i = 0; i < 4; ++i) {
-    m->push_back(std::make_shared<nn::Linear>(1024, 1024));
-    if (i < 3) m->push_back(std::make_shared<nn::GELU>("none"));
+    m->push_back(std::make_shared<nn::LinearImpl>(1024, 1024));
+    if (i < 3) m->push_back(std::make_shared<nn::GELUImpl>("none"));
   }
   return m;
 }
 
-std::shared_ptr<nn::Sequential> blocks(int n) {
-  auto m = std::make_shared<nn::Sequential>();
+std::shared_ptr<nn::SequentialImpl> blocks(int n) {
+  auto m = std::make_shared<nn::SequentialImpl>();
   for (int i = 0; i < n; ++i)
     m->push_back(std::make_shared<nn::TransformerBlock>(256, 4, 128, 1024));
-  m->push_back(std::make_shared<nn::LayerNorm>(ag::IntList{256}));
+  m->push_back(std::make_shared<nn::LayerNormImpl>(ag::IntList{256}));
   return m;
 }
 

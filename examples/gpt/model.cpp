@@ -10,14 +10,14 @@ namespace nn = aotgrad::nn;
 using ag::Tensor;
 
 Gpt::Gpt(const GptConfig& c) : config(c) {
-  tok_emb = register_module("tok_emb", std::make_shared<nn::Embedding>(c.vocab_size, c.n_embd));
-  pos_emb = register_module("pos_emb", std::make_shared<nn::Embedding>(c.block_size, c.n_embd));
-  blocks = register_module("blocks", std::make_shared<nn::Sequential>());
+  tok_emb = register_module("tok_emb", std::make_shared<nn::EmbeddingImpl>(c.vocab_size, c.n_embd));
+  pos_emb = register_module("pos_emb", std::make_shared<nn::EmbeddingImpl>(c.block_size, c.n_embd));
+  blocks = register_module("blocks", std::make_shared<nn::SequentialImpl>());
   for (int64_t i = 0; i < c.n_layer; ++i)
     blocks->push_back(
         std::make_shared<nn::TransformerBlock>(c.n_embd, c.n_head, c.block_size, 4 * c.n_embd));
-  ln_f = register_module("ln_f", std::make_shared<nn::LayerNorm>(ag::IntList{c.n_embd}));
-  head = register_module("head", std::make_shared<nn::Linear>(c.n_embd, c.vocab_size));
+  ln_f = register_module("ln_f", std::make_shared<nn::LayerNormImpl>(ag::IntList{c.n_embd}));
+  head = register_module("head", std::make_shared<nn::LinearImpl>(c.n_embd, c.vocab_size));
   // nanoGPT's initialisation: N(0, 0.02) weights and zero biases train a small transformer
   // faster than PyTorch's layer defaults (N(0, 1) embeddings swamp the first LayerNorm).
   for (auto& [name, p] : named_parameters()) {

@@ -32,10 +32,10 @@ class Gpt : public aotgrad::nn::Module {
   aotgrad::Tensor logits(const aotgrad::Tensor& idx);
 
   GptConfig config;
-  std::shared_ptr<aotgrad::nn::Embedding> tok_emb, pos_emb;
-  std::shared_ptr<aotgrad::nn::Sequential> blocks;
-  std::shared_ptr<aotgrad::nn::LayerNorm> ln_f;
-  std::shared_ptr<aotgrad::nn::Linear> head;
+  std::shared_ptr<aotgrad::nn::EmbeddingImpl> tok_emb, pos_emb;
+  std::shared_ptr<aotgrad::nn::SequentialImpl> blocks;
+  std::shared_ptr<aotgrad::nn::LayerNormImpl> ln_f;
+  std::shared_ptr<aotgrad::nn::LinearImpl> head;
 };
 
 }  // namespace gpt

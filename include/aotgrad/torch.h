@@ -21,11 +21,12 @@
 #include "aotgrad/indexing.h"
 #include "aotgrad/math.h"
 #include "aotgrad/random.h"
+#include "aotgrad/serialize.h"
 #include "aotgrad/torch/device.h"
 #include "aotgrad/torch/factories.h"
 #include "aotgrad/torch/functions.h"
 #include "aotgrad/torch/tensor_options.h"
-// TORCH_MODULE: nn/holder.h
+// TORCH_MODULE and the module holders come from aotgrad/nn/holder.h (through aotgrad.h).
 
 namespace torch {
 using namespace ::aotgrad;

@@ -102,7 +102,7 @@ LiftedState lift(nn::Module& module) {
     }
   // The counts keep parameters and buffers apart in the key; the flags make train() and eval()
   // separate specializations (Dropout and BatchNorm trace differently in each).
-  std::vector<nn::Module*> modules = module.modules();
+  std::vector<const nn::Module*> modules = module.module_pointers();
   s.key += 'M';
   aot_detail::append_u64(s.key, params.slots.size());
   aot_detail::append_u64(s.key, buffers.slots.size());

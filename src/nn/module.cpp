@@ -2,7 +2,10 @@
 // containers (Sequential, ModuleList).
 #include "aotgrad/nn/module.h"
 
+#include <cxxabi.h>
+
 #include <algorithm>
+#include <cstdlib>
 #include <stdexcept>
 
 #include "aotgrad/autograd.h"
@@ -21,6 +24,43 @@ Tensor parameter(const Tensor& data, bool requires_grad) {
     p.requires_grad_();
   }
   return p;
+}
+
+namespace nn_detail {
+
+std::string demangle(const char* mangled_name) {
+  int status = 0;
+  std::unique_ptr<char, void (*)(void*)> readable(
+      abi::__cxa_demangle(mangled_name, nullptr, nullptr, &status), std::free);
+  return status == 0 && readable ? std::string(readable.get()) : std::string(mangled_name);
+}
+
+}  // namespace nn_detail
+
+std::string Module::type_name() const {
+  return nn_detail::demangle(typeid(*this).name());
+}
+
+void Module::pretty_print(std::ostream& os) const {
+  os << type_name();
+}
+
+void Module::print_recursive(std::ostream& os, const std::string& indentation) const {
+  pretty_print(os);
+  if (children_.empty()) return;
+  os << "(\n";
+  const std::string inner = indentation + "  ";
+  for (const auto& [name, child] : children_) {
+    os << inner << "(" << name << "): ";
+    child->print_recursive(os, inner);
+    os << "\n";
+  }
+  os << indentation << ")";
+}
+
+std::ostream& operator<<(std::ostream& os, const Module& module) {
+  module.print_recursive(os, "");
+  return os;
 }
 
 Tensor Module::forward(const Tensor&) {
@@ -48,17 +88,56 @@ void Module::check_new_name(const std::string& name, const char* what) const {
                                 what + " name");
 }
 
-void Module::register_parameter(const std::string& name, Tensor& slot) {
+Tensor& Module::register_parameter(const std::string& name, Tensor& slot) {
   check_new_name(name, "parameter");
   if (slot.defined() && !slot.is_leaf())
     throw std::invalid_argument(type_name() + ": parameter '" + name +
                                 "' is not a leaf tensor; wrap its value with nn::parameter()");
   params_.push_back({name, &slot});
+  return slot;
 }
 
-void Module::register_buffer(const std::string& name, Tensor& slot) {
+Tensor& Module::register_buffer(const std::string& name, Tensor& slot) {
   check_new_name(name, "buffer");
   buffers_.push_back({name, &slot});
+  return slot;
+}
+
+Tensor& Module::add_owned(const std::string& name, Tensor tensor, bool buffer) {
+  check_new_name(name, buffer ? "buffer" : "parameter");
+  if (!buffer && tensor.defined() && !tensor.is_leaf())
+    throw std::invalid_argument(type_name() + ": parameter '" + name +
+                                "' is not a leaf tensor (it has autograd history); register "
+                                "tensor.detach() instead");
+  owned_.push_back(std::move(tensor));
+  Tensor& slot = owned_.back();
+  (buffer ? buffers_ : params_).push_back({name, &slot});
+  return slot;
+}
+
+Tensor& Module::register_parameter(const std::string& name, Tensor&& tensor, bool requires_grad) {
+  return register_parameter(name, static_cast<const Tensor&>(tensor), requires_grad);
+}
+
+Tensor& Module::register_parameter(const std::string& name, const Tensor& tensor,
+                                   bool requires_grad) {
+  Tensor& slot = add_owned(name, tensor, /*buffer=*/false);
+  if (!slot.defined()) return slot;
+  if (requires_grad && !is_floating(slot.dtype()))
+    throw std::invalid_argument(type_name() + ": parameter '" + name + "' is " +
+                                std::string(dtype_name(slot.dtype())) +
+                                "; only floating tensors can require grad, so pass "
+                                "requires_grad = false");
+  slot.requires_grad_(requires_grad);
+  return slot;
+}
+
+Tensor& Module::register_buffer(const std::string& name, Tensor&& tensor) {
+  return add_owned(name, std::move(tensor), /*buffer=*/true);
+}
+
+Tensor& Module::register_buffer(const std::string& name, const Tensor& tensor) {
+  return add_owned(name, tensor, /*buffer=*/true);
 }
 
 void Module::add_child(const std::string& name, std::shared_ptr<Module> module) {
@@ -67,7 +146,7 @@ void Module::add_child(const std::string& name, std::shared_ptr<Module> module) 
   children_.emplace_back(name, std::move(module));
 }
 
-void Module::collect(bool buffers, const std::string* prefix, TensorSlots& out,
+void Module::collect(bool buffers, const std::string* prefix, bool recurse, TensorSlots& out,
                      std::vector<const TensorImpl*>& seen) const {
   for (const Slot& s : buffers ? buffers_ : params_) {
     if (!s.tensor->defined()) continue;
@@ -80,22 +159,22 @@ void Module::collect(bool buffers, const std::string* prefix, TensorSlots& out,
     if (prefix) out.names.push_back(*prefix + s.name);
     out.slots.push_back({s.tensor});
   }
+  if (!recurse) return;
   for (const auto& [name, child] : children_) {
     if (!prefix) {
-      child->collect(buffers, nullptr, out, seen);
+      child->collect(buffers, nullptr, true, out, seen);
       continue;
     }
     std::string child_prefix = *prefix + name + ".";
-    child->collect(buffers, &child_prefix, out, seen);
+    child->collect(buffers, &child_prefix, true, out, seen);
   }
 }
 
 namespace {
 
-NamedTensors named(const TensorSlots& s) {
-  NamedTensors out;
-  out.reserve(s.names.size());
-  for (size_t i = 0; i < s.names.size(); ++i) out.emplace_back(s.names[i], *s.slots[i].front());
+OrderedDict<std::string, Tensor> named(const TensorSlots& s, const char* what) {
+  OrderedDict<std::string, Tensor> out(what);
+  for (size_t i = 0; i < s.names.size(); ++i) out.insert(s.names[i], *s.slots[i].front());
   return out;
 }
 
@@ -108,11 +187,11 @@ std::vector<Tensor> values(const TensorSlots& s) {
 
 }  // namespace
 
-TensorSlots Module::slots_of(bool buffers, bool with_names) const {
+TensorSlots Module::slots_of(bool buffers, bool with_names, bool recurse) const {
   TensorSlots out;
   std::vector<const TensorImpl*> seen;
   std::string root;
-  collect(buffers, with_names ? &root : nullptr, out, seen);
+  collect(buffers, with_names ? &root : nullptr, recurse, out, seen);
   return out;
 }
 
@@ -122,21 +201,34 @@ TensorSlots Module::parameter_slots(bool with_names) {
 TensorSlots Module::buffer_slots(bool with_names) {
   return slots_of(true, with_names);
 }
-NamedTensors Module::named_parameters() const {
-  return named(slots_of(false, true));
+OrderedDict<std::string, Tensor> Module::named_parameters(bool recurse) const {
+  return named(slots_of(false, true, recurse), "parameter");
 }
-std::vector<Tensor> Module::parameters() const {
-  return values(slots_of(false, false));
+std::vector<Tensor> Module::parameters(bool recurse) const {
+  return values(slots_of(false, false, recurse));
 }
-NamedTensors Module::named_buffers() const {
-  return named(slots_of(true, true));
+OrderedDict<std::string, Tensor> Module::named_buffers(bool recurse) const {
+  return named(slots_of(true, true, recurse), "buffer");
 }
-std::vector<Tensor> Module::buffers() const {
-  return values(slots_of(true, false));
+std::vector<Tensor> Module::buffers(bool recurse) const {
+  return values(slots_of(true, false, recurse));
+}
+
+OrderedDict<std::string, std::shared_ptr<Module>> Module::named_children() const {
+  OrderedDict<std::string, std::shared_ptr<Module>> out("submodule");
+  for (const auto& [name, child] : children_) out.insert(name, child);
+  return out;
+}
+
+std::vector<std::shared_ptr<Module>> Module::children() const {
+  std::vector<std::shared_ptr<Module>> out;
+  out.reserve(children_.size());
+  for (const auto& e : children_) out.push_back(e.second);
+  return out;
 }
 
 void Module::collect_modules(const std::string* prefix,
-                             std::vector<std::pair<std::string, Module*>>& out) {
+                             std::vector<std::pair<std::string, const Module*>>& out) const {
   for (const auto& e : out)
     if (e.second == this) return;
   out.emplace_back(prefix ? *prefix : std::string(), this);
@@ -150,26 +242,57 @@ void Module::collect_modules(const std::string* prefix,
   }
 }
 
-std::vector<std::pair<std::string, Module*>> Module::named_modules() {
-  std::vector<std::pair<std::string, Module*>> out;
-  std::string root;
-  collect_modules(&root, out);
+namespace {
+
+// The module itself as a shared_ptr: shared ownership when it has an owner, else a non-owning
+// pointer (a stack-allocated top-level module).
+std::shared_ptr<Module> self_pointer(Module& m) {
+  std::shared_ptr<Module> owned = m.weak_from_this().lock();
+  return owned ? owned : std::shared_ptr<Module>(std::shared_ptr<Module>(), &m);
+}
+
+}  // namespace
+
+OrderedDict<std::string, std::shared_ptr<Module>> Module::named_modules(const std::string& prefix,
+                                                                        bool include_self) {
+  std::vector<std::pair<std::string, const Module*>> walk;
+  collect_modules(&prefix, walk);
+  OrderedDict<std::string, std::shared_ptr<Module>> out("module");
+  if (include_self) out.insert(prefix, self_pointer(*this));
+  // Children are found through their parents' shared_ptrs; look each one up there.
+  std::vector<std::pair<const Module*, std::shared_ptr<Module>>> owners;
+  apply([&](Module& m) {
+    for (const auto& e : m.children_) owners.emplace_back(e.second.get(), e.second);
+  });
+  for (size_t i = 1; i < walk.size(); ++i)
+    for (const auto& [raw, owner] : owners)
+      if (raw == walk[i].second) {
+        out.insert(walk[i].first, owner);
+        break;
+      }
   return out;
 }
 
-std::vector<Module*> Module::modules() {
-  std::vector<std::pair<std::string, Module*>> unnamed;
+std::vector<std::shared_ptr<Module>> Module::modules(bool include_self) {
+  return named_modules("", include_self).values();
+}
+
+std::vector<const Module*> Module::module_pointers() const {
+  std::vector<std::pair<std::string, const Module*>> unnamed;
   collect_modules(nullptr, unnamed);
-  std::vector<Module*> out;
+  std::vector<const Module*> out;
   out.reserve(unnamed.size());
   for (const auto& e : unnamed) out.push_back(e.second);
   return out;
 }
 
-Module& Module::train(bool on) {
+void Module::apply(const std::function<void(Module&)>& fn) {
+  for (const Module* m : module_pointers()) fn(const_cast<Module&>(*m));
+}
+
+void Module::train(bool on) {
   training_ = on;
   for (const auto& [name, child] : children_) child->train(on);
-  return *this;
 }
 
 void Module::zero_grad(bool set_to_none) {
@@ -240,34 +363,43 @@ void Module::load_state_dict(const NamedTensors& state, bool strict) {
 
 // ---- containers ----
 
-Sequential::Sequential(const std::vector<std::shared_ptr<Module>>& modules) {
+SequentialImpl::SequentialImpl(const std::vector<std::shared_ptr<Module>>& modules) {
   for (const auto& m : modules) push_back(m);
 }
 
-void Sequential::push_back(std::shared_ptr<Module> module) {
-  register_module(std::to_string(size()), std::move(module));
-}
-
-Tensor Sequential::forward(const Tensor& x) {
+Tensor SequentialImpl::forward(const Tensor& x) {
   Tensor y = x;
-  for (const auto& [name, child] : named_children()) y = child->forward(y);
+  for (const auto& call : calls_) y = call(y);
   return y;
 }
 
-ModuleList::ModuleList(const std::vector<std::shared_ptr<Module>>& modules) {
+std::shared_ptr<Module> SequentialImpl::ptr(size_t index) const {
+  if (index >= size())
+    throw std::out_of_range("Sequential: index " + std::to_string(index) +
+                            " is out of range for a Sequential of " + std::to_string(size()) +
+                            " modules");
+  return child(index);
+}
+
+void SequentialImpl::throw_wrong_type(size_t index) const {
+  throw std::invalid_argument("Sequential: module " + std::to_string(index) + " is a " +
+                              child(index)->type_name() + ", not the type asked for");
+}
+
+ModuleListImpl::ModuleListImpl(const std::vector<std::shared_ptr<Module>>& modules) {
   for (const auto& m : modules) push_back(m);
 }
 
-void ModuleList::push_back(std::shared_ptr<Module> module) {
+void ModuleListImpl::push_back(std::shared_ptr<Module> module) {
   register_module(std::to_string(size()), std::move(module));
 }
 
-Module& ModuleList::operator[](size_t i) const {
-  if (i >= size())
-    throw std::out_of_range("ModuleList: index " + std::to_string(i) +
+std::shared_ptr<Module> ModuleListImpl::ptr(size_t index) const {
+  if (index >= size())
+    throw std::out_of_range("ModuleList: index " + std::to_string(index) +
                             " is out of range for a list of " + std::to_string(size()) +
                             " modules");
-  return *named_children()[i].second;
+  return child(index);
 }
 
 }  // namespace aotgrad::nn

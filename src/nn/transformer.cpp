@@ -21,10 +21,10 @@ CausalSelfAttention::CausalSelfAttention(int64_t d, int64_t heads, int64_t block
   if (block <= 0)
     throw std::invalid_argument("CausalSelfAttention: block_size must be positive, got " +
                                 std::to_string(block));
-  qkv = register_module("qkv", std::make_shared<Linear>(d, 3 * d, bias));
-  proj = register_module("proj", std::make_shared<Linear>(d, d, bias));
-  attn_dropout = register_module("attn_dropout", std::make_shared<Dropout>(p));
-  resid_dropout = register_module("resid_dropout", std::make_shared<Dropout>(p));
+  qkv = register_module("qkv", std::make_shared<LinearImpl>(d, 3 * d, bias));
+  proj = register_module("proj", std::make_shared<LinearImpl>(d, d, bias));
+  attn_dropout = register_module("attn_dropout", std::make_shared<DropoutImpl>(p));
+  resid_dropout = register_module("resid_dropout", std::make_shared<DropoutImpl>(p));
   std::vector<bool> future(static_cast<size_t>(block * block));
   for (int64_t i = 0; i < block; ++i)
     for (int64_t j = 0; j < block; ++j) future[static_cast<size_t>(i * block + j)] = j > i;
@@ -52,10 +52,10 @@ Tensor CausalSelfAttention::forward(const Tensor& x) {
 }
 
 MLP::MLP(int64_t d, int64_t hidden, double p, const std::string& approximate) {
-  fc1 = register_module("fc1", std::make_shared<Linear>(d, hidden));
-  act = register_module("act", std::make_shared<GELU>(approximate));
-  fc2 = register_module("fc2", std::make_shared<Linear>(hidden, d));
-  dropout = register_module("dropout", std::make_shared<Dropout>(p));
+  fc1 = register_module("fc1", std::make_shared<LinearImpl>(d, hidden));
+  act = register_module("act", std::make_shared<GELUImpl>(approximate));
+  fc2 = register_module("fc2", std::make_shared<LinearImpl>(hidden, d));
+  dropout = register_module("dropout", std::make_shared<DropoutImpl>(p));
 }
 
 Tensor MLP::forward(const Tensor& x) {
@@ -64,9 +64,9 @@ Tensor MLP::forward(const Tensor& x) {
 
 TransformerBlock::TransformerBlock(int64_t d, int64_t heads, int64_t block, int64_t mlp_hidden,
                                    double p) {
-  ln1 = register_module("ln1", std::make_shared<LayerNorm>(IntList{d}));
+  ln1 = register_module("ln1", std::make_shared<LayerNormImpl>(IntList{d}));
   attn = register_module("attn", std::make_shared<CausalSelfAttention>(d, heads, block, p));
-  ln2 = register_module("ln2", std::make_shared<LayerNorm>(IntList{d}));
+  ln2 = register_module("ln2", std::make_shared<LayerNormImpl>(IntList{d}));
   mlp = register_module("mlp", std::make_shared<MLP>(d, mlp_hidden, p));
 }
 

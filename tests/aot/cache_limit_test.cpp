@@ -135,7 +135,7 @@ TEST(CacheLimit, EveryKeyOfALargeCacheHitsItsOwnSpecialization) {
 
 TEST(CacheLimit, AotModuleFallsBackToTheModuleItself) {
   ag::manual_seed(5);
-  auto model = std::make_shared<nn::Linear>(3, 2);
+  auto model = std::make_shared<nn::LinearImpl>(3, 2);
   ag::AotConfig config;
   config.cache_size_limit = 1;
   auto compiled = ag::aot_module(model, config);

@@ -93,7 +93,7 @@ TEST(FakeInputs, GraphProgramNamesTheInput) {
 }
 
 TEST(FakeInputs, AotModuleNamesTheArgument) {
-  auto compiled = ag::aot_module(std::make_shared<nn::Linear>(3, 2));
+  auto compiled = ag::aot_module(std::make_shared<nn::LinearImpl>(3, 2));
   std::string error = error_of<std::invalid_argument>([&] { compiled(Tensor()); });
   EXPECT_TRUE(contains(error, "Linear: argument 0 is an undefined Tensor")) << error;
   error = error_of<std::invalid_argument>([&] {
@@ -133,7 +133,7 @@ TEST(FakeInputs, NestedCompiledCallIsTracedThrough) {
 // constants, the eager answer) — never a crash.
 TEST(FakeInputs, NestedAotModuleWorksOrSaysWhy) {
   ag::manual_seed(2);
-  auto lin = std::make_shared<nn::Linear>(3, 2);
+  auto lin = std::make_shared<nn::LinearImpl>(3, 2);
   auto inner = ag::aot_module(lin);
   auto outer = ag::aot_function([&](const Tensor& x) { return inner(x).sum(); });
   Tensor x = pattern({4, 3}).to(ag::DType::f32);

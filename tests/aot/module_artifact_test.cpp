@@ -22,7 +22,7 @@ namespace {
 class Counting : public nn::Module {
  public:
   explicit Counting(bool reassign_weight = false) : reassign_weight_(reassign_weight) {
-    layer1 = register_module("layer1", std::make_shared<nn::Linear>(3, 2));
+    layer1 = register_module("layer1", std::make_shared<nn::LinearImpl>(3, 2));
     steps = ag::zeros({2}, ag::DType::f32);
     register_buffer("steps", steps);
   }
@@ -33,7 +33,7 @@ class Counting : public nn::Module {
     if (reassign_weight_) layer1->weight = layer1->weight * 2.0;
     return y;
   }
-  std::shared_ptr<nn::Linear> layer1;
+  std::shared_ptr<nn::LinearImpl> layer1;
   Tensor steps;
 
  private:

@@ -105,7 +105,7 @@ struct Slices : ag::data::datasets::BatchDataset<Slices, ag::data::Example<>> {
 
 TEST(StorageOffsetGuard, TrainingOnSlicedBatchesCompilesOncePerBatchShape) {
   ag::manual_seed(5);
-  auto model = std::make_shared<ag::nn::Linear>(3, 1);
+  auto model = std::make_shared<ag::nn::LinearImpl>(3, 1);
   auto compiled = ag::aot_module(model);
   ag::optim::SGD opt(model->parameters(), 0.05);
   Tensor x = ag::randn({50, 3});

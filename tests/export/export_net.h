@@ -12,16 +12,16 @@ namespace aotgrad::testing {
 class ExportNet : public nn::Module {
  public:
   ExportNet() {
-    fc = register_module("fc", std::make_shared<nn::Linear>(4, 3));
-    bn = register_module("bn", std::make_shared<nn::BatchNorm2d>(3));
+    fc = register_module("fc", std::make_shared<nn::LinearImpl>(4, 3));
+    bn = register_module("bn", std::make_shared<nn::BatchNorm2dImpl>(3));
   }
   std::string type_name() const override { return "ExportNet"; }
   Tensor forward(const Tensor& x) override {
     Tensor h = bn->forward(fc->forward(x).reshape({5, 3, 1, 1}));
     return h.reshape({5, 3}).relu().sum();
   }
-  std::shared_ptr<nn::Linear> fc;
-  std::shared_ptr<nn::BatchNorm2d> bn;
+  std::shared_ptr<nn::LinearImpl> fc;
+  std::shared_ptr<nn::BatchNorm2dImpl> bn;
 };
 
 // Two nets with the same weights (the same seed), for eager-vs-exported comparisons.

@@ -18,13 +18,13 @@ namespace {
 class DropoutNet : public ag::nn::Module {
  public:
   DropoutNet() {
-    fc = register_module("fc", std::make_shared<ag::nn::Linear>(4, 3));
-    drop = register_module("drop", std::make_shared<ag::nn::Dropout>(0.5));
+    fc = register_module("fc", std::make_shared<ag::nn::LinearImpl>(4, 3));
+    drop = register_module("drop", std::make_shared<ag::nn::DropoutImpl>(0.5));
   }
   std::string type_name() const override { return "DropoutNet"; }
   ag::Tensor forward(const ag::Tensor& x) override { return drop->forward(fc->forward(x)).sum(); }
-  std::shared_ptr<ag::nn::Linear> fc;
-  std::shared_ptr<ag::nn::Dropout> drop;
+  std::shared_ptr<ag::nn::LinearImpl> fc;
+  std::shared_ptr<ag::nn::DropoutImpl> drop;
 };
 
 }  // namespace

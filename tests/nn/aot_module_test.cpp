@@ -80,11 +80,11 @@ ag::AotModule<M> expect_aot_module_matches_eager(const std::function<std::shared
   return compiled;
 }
 
-std::shared_ptr<nn::Sequential> make_mlp() {
-  return std::make_shared<nn::Sequential>(std::vector<std::shared_ptr<nn::Module>>{
-      std::make_shared<nn::Linear>(6, 16), std::make_shared<nn::GELU>(),
-      std::make_shared<nn::Linear>(16, 16), std::make_shared<nn::GELU>("tanh"),
-      std::make_shared<nn::Linear>(16, 3)});
+std::shared_ptr<nn::SequentialImpl> make_mlp() {
+  return std::make_shared<nn::SequentialImpl>(std::vector<std::shared_ptr<nn::Module>>{
+      std::make_shared<nn::LinearImpl>(6, 16), std::make_shared<nn::GELUImpl>(),
+      std::make_shared<nn::LinearImpl>(16, 16), std::make_shared<nn::GELUImpl>("tanh"),
+      std::make_shared<nn::LinearImpl>(16, 3)});
 }
 
 // A ResNet basic block: relu(bn2(conv2(relu(bn1(conv1(x))))) + x).
@@ -92,46 +92,46 @@ class BasicBlock : public nn::Module {
  public:
   explicit BasicBlock(int64_t c) {
     conv1 = register_module(
-        "conv1", std::make_shared<nn::Conv2d>(c, c, ag::IntList{3}, ag::IntList{1}, ag::IntList{1},
-                                              ag::IntList{1}, 1, false));
-    bn1 = register_module("bn1", std::make_shared<nn::BatchNorm2d>(c));
+        "conv1", std::make_shared<nn::Conv2dImpl>(c, c, ag::IntList{3}, ag::IntList{1},
+                                                  ag::IntList{1}, ag::IntList{1}, 1, false));
+    bn1 = register_module("bn1", std::make_shared<nn::BatchNorm2dImpl>(c));
     conv2 = register_module(
-        "conv2", std::make_shared<nn::Conv2d>(c, c, ag::IntList{3}, ag::IntList{1}, ag::IntList{1},
-                                              ag::IntList{1}, 1, false));
-    bn2 = register_module("bn2", std::make_shared<nn::BatchNorm2d>(c));
+        "conv2", std::make_shared<nn::Conv2dImpl>(c, c, ag::IntList{3}, ag::IntList{1},
+                                                  ag::IntList{1}, ag::IntList{1}, 1, false));
+    bn2 = register_module("bn2", std::make_shared<nn::BatchNorm2dImpl>(c));
   }
   std::string type_name() const override { return "BasicBlock"; }
   Tensor forward(const Tensor& x) override {
     Tensor out = ag::relu(bn1->forward(conv1->forward(x)));
     return ag::relu(bn2->forward(conv2->forward(out)) + x);
   }
-  std::shared_ptr<nn::Conv2d> conv1, conv2;
-  std::shared_ptr<nn::BatchNorm2d> bn1, bn2;
+  std::shared_ptr<nn::Conv2dImpl> conv1, conv2;
+  std::shared_ptr<nn::BatchNorm2dImpl> bn1, bn2;
 };
 
-std::shared_ptr<nn::Sequential> make_resnet_block() {
-  return std::make_shared<nn::Sequential>(std::vector<std::shared_ptr<nn::Module>>{
-      std::make_shared<BasicBlock>(4), std::make_shared<nn::MaxPool2d>(ag::IntList{2})});
+std::shared_ptr<nn::SequentialImpl> make_resnet_block() {
+  return std::make_shared<nn::SequentialImpl>(std::vector<std::shared_ptr<nn::Module>>{
+      std::make_shared<BasicBlock>(4), std::make_shared<nn::MaxPool2dImpl>(ag::IntList{2})});
 }
 
-std::shared_ptr<nn::Sequential> make_transformer() {
-  return std::make_shared<nn::Sequential>(
-      std::vector<std::shared_ptr<nn::Module>>{std::make_shared<nn::TransformerBlock>(16, 4, 8, 32),
-                                               std::make_shared<nn::TransformerBlock>(16, 4, 8, 32),
-                                               std::make_shared<nn::LayerNorm>(ag::IntList{16})});
+std::shared_ptr<nn::SequentialImpl> make_transformer() {
+  return std::make_shared<nn::SequentialImpl>(std::vector<std::shared_ptr<nn::Module>>{
+      std::make_shared<nn::TransformerBlock>(16, 4, 8, 32),
+      std::make_shared<nn::TransformerBlock>(16, 4, 8, 32),
+      std::make_shared<nn::LayerNormImpl>(ag::IntList{16})});
 }
 
 }  // namespace
 
 TEST(AotModule, MlpMatchesEager) {
-  auto compiled = expect_aot_module_matches_eager<nn::Sequential>(make_mlp, ag::randn({8, 6}));
+  auto compiled = expect_aot_module_matches_eager<nn::SequentialImpl>(make_mlp, ag::randn({8, 6}));
   ag::CompiledGraphs g = compiled.graphs();
   EXPECT_FALSE(g.is_inference);
   EXPECT_NE(g.forward.find("aten.gelu"), std::string::npos) << g.forward;
 }
 
 TEST(AotModule, InputGradientAndF64Model) {
-  expect_aot_module_matches_eager<nn::Sequential>(
+  expect_aot_module_matches_eager<nn::SequentialImpl>(
       [] {
         auto m = make_mlp();
         m->to(DType::f64);
@@ -190,7 +190,7 @@ TEST(AotModule, TrainEvalAndNoGradAreSeparateSpecializations) {
 
 TEST(AotModule, ParametersComeFirstInTheGraph) {
   ag::manual_seed(5);
-  auto lin = std::make_shared<nn::Linear>(3, 2);
+  auto lin = std::make_shared<nn::LinearImpl>(3, 2);
   auto compiled = ag::aot_module(lin);
   Tensor y = compiled(ag::randn({4, 3}));
   std::string fw = compiled.graphs().forward;
@@ -203,7 +203,7 @@ TEST(AotModule, ParametersComeFirstInTheGraph) {
 
 TEST(AotModule, TransformerBlocksMatchEager) {
   auto compiled =
-      expect_aot_module_matches_eager<nn::Sequential>(make_transformer, ag::randn({2, 8, 16}));
+      expect_aot_module_matches_eager<nn::SequentialImpl>(make_transformer, ag::randn({2, 8, 16}));
   ag::CompiledGraphs g = compiled.graphs();
   EXPECT_NE(g.forward.find("aten.masked_fill"), std::string::npos) << g.forward;
   EXPECT_NE(g.forward.find("aten.native_layer_norm"), std::string::npos) << g.forward;
@@ -212,7 +212,7 @@ TEST(AotModule, TransformerBlocksMatchEager) {
 }
 
 TEST(AotModule, TransformerF64InputGradient) {
-  expect_aot_module_matches_eager<nn::Sequential>(
+  expect_aot_module_matches_eager<nn::SequentialImpl>(
       [] {
         auto m = make_transformer();
         m->to(DType::f64);
@@ -224,8 +224,8 @@ TEST(AotModule, TransformerF64InputGradient) {
 TEST(AotModule, ResNetBasicBlockUpdatesRunningStats) {
   // Two calls: the running statistics and num_batches_tracked must move in the caller's buffers
   // exactly as eager moves them.
-  auto compiled = expect_aot_module_matches_eager<nn::Sequential>(make_resnet_block,
-                                                                  ag::randn({3, 4, 6, 6}), {}, 3);
+  auto compiled = expect_aot_module_matches_eager<nn::SequentialImpl>(
+      make_resnet_block, ag::randn({3, 4, 6, 6}), {}, 3);
   auto buffers = compiled.module().named_buffers();
   ASSERT_EQ(buffers.size(), 6u);
   EXPECT_EQ(buffers[0].first, "0.bn1.running_mean");
@@ -234,7 +234,7 @@ TEST(AotModule, ResNetBasicBlockUpdatesRunningStats) {
 }
 
 TEST(AotModule, ResNetBasicBlockEvalMode) {
-  expect_aot_module_matches_eager<nn::Sequential>(
+  expect_aot_module_matches_eager<nn::SequentialImpl>(
       [] {
         auto m = make_resnet_block();
         // Non-trivial running statistics, then eval: normalisation uses them and leaves them alone.

@@ -33,21 +33,21 @@ class Net : public nn::Module {
     steps = ag::zeros({}, DType::i64);
     register_buffer("steps", steps);
     body = register_module(
-        "body", std::make_shared<nn::Sequential>(std::vector<std::shared_ptr<nn::Module>>{
-                    std::make_shared<nn::Linear>(3, 4), std::make_shared<nn::GELU>(),
-                    std::make_shared<nn::Linear>(4, 3, /*bias=*/false)}));
+        "body", std::make_shared<nn::SequentialImpl>(std::vector<std::shared_ptr<nn::Module>>{
+                    std::make_shared<nn::LinearImpl>(3, 4), std::make_shared<nn::GELUImpl>(),
+                    std::make_shared<nn::LinearImpl>(4, 3, /*bias=*/false)}));
   }
   std::string type_name() const override { return "Net"; }
   Tensor forward(const Tensor& x) override { return body->forward(x) * scale; }
   Tensor scale, missing, steps;
-  std::shared_ptr<nn::Sequential> body;
+  std::shared_ptr<nn::SequentialImpl> body;
 };
 
 // Shares one Linear under two names and ties a parameter to another module's.
 class Tied : public nn::Module {
  public:
   Tied() {
-    auto shared = std::make_shared<nn::Linear>(2, 2);
+    auto shared = std::make_shared<nn::LinearImpl>(2, 2);
     a = register_module("a", shared);
     b = register_module("b", shared);
     head = nn::parameter(ag::zeros({2}));
@@ -55,7 +55,7 @@ class Tied : public nn::Module {
     also_head = head;
     register_parameter("also_head", also_head);
   }
-  std::shared_ptr<nn::Linear> a, b;
+  std::shared_ptr<nn::LinearImpl> a, b;
   Tensor head, also_head;
 };
 
@@ -77,7 +77,7 @@ TEST(NnModule, HierarchicalNamesInRegistrationOrder) {
   EXPECT_EQ(names_of(net.named_buffers()), (std::vector<std::string>{"steps"}));
   EXPECT_EQ(net.parameters().size(), 4u);
   EXPECT_TRUE(net.parameters()[1].is_same(
-      std::static_pointer_cast<nn::Linear>(net.body->named_children()[0].second)->weight));
+      std::static_pointer_cast<nn::LinearImpl>(net.body->named_children()[0].second)->weight));
   std::vector<std::string> modules;
   for (const auto& [name, m] : net.named_modules()) modules.push_back(name + ":" + m->type_name());
   EXPECT_EQ(modules, (std::vector<std::string>{":Net", "body:Sequential", "body.0:Linear",
@@ -89,7 +89,7 @@ TEST(NnModule, HierarchicalNamesInRegistrationOrder) {
 }
 
 TEST(NnModule, NamedParametersReadTheCurrentSlotValue) {
-  nn::Linear lin(2, 2);
+  nn::LinearImpl lin(2, 2);
   Tensor replacement = nn::parameter(ag::zeros({2, 2}));
   lin.weight = replacement;
   EXPECT_TRUE(lin.named_parameters()[0].second.is_same(replacement));
@@ -160,14 +160,14 @@ TEST(NnModule, RegistrationErrorsNameTheProblem) {
 }
 
 TEST(NnModule, ContainersChainAndIndex) {
-  nn::ModuleList list;
-  list.push_back(std::make_shared<nn::ReLU>());
-  list.push_back(std::make_shared<nn::GELU>("tanh"));
+  nn::ModuleListImpl list;
+  list.push_back(std::make_shared<nn::ReLUImpl>());
+  list.push_back(std::make_shared<nn::GELUImpl>("tanh"));
   EXPECT_EQ(list.size(), 2u);
-  EXPECT_EQ(list[1].type_name(), "GELU");
+  EXPECT_EQ(list[1]->type_name(), "GELU");
   EXPECT_THROW(list[2], std::out_of_range);
   EXPECT_THROW(list.forward(ag::ones({1})), std::logic_error);
-  nn::Sequential seq({std::make_shared<nn::ReLU>(), std::make_shared<nn::ReLU>()});
+  nn::SequentialImpl seq(std::make_shared<nn::ReLUImpl>(), std::make_shared<nn::ReLUImpl>());
   EXPECT_EQ(seq(ag::from_vector(std::vector<float>{-1, 2}, {2})).to_vector<float>(),
             (std::vector<float>{0, 2}));
 }
@@ -176,7 +176,7 @@ TEST(NnModule, ContainersChainAndIndex) {
 
 TEST(NnInit, LinearAndConvBoundsAreOneOverSqrtFanIn) {
   ag::manual_seed(123);
-  nn::Linear lin(64, 200);
+  nn::LinearImpl lin(64, 200);
   double bound = 1.0 / std::sqrt(64.0);
   std::vector<float> w = lin.weight.to_vector<float>();
   double lo = 1, hi = -1, mean = 0;
@@ -235,9 +235,9 @@ TEST(NnInit, NormalStatisticsAndSeededReproducibility) {
 
 TEST(NnInit, SameSeedSameModel) {
   ag::manual_seed(5);
-  nn::Linear a(8, 8);
+  nn::LinearImpl a(8, 8);
   ag::manual_seed(5);
-  nn::Linear b(8, 8);
+  nn::LinearImpl b(8, 8);
   EXPECT_EQ(a.weight.to_vector<float>(), b.weight.to_vector<float>());
   EXPECT_EQ(a.bias.to_vector<float>(), b.bias.to_vector<float>());
 }

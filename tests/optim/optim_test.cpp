@@ -334,7 +334,7 @@ TEST(Optim, ZeroGradZeroesByDefaultAsLibTorch113) {
 
 TEST(Optim, TrainsALinearModelDownhill) {
   ag::manual_seed(0);
-  auto model = std::make_shared<ag::nn::Linear>(4, 1);
+  auto model = std::make_shared<ag::nn::LinearImpl>(4, 1);
   Tensor x = ag::randn({16, 4});
   Tensor y = ag::matmul(x, ag::from_vector(std::vector<float>{1, -2, 3, 0.5}, {4, 1})) + 0.25;
   AdamW opt(model->parameters(), AdamWOptions(0.05).weight_decay(0.0));

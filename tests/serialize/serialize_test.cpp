@@ -30,9 +30,9 @@ namespace {
 class Net : public ag::nn::Module {
  public:
   explicit Net(int64_t hidden = 2)
-      : fc1(std::make_shared<ag::nn::Linear>(16, hidden)),
-        bn(std::make_shared<ag::nn::BatchNorm2d>(1)),
-        fc2(std::make_shared<ag::nn::Linear>(hidden, 1)) {
+      : fc1(std::make_shared<ag::nn::LinearImpl>(16, hidden)),
+        bn(std::make_shared<ag::nn::BatchNorm2dImpl>(1)),
+        fc2(std::make_shared<ag::nn::LinearImpl>(hidden, 1)) {
     register_module("fc1", fc1);
     register_module("bn", bn);
     register_module("fc2", fc2);
@@ -41,9 +41,9 @@ class Net : public ag::nn::Module {
     Tensor h = (*bn)(x);
     return (*fc2)(ag::relu((*fc1)(h.reshape({h.size(0), 16}))));
   }
-  std::shared_ptr<ag::nn::Linear> fc1;
-  std::shared_ptr<ag::nn::BatchNorm2d> bn;
-  std::shared_ptr<ag::nn::Linear> fc2;
+  std::shared_ptr<ag::nn::LinearImpl> fc1;
+  std::shared_ptr<ag::nn::BatchNorm2dImpl> bn;
+  std::shared_ptr<ag::nn::LinearImpl> fc2;
 };
 
 // Every parameter and buffer's bytes, for bit-exact comparisons.

@@ -1,7 +1,7 @@
 // aot_module: compile a module's forward with aot_function, its parameters and buffers lifted to
 // graph inputs.
 //
-//   auto block = std::make_shared<nn::TransformerBlock>(256, 4, 128, 1024);
+//   auto block = std::make_shared<nn::TransformerBlock>(256, 4, 128, 1024);  // or a holder
 //   auto compiled = aot_module(block);
 //   Tensor y = compiled(x);           // traces block->forward(x) on the first call
 //   y.sum().backward();               // fills block's parameter grads exactly as eager would
@@ -128,6 +128,12 @@ AotModule<M> aot_module(std::shared_ptr<M> model, AotConfig config = {}) {
   if (!model) throw std::invalid_argument("aot_module: the model is null");
   if (config.name == AotConfig{}.name) config.name = model->type_name();
   return AotModule<M>(std::move(model), std::move(config));
+}
+
+// The module a holder holds: aot_module(nn::Linear(3, 4)), aot_module(net) for a TORCH_MODULE.
+template <typename M>
+AotModule<M> aot_module(const nn::ModuleHolder<M>& holder, AotConfig config = {}) {
+  return aot_module(holder.ptr(), std::move(config));
 }
 
 }  // namespace aotgrad

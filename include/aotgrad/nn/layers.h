@@ -2,75 +2,155 @@
 // (drawn from the thread's default generator: call manual_seed() first for reproducible weights).
 // Parameter and submodule names follow PyTorch where it has the layer ("weight", "bias",
 // "running_mean", ...) and timm / nanoGPT where it does not ("qkv", "proj", "fc1", "fc2").
+//
+// LibTorch's layers come as a class XImpl (the module), its holder X (holder.h) and XOptions
+// (options.h): `nn::Linear fc(nn::LinearOptions(3, 4).bias(false)); fc(x); fc->weight`. Each
+// XImpl keeps the options it was built with in `options`. The convolution, normalisation and
+// pooling layers are in conv_layers.h, the losses in loss.h.
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
+#include <utility>
 
+#include "aotgrad/nn/conv_layers.h"
 #include "aotgrad/nn/module.h"
+#include "aotgrad/nn/options.h"
 
 namespace aotgrad::nn {
 
 // y = x W^T + b. weight [out, in] ~ kaiming_uniform(a = sqrt(5)), i.e. U(-1/sqrt(in), 1/sqrt(in));
 // bias ~ U(-1/sqrt(in), 1/sqrt(in)).
-class Linear : public Module {
+class LinearImpl : public Module {
  public:
-  Linear(int64_t in_features, int64_t out_features, bool bias = true);
+  explicit LinearImpl(const LinearOptions& options);
+  LinearImpl(int64_t in_features, int64_t out_features, bool bias = true)
+      : LinearImpl(LinearOptions(in_features, out_features).bias(bias)) {}
   std::string type_name() const override { return "Linear"; }
+  void pretty_print(std::ostream& os) const override;
   Tensor forward(const Tensor& x) override;
+  LinearOptions options;
   Tensor weight, bias;
-  int64_t in_features, out_features;
 };
+TORCH_MODULE(Linear);
 
 // Rows of `weight` [num_embeddings, embedding_dim] ~ N(0, 1) picked by integer indices. The row
-// padding_idx (if given) starts at zero and gets no gradient.
-class Embedding : public Module {
+// padding_idx (if given; negative counts from the end) starts at zero and gets no gradient.
+class EmbeddingImpl : public Module {
  public:
-  Embedding(int64_t num_embeddings, int64_t embedding_dim,
-            std::optional<int64_t> padding_idx = std::nullopt);
+  explicit EmbeddingImpl(const EmbeddingOptions& options);
+  EmbeddingImpl(int64_t num_embeddings, int64_t embedding_dim,
+                std::optional<int64_t> padding_idx = std::nullopt)
+      : EmbeddingImpl(EmbeddingOptions(num_embeddings, embedding_dim).padding_idx(padding_idx)) {}
   std::string type_name() const override { return "Embedding"; }
+  void pretty_print(std::ostream& os) const override;
   Tensor forward(const Tensor& indices) override;
+  EmbeddingOptions options;  // padding_idx made non-negative
   Tensor weight;
-  int64_t num_embeddings, embedding_dim;
-  std::optional<int64_t> padding_idx;
 };
+TORCH_MODULE(Embedding);
 
 // Normalises over the trailing dims `normalized_shape`; weight = ones, bias = zeros.
-class LayerNorm : public Module {
+class LayerNormImpl : public Module {
  public:
-  explicit LayerNorm(IntList normalized_shape, double eps = 1e-5, bool elementwise_affine = true);
+  explicit LayerNormImpl(const LayerNormOptions& options);
+  explicit LayerNormImpl(IntList normalized_shape, double eps = 1e-5,
+                         bool elementwise_affine = true)
+      : LayerNormImpl(LayerNormOptions(std::move(normalized_shape))
+                          .eps(eps)
+                          .elementwise_affine(elementwise_affine)) {}
   std::string type_name() const override { return "LayerNorm"; }
+  void pretty_print(std::ostream& os) const override;
   Tensor forward(const Tensor& x) override;
+  LayerNormOptions options;
   Tensor weight, bias;
-  IntList normalized_shape;
-  double eps;
 };
+TORCH_MODULE(LayerNorm);
 
 // Zeroes each element with probability p in training mode and scales the rest by 1 / (1 - p);
-// the identity in eval mode or when p == 0.
-class Dropout : public Module {
+// the identity in eval mode or when p == 0. inplace is accepted and computes out of place.
+class DropoutImpl : public Module {
  public:
-  explicit Dropout(double p = 0.5);
+  explicit DropoutImpl(const DropoutOptions& options = {});
   std::string type_name() const override { return "Dropout"; }
+  void pretty_print(std::ostream& os) const override;
   Tensor forward(const Tensor& x) override;
-  double p;
+  DropoutOptions options;
 };
+TORCH_MODULE(Dropout);
 
 // approximate: "none" (erf) or "tanh".
-class GELU : public Module {
+class GELUImpl : public Module {
  public:
-  explicit GELU(std::string approximate = "none");
+  explicit GELUImpl(const GELUOptions& options = {});
+  explicit GELUImpl(std::string approximate)
+      : GELUImpl(GELUOptions().approximate(std::move(approximate))) {}
   std::string type_name() const override { return "GELU"; }
+  void pretty_print(std::ostream& os) const override;
   Tensor forward(const Tensor& x) override;
-  std::string approximate;
+  GELUOptions options;
 };
+TORCH_MODULE(GELU);
 
-class ReLU : public Module {
+class ReLUImpl : public Module {
  public:
+  explicit ReLUImpl(const ReLUOptions& options = {}) : options(options) {}
   std::string type_name() const override { return "ReLU"; }
+  void pretty_print(std::ostream& os) const override;
+  Tensor forward(const Tensor& x) override;
+  ReLUOptions options;
+};
+TORCH_MODULE(ReLU);
+
+class SigmoidImpl : public Module {
+ public:
+  std::string type_name() const override { return "Sigmoid"; }
+  void pretty_print(std::ostream& os) const override { os << "torch::nn::Sigmoid()"; }
   Tensor forward(const Tensor& x) override;
 };
+TORCH_MODULE(Sigmoid);
+
+class TanhImpl : public Module {
+ public:
+  std::string type_name() const override { return "Tanh"; }
+  void pretty_print(std::ostream& os) const override { os << "torch::nn::Tanh()"; }
+  Tensor forward(const Tensor& x) override;
+};
+TORCH_MODULE(Tanh);
+
+// Merges dims start_dim..end_dim into one (a view where the strides allow, as reshape).
+class FlattenImpl : public Module {
+ public:
+  explicit FlattenImpl(const FlattenOptions& options = {}) : options(options) {}
+  std::string type_name() const override { return "Flatten"; }
+  void pretty_print(std::ostream& os) const override;
+  Tensor forward(const Tensor& x) override;
+  FlattenOptions options;
+};
+TORCH_MODULE(Flatten);
+
+// Wraps a function of one tensor as a module, for Sequential: Functional(relu), a lambda, or a
+// function with the arguments after the tensor bound, as LibTorch's Functional(torch::leaky_relu,
+// 0.2) calls leaky_relu(x, 0.2). Name an overloaded function with a cast or a lambda.
+class FunctionalImpl : public Module {
+ public:
+  using Function = std::function<Tensor(Tensor)>;
+  template <typename F, typename... Bound>
+  requires std::is_invocable_v<F&, Tensor, Bound&...>
+  explicit FunctionalImpl(F function, Bound... bound)
+      : function_([function = std::move(function), ... bound = std::move(bound)](Tensor x) mutable {
+          return Tensor(std::invoke(function, std::move(x), bound...));
+        }) {}
+  std::string type_name() const override { return "Functional"; }
+  void pretty_print(std::ostream& os) const override { os << "torch::nn::Functional()"; }
+  Tensor forward(const Tensor& x) override { return function_(x); }
+
+ private:
+  Function function_;
+};
+TORCH_MODULE(Functional);
 
 // Multi-head causal self-attention on [batch, seq, d_model]: qkv = Linear(d, 3d); per head
 // softmax(q k^T / sqrt(d_head), masked causally) v; proj = Linear(d, d). The causal mask is the
@@ -82,8 +162,8 @@ class CausalSelfAttention : public Module {
                       bool bias = true);
   std::string type_name() const override { return "CausalSelfAttention"; }
   Tensor forward(const Tensor& x) override;
-  std::shared_ptr<Linear> qkv, proj;
-  std::shared_ptr<Dropout> attn_dropout, resid_dropout;
+  std::shared_ptr<LinearImpl> qkv, proj;
+  std::shared_ptr<DropoutImpl> attn_dropout, resid_dropout;
   Tensor mask;
   int64_t d_model, n_heads, block_size;
 };
@@ -95,9 +175,9 @@ class MLP : public Module {
       const std::string& approximate = "none");
   std::string type_name() const override { return "MLP"; }
   Tensor forward(const Tensor& x) override;
-  std::shared_ptr<Linear> fc1, fc2;
-  std::shared_ptr<GELU> act;
-  std::shared_ptr<Dropout> dropout;
+  std::shared_ptr<LinearImpl> fc1, fc2;
+  std::shared_ptr<GELUImpl> act;
+  std::shared_ptr<DropoutImpl> dropout;
 };
 
 // Pre-LN transformer block: x + attn(ln1(x)), then + mlp(ln2(x)).
@@ -107,48 +187,9 @@ class TransformerBlock : public Module {
                    double dropout = 0.0);
   std::string type_name() const override { return "TransformerBlock"; }
   Tensor forward(const Tensor& x) override;
-  std::shared_ptr<LayerNorm> ln1, ln2;
+  std::shared_ptr<LayerNormImpl> ln1, ln2;
   std::shared_ptr<CausalSelfAttention> attn;
   std::shared_ptr<MLP> mlp;
-};
-
-// 2-D convolution on [N, C, H, W]. Sizes given as one value apply to both spatial dims.
-// weight [out, in / groups, kh, kw] ~ kaiming_uniform(a = sqrt(5)); bias ~ U(+-1/sqrt(fan_in)).
-class Conv2d : public Module {
- public:
-  Conv2d(int64_t in_channels, int64_t out_channels, IntList kernel_size, IntList stride = {1},
-         IntList padding = {0}, IntList dilation = {1}, int64_t groups = 1, bool bias = true);
-  std::string type_name() const override { return "Conv2d"; }
-  Tensor forward(const Tensor& x) override;
-  Tensor weight, bias;
-  int64_t in_channels, out_channels, groups;
-  IntList kernel_size, stride, padding, dilation;
-};
-
-// Batch normalisation over [N, C, H, W] per channel. In training mode it normalises with the
-// batch statistics and updates the buffers running_mean / running_var (unbiased variance) with
-// `momentum`, and counts num_batches_tracked; in eval mode it uses the running statistics.
-class BatchNorm2d : public Module {
- public:
-  explicit BatchNorm2d(int64_t num_features, double eps = 1e-5, double momentum = 0.1,
-                       bool affine = true, bool track_running_stats = true);
-  std::string type_name() const override { return "BatchNorm2d"; }
-  Tensor forward(const Tensor& x) override;
-  Tensor weight, bias;
-  Tensor running_mean, running_var, num_batches_tracked;
-  int64_t num_features;
-  double eps, momentum;
-};
-
-// Max over windows of [N, C, H, W]; stride defaults to kernel_size.
-class MaxPool2d : public Module {
- public:
-  explicit MaxPool2d(IntList kernel_size, IntList stride = {}, IntList padding = {0},
-                     IntList dilation = {1}, bool ceil_mode = false);
-  std::string type_name() const override { return "MaxPool2d"; }
-  Tensor forward(const Tensor& x) override;
-  IntList kernel_size, stride, padding, dilation;
-  bool ceil_mode;
 };
 
 }  // namespace aotgrad::nn
