@@ -140,7 +140,7 @@ void save(const nn::Module& module, const std::string& path) {
 void load(nn::Module& module, const std::string& path) {
   SafetensorsContents c = checkpoint::read(path, checkpoint::kModuleFormat, "a module");
   nn::NamedTensors targets = module.named_parameters();
-  for (auto& entry : module.named_buffers()) targets.push_back(entry);
+  for (auto& entry : module.named_buffers()) targets.push_back(entry.pair());
   std::vector<std::pair<Tensor, const Tensor*>> copies;  // target, value from the file
   std::vector<bool> used(c.tensors.size(), false);
   for (const auto& [name, target] : targets) {

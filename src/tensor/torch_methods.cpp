@@ -5,6 +5,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "aotgrad/nn_ops.h"
 #include "aotgrad/autograd.h"
 #include "aotgrad/indexing.h"
 #include "aotgrad/math.h"
@@ -74,73 +75,18 @@ Tensor Tensor::argmin(std::optional<int64_t> d, bool keepdim) const {
   return aotgrad::argmin(*this, d, keepdim);
 }
 
-Tensor argmin(const Tensor& a, std::optional<int64_t> dim, bool keepdim) {
-  if (a.dtype() == DType::b8)
-    throw std::invalid_argument("argmin: not implemented for dtype b8; convert with .to(kLong)");
-  // The first smallest element is the first largest of the negation. Unsigned and narrow
-  // integers are widened first, so that negation cannot wrap.
-  const Tensor wide = is_floating(a.dtype()) || a.dtype() == DType::i64 ? a : a.to(DType::i64);
-  if (wide.dtype() == DType::i64) {
-    // -INT64_MIN wraps to itself; 0 - x - 1 (bitwise not) orders the same way and never wraps.
-    return aotgrad::argmax(aotgrad::sub(aotgrad::neg(wide), Scalar(int64_t{1})), dim, keepdim);
-  }
-  return aotgrad::argmax(neg(wide), dim, keepdim);
-}
-
-namespace {
-
-void check_norm_dtype(const Tensor& a) {
-  if (!is_floating(a.dtype()))
-    throw std::invalid_argument("norm: expected a floating input, got dtype " +
-                                std::string(dtype_name(a.dtype())) + "; convert with .to(kFloat)");
-}
-
-// The vector p-norm of `a` over `dims` (all dims when empty), as torch.linalg.vector_norm.
-Tensor vector_norm(const Tensor& a, const Scalar& p, const IntList& dims, bool keepdim) {
-  check_norm_dtype(a);
-  const IntList all_dims = [&] {
-    IntList d;
-    if (!dims.empty()) return dims;
-    for (int64_t k = 0; k < a.dim(); ++k) d.push_back(k);
-    return d;
-  }();
-  const double pv = p.to_double();
-  auto reduce = [&](const Tensor& x) {
-    return a.dim() == 0 ? x : aotgrad::sum(x, all_dims, keepdim);
-  };
-  if (pv == 2.0) return sqrt(reduce(mul(a, a)));
-  if (pv == 1.0) return reduce(aotgrad::abs(a));
-  if (pv == std::numeric_limits<double>::infinity())
-    return a.dim() == 0 ? aotgrad::abs(a) : amax(aotgrad::abs(a), all_dims, keepdim);
-  if (pv == 0.0) return reduce(ne(a, Scalar(0)).to(a.dtype()));
-  if (pv > 0.0) return pow(reduce(pow(aotgrad::abs(a), p)), Scalar(1.0 / pv));
-  throw std::invalid_argument("norm: p = " + p.to_string() +
-                              " is not supported; use p >= 0 or inf");
-}
-
-}  // namespace
-
-Tensor norm(const Tensor& a, const Scalar& p) {
-  return vector_norm(a, p, {}, false);
-}
+// norm, all / any and argmin are op rows (src/ops/reduce_extra.cpp, declared in nn_ops.h); the
+// methods call them.
 Tensor Tensor::norm(const Scalar& p) const {
-  return vector_norm(*this, p, {}, false);
+  return aotgrad::norm(*this, p);
 }
 Tensor Tensor::norm(const Scalar& p, int64_t d, bool keepdim) const {
-  return vector_norm(*this, p, {d}, keepdim);
+  return aotgrad::norm(*this, std::optional<Scalar>(p), IntList{d}, keepdim);
 }
 Tensor Tensor::norm(const Scalar& p, const IntList& dims, bool keepdim) const {
   if (dims.empty())
     throw std::invalid_argument("norm: an empty dim list; call norm(p) for every element");
-  return vector_norm(*this, p, dims, keepdim);
-}
-
-// all / any count the zero / non-zero elements: bool results, no gradient.
-Tensor all(const Tensor& a) {
-  return eq(sum(eq(a, Scalar(0))), Scalar(0));
-}
-Tensor any(const Tensor& a) {
-  return gt(sum(ne(a, Scalar(0))), Scalar(0));
+  return aotgrad::norm(*this, std::optional<Scalar>(p), dims, keepdim);
 }
 Tensor Tensor::all() const {
   return aotgrad::all(*this);
@@ -149,10 +95,10 @@ Tensor Tensor::any() const {
   return aotgrad::any(*this);
 }
 Tensor Tensor::all(int64_t d, bool keepdim) const {
-  return aotgrad::eq(aotgrad::sum(aotgrad::eq(*this, Scalar(0)), {d}, keepdim), Scalar(0));
+  return aotgrad::all(*this, d, keepdim);
 }
 Tensor Tensor::any(int64_t d, bool keepdim) const {
-  return aotgrad::gt(aotgrad::sum(aotgrad::ne(*this, Scalar(0)), {d}, keepdim), Scalar(0));
+  return aotgrad::any(*this, d, keepdim);
 }
 
 Tensor Tensor::flatten(int64_t start_dim, int64_t end_dim) const {

@@ -20,21 +20,7 @@
 
 #include "aotgrad/tensor.h"
 
-#define AOTGRAD_ARG(T, name)        \
- public:                            \
-  auto& name(const T& new_##name) { \
-    this->name##_ = new_##name;     \
-    return *this;                   \
-  }                                 \
-  const T& name() const noexcept {  \
-    return name##_;                 \
-  }                                 \
-  T& name() noexcept {              \
-    return name##_;                 \
-  }                                 \
-                                    \
- private:                           \
-  T name##_
+#include "aotgrad/options_arg.h"
 
 namespace aotgrad {
 

@@ -27,23 +27,7 @@
 
 #include "aotgrad/tensor.h"
 
-// A LibTorch-style option or state field: `x.name(v)` sets it and returns `x` (for chaining),
-// `x.name()` reads it. Follow with `= default_value;`.
-#define AOTGRAD_ARG(T, name)                        \
- public:                                            \
-  auto name(const T& new_##name)->decltype(*this) { \
-    this->name##_ = new_##name;                     \
-    return *this;                                   \
-  }                                                 \
-  const T& name() const noexcept {                  \
-    return name##_;                                 \
-  }                                                 \
-  T& name() noexcept {                              \
-    return name##_;                                 \
-  }                                                 \
-                                                    \
- private:                                           \
-  T name##_
+#include "aotgrad/options_arg.h"
 
 namespace aotgrad::optim {
 
