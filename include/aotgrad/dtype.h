@@ -1,4 +1,5 @@
-// Element types. f16 and bf16 are storage types reserved for later: kernels compute in f32.
+// Element types. f16 and bf16 are storage types: kernels compute in f32. u8 and i32 are
+// LibTorch's kByte and kInt: integral types that compute in their own width.
 #pragma once
 
 #include <cstddef>
@@ -7,7 +8,7 @@
 
 namespace aotgrad {
 
-enum class DType : uint8_t { f32, f64, i64, b8, f16, bf16 };
+enum class DType : uint8_t { f32, f64, i64, b8, f16, bf16, u8, i32 };
 
 constexpr size_t itemsize(DType t) {
   switch (t) {
@@ -17,6 +18,8 @@ constexpr size_t itemsize(DType t) {
     case DType::b8: return 1;
     case DType::f16: return 2;
     case DType::bf16: return 2;
+    case DType::u8: return 1;
+    case DType::i32: return 4;
   }
   return 0;
 }
@@ -25,7 +28,11 @@ constexpr bool is_floating(DType t) {
   return t == DType::f32 || t == DType::f64 || t == DType::f16 || t == DType::bf16;
 }
 
-// Short names used by the graph text format: "f32", "f64", "i64", "b8", "f16", "bf16".
+// Integral types other than bool (u8, i32, i64).
+constexpr bool is_integral(DType t) { return t == DType::u8 || t == DType::i32 || t == DType::i64; }
+
+// Short names used by the graph text format: "f32", "f64", "i64", "b8", "f16", "bf16", "u8",
+// "i32".
 std::string_view dtype_name(DType t);
 // Inverse of dtype_name; throws std::invalid_argument naming the text for an unknown name.
 DType parse_dtype(std::string_view name);
@@ -34,5 +41,21 @@ DType parse_dtype(std::string_view name);
 DType promote_types(DType a, DType b);
 
 constexpr DType kDefaultFloat = DType::f32;
+
+// LibTorch's ScalarType constants (torch::kFloat, torch::kLong, ...).
+constexpr DType kFloat = DType::f32;
+constexpr DType kFloat32 = DType::f32;
+constexpr DType kDouble = DType::f64;
+constexpr DType kFloat64 = DType::f64;
+constexpr DType kHalf = DType::f16;
+constexpr DType kFloat16 = DType::f16;
+constexpr DType kBFloat16 = DType::bf16;
+constexpr DType kLong = DType::i64;
+constexpr DType kInt64 = DType::i64;
+constexpr DType kInt = DType::i32;
+constexpr DType kInt32 = DType::i32;
+constexpr DType kByte = DType::u8;
+constexpr DType kUInt8 = DType::u8;
+constexpr DType kBool = DType::b8;
 
 }  // namespace aotgrad

@@ -6,6 +6,8 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
+#include <string_view>
 #include <vector>
 
 #include "aotgrad/tensor.h"
@@ -68,5 +70,56 @@ Tensor& index_put_(Tensor& a, const std::vector<Tensor>& indices, const Tensor& 
 // Lower / upper triangle of each matrix (last two dims) from the diagonal-th diagonal; the rest 0.
 Tensor tril(const Tensor& a, int64_t diagonal = 0);
 Tensor triu(const Tensor& a, int64_t diagonal = 0);
+
+// ---- LibTorch's indexing API: t.index({Slice(0, 2), None, Ellipsis, 3, idx}) ----
+namespace indexing {
+// torch::indexing::None is std::nullopt, so Slice(None, 3) reads as Python's [:3].
+inline constexpr std::nullopt_t None = std::nullopt;
+struct EllipsisIndexType {};
+inline constexpr EllipsisIndexType Ellipsis{};
+
+// Python's start:stop:step; an absent field takes Python's default.
+class Slice {
+ public:
+  Slice(std::optional<int64_t> start = std::nullopt, std::optional<int64_t> stop = std::nullopt,
+        std::optional<int64_t> step = std::nullopt)
+      : start_(start), stop_(stop), step_(step) {}
+  std::optional<int64_t> start() const { return start_; }
+  std::optional<int64_t> stop() const { return stop_; }
+  std::optional<int64_t> step() const { return step_; }
+
+ private:
+  std::optional<int64_t> start_, stop_, step_;
+};
+}  // namespace indexing
+
+// One entry of Python's t[...]: an integer (selects, drops the dim), a Slice, None (a new size-1
+// dim), Ellipsis (as many whole dims as the other entries leave), a bool (a new dim of size 1
+// or 0) or an index tensor (i64 values or a b8 mask: advanced indexing, as index()).
+class TensorIndex {
+ public:
+  enum class Kind : uint8_t { none, ellipsis, integer, boolean, slice, tensor };
+  TensorIndex(std::nullopt_t) : kind_(Kind::none) {}                          // NOLINT: implicit
+  TensorIndex(indexing::EllipsisIndexType) : kind_(Kind::ellipsis) {}         // NOLINT
+  TensorIndex(int64_t i) : kind_(Kind::integer), integer_(i) {}               // NOLINT
+  TensorIndex(int i) : kind_(Kind::integer), integer_(i) {}                   // NOLINT
+  TensorIndex(bool b) : kind_(Kind::boolean), integer_(b ? 1 : 0) {}          // NOLINT
+  TensorIndex(indexing::Slice s) : kind_(Kind::slice), slice_(s) {}           // NOLINT
+  TensorIndex(Tensor t) : kind_(Kind::tensor), tensor_(std::move(t)) {}       // NOLINT
+  // "..." is Ellipsis, as in LibTorch; any other text throws std::invalid_argument.
+  TensorIndex(const char* text);  // NOLINT
+
+  Kind kind() const { return kind_; }
+  int64_t integer() const { return integer_; }
+  bool boolean() const { return integer_ != 0; }
+  const indexing::Slice& slice() const { return slice_; }
+  const Tensor& tensor() const { return tensor_; }
+
+ private:
+  Kind kind_;
+  int64_t integer_ = 0;
+  indexing::Slice slice_;
+  Tensor tensor_;
+};
 
 }  // namespace aotgrad

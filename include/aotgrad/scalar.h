@@ -2,7 +2,9 @@
 #pragma once
 
 #include <cstdint>
+#include <iosfwd>
 #include <string>
+#include <type_traits>
 
 #include "aotgrad/dtype.h"
 
@@ -34,10 +36,31 @@ class Scalar {
   }
   std::string to_string() const;
 
+  // LibTorch's spellings.
+  double toDouble() const { return to_double(); }
+  float toFloat() const { return static_cast<float>(to_double()); }
+  int64_t toLong() const { return to_int(); }
+  int toInt() const { return static_cast<int>(to_int()); }
+  bool toBool() const { return to_bool(); }
+  bool isFloatingPoint() const { return is_floating(); }
+  bool isIntegral(bool include_bool) const {
+    return kind_ == Kind::integer || (include_bool && kind_ == Kind::boolean);
+  }
+  bool isBoolean() const { return kind_ == Kind::boolean; }
+  // The value converted to T (double, float, int64_t, int or bool), as Scalar::to<T>.
+  template <typename T>
+  T to() const {
+    if constexpr (std::is_same_v<T, bool>) return to_bool();
+    else if constexpr (std::is_floating_point_v<T>) return static_cast<T>(to_double());
+    else return static_cast<T>(to_int());
+  }
+
  private:
   Kind kind_;
   double d_ = 0.0;
   int64_t i_ = 0;
 };
+
+std::ostream& operator<<(std::ostream& os, const Scalar& s);
 
 }  // namespace aotgrad

@@ -11,6 +11,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <initializer_list>
 #include <memory>
 #include <optional>
@@ -19,6 +20,7 @@
 
 #include "aotgrad/dtype.h"
 #include "aotgrad/scalar.h"
+#include "aotgrad/torch/tensor_options.h"
 
 namespace aotgrad {
 
@@ -32,6 +34,9 @@ class Storage {
  public:
   // Allocates `nbytes` (64-byte aligned). A fake storage allocates nothing.
   Storage(size_t nbytes, bool fake);
+  // Memory the caller owns (from_blob): nothing is allocated; `deleter`, when set, runs on `data`
+  // when the last tensor sharing this storage dies.
+  Storage(void* data, size_t nbytes, std::function<void(void*)> deleter);
   ~Storage();
   Storage(const Storage&) = delete;
   Storage& operator=(const Storage&) = delete;
@@ -47,10 +52,13 @@ class Storage {
   void* data_ = nullptr;
   size_t nbytes_ = 0;
   bool fake_ = false;
+  bool external_ = false;
+  std::function<void(void*)> deleter_;
   std::atomic<uint64_t> version_{0};
 };
 
 struct TensorImpl;
+class TensorIndex;
 
 // Which graph value a fake tensor stands for while a Trace interpreter is active.
 struct TraceSlot {
@@ -82,12 +90,27 @@ class Tensor {
   bool is_same(const Tensor& o) const { return impl_ == o.impl_; }
   uint64_t version() const;
 
+  // ---- LibTorch metadata spellings (torch/tensor_methods.cpp) ----
+  DType scalar_type() const { return dtype(); }
+  int64_t ndimension() const { return dim(); }
+  int64_t element_size() const { return static_cast<int64_t>(itemsize(dtype())); }
+  bool is_floating_point() const { return is_floating(dtype()); }
+  Device device() const { return Device(DeviceType::CPU); }
+  bool is_cpu() const { return true; }
+  bool is_cuda() const { return false; }
+  // dtype, device and requires_grad of this tensor.
+  TensorOptions options() const;
+
   // ---- data ----
   template <typename T>
   T* data_ptr() const;
   // The value of a one-element tensor, converted to T.
   template <typename T>
   T item() const;
+  // The value of a one-element tensor as a Scalar of its kind (bool, integral or floating).
+  Scalar item() const;
+  // Address of element 0 (nullptr for a fake tensor).
+  void* data_ptr() const;
   // Copies the elements, in logical (row-major) order, converted to T.
   template <typename T>
   std::vector<T> to_vector() const;
@@ -143,7 +166,40 @@ class Tensor {
   Tensor clone() const;
   Tensor contiguous() const;
   Tensor to(DType dtype) const;
+  // The CPU is the only device: to(kCPU) returns this tensor (or its cast), a CUDA device throws.
+  Tensor to(Device device, std::optional<DType> dtype = std::nullopt) const;
+  Tensor cpu() const { return *this; }
+  Tensor type_as(const Tensor& other) const { return to(other.dtype()); }
 
+  // ---- more ops as methods, LibTorch spellings (torch/tensor_methods.cpp) ----
+  Tensor sum(int64_t dim, bool keepdim = false) const;
+  Tensor mean(int64_t dim, bool keepdim = false) const;
+  Tensor pow(const Tensor& exponent) const;
+  Tensor abs() const;
+  Tensor ne(const Scalar& o) const;
+  Tensor ne(const Tensor& o) const;
+  Tensor ge(const Scalar& o) const;
+  Tensor le(const Scalar& o) const;
+  // Index of the largest / smallest element (flattened, or along `dim`), i64.
+  Tensor argmax(std::optional<int64_t> dim = std::nullopt, bool keepdim = false) const;
+  Tensor argmin(std::optional<int64_t> dim = std::nullopt, bool keepdim = false) const;
+  // Vector p-norm over all elements, or over `dims` (floating tensors only).
+  Tensor norm(const Scalar& p = 2) const;
+  Tensor norm(const Scalar& p, int64_t dim, bool keepdim = false) const;
+  Tensor norm(const Scalar& p, const IntList& dims, bool keepdim = false) const;
+  // Whether every / any element is non-zero (b8; over `dim` when given).
+  Tensor all() const;
+  Tensor all(int64_t dim, bool keepdim = false) const;
+  Tensor any() const;
+  Tensor any(int64_t dim, bool keepdim = false) const;
+  Tensor log_softmax(int64_t dim) const;
+  Tensor softmax(int64_t dim) const;
+  Tensor flatten(int64_t start_dim = 0, int64_t end_dim = -1) const;
+  Tensor expand_as(const Tensor& other) const { return expand(other.sizes()); }
+  Tensor view_as(const Tensor& other) const { return view(other.sizes()); }
+  Tensor reshape_as(const Tensor& other) const { return reshape(other.sizes()); }
+  // Drops every size-1 dim.
+  Tensor squeeze() const;
   // views
   Tensor view(const IntList& sizes) const;
   Tensor reshape(const IntList& sizes) const;
@@ -159,6 +215,16 @@ class Tensor {
                     std::optional<int64_t> storage_offset = std::nullopt) const;
   Tensor alias() const;
 
+  // ---- indexing, LibTorch spellings (torch/indexing.cpp; TensorIndex is in aotgrad/indexing.h)
+  // t[i] is t.select(0, i); t[index_tensor] is t.index({index_tensor}).
+  Tensor operator[](int64_t i) const { return select(0, i); }
+  Tensor operator[](const Tensor& index) const;
+  // Python's t[i0, i1, ...]: integers, Slice, None, Ellipsis, bool and index tensors.
+  Tensor index(const std::vector<TensorIndex>& indices) const;
+  // Python's t[i0, i1, ...] = values, in place.
+  Tensor& index_put_(const std::vector<TensorIndex>& indices, const Tensor& values);
+  Tensor& index_put_(const std::vector<TensorIndex>& indices, const Scalar& value);
+
   // in-place: return *this after bumping the version counter
   Tensor& add_(const Tensor& o, const Scalar& alpha = 1);
   Tensor& add_(const Scalar& o);
@@ -167,6 +233,24 @@ class Tensor {
   Tensor& copy_(const Tensor& src);
   Tensor& zero_();
   Tensor& fill_(const Scalar& value);
+  Tensor& sub_(const Tensor& o, const Scalar& alpha = 1);
+  Tensor& sub_(const Scalar& o);
+  Tensor& div_(const Tensor& o);
+  Tensor& div_(const Scalar& o);
+  // self = (self == other), in self's dtype.
+  Tensor& eq_(const Tensor& o);
+  Tensor& eq_(const Scalar& o);
+  Tensor& uniform_(double from = 0.0, double to = 1.0);
+  Tensor& normal_(double mean = 0.0, double std = 1.0);
+  // Compound assignment: the in-place ops above, recorded by autograd as such.
+  Tensor& operator+=(const Tensor& o) { return add_(o); }
+  Tensor& operator+=(const Scalar& o) { return add_(o); }
+  Tensor& operator-=(const Tensor& o) { return sub_(o); }
+  Tensor& operator-=(const Scalar& o) { return sub_(o); }
+  Tensor& operator*=(const Tensor& o) { return mul_(o); }
+  Tensor& operator*=(const Scalar& o) { return mul_(o); }
+  Tensor& operator/=(const Tensor& o) { return div_(o); }
+  Tensor& operator/=(const Scalar& o) { return div_(o); }
 
  private:
   std::shared_ptr<TensorImpl> impl_;

@@ -138,7 +138,7 @@ class Parser : private GraphLexer {
       m.dtype = parse_dtype(dt);
     } catch (const std::invalid_argument&) {
       fail(p, "bad type annotation: unknown dtype '" + token(dt) +
-                  "' (expected f32, f64, i64, b8, f16 or bf16)");
+                  "' (expected f32, f64, i64, i32, u8, b8, f16 or bf16)");
     }
     if (peek() != '[')
       fail(pos_, "bad type annotation: expected '[' and the sizes after " + token(dt));

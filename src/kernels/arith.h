@@ -26,6 +26,10 @@ decltype(auto) visit_compute(DType t, F&& f) {
       return f(TypeTag<int64_t>{});
     case DType::b8:
       return f(TypeTag<bool>{});
+    case DType::u8:
+      return f(TypeTag<uint8_t>{});
+    case DType::i32:
+      return f(TypeTag<int32_t>{});
     default:
       break;
   }

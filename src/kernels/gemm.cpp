@@ -239,7 +239,8 @@ void loop_into(const Operand& a, const Operand& b, int64_t batch, const Tensor& 
   visit_dtype(out.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double> ||
-                  std::is_same_v<T, int64_t>)
+                  std::is_same_v<T, int64_t> || std::is_same_v<T, int32_t> ||
+                  std::is_same_v<T, uint8_t>)
       gemm_loop<T>(a, b, batch, reinterpret_cast<T*>(out.impl()->data_bytes()));
     else
       throw std::logic_error("gemm_loop: unexpected dtype");

@@ -1,5 +1,6 @@
 #include <cmath>
 #include <cstdio>
+#include <ostream>
 #include <stdexcept>
 #include <string>
 
@@ -17,25 +18,32 @@ std::string_view dtype_name(DType t) {
     case DType::b8: return "b8";
     case DType::f16: return "f16";
     case DType::bf16: return "bf16";
+    case DType::u8: return "u8";
+    case DType::i32: return "i32";
   }
   return "?";
 }
 
 DType parse_dtype(std::string_view name) {
-  for (DType t : {DType::f32, DType::f64, DType::i64, DType::b8, DType::f16, DType::bf16})
+  for (DType t : {DType::f32, DType::f64, DType::i64, DType::b8, DType::f16, DType::bf16, DType::u8,
+                  DType::i32})
     if (dtype_name(t) == name) return t;
   throw std::invalid_argument("unknown dtype '" + std::string(name) +
-                              "' (expected f32, f64, i64, b8, f16 or bf16)");
+                              "' (expected f32, f64, i64, i32, u8, b8, f16 or bf16)");
 }
 
 namespace {
-int category(DType t) { return t == DType::b8 ? 0 : t == DType::i64 ? 1 : 2; }
+int category(DType t) { return t == DType::b8 ? 0 : is_integral(t) ? 1 : 2; }
 }  // namespace
 
 DType promote_types(DType a, DType b) {
   if (a == b) return a;
   int ca = category(a), cb = category(b);
   if (ca != cb) return ca > cb ? a : b;
+  if (ca == 1) {
+    // Every signed type here is wider than u8, so the wider one holds both (u8 + i32 -> i32).
+    return itemsize(a) >= itemsize(b) && a != DType::u8 ? a : b;
+  }
   // both floating and different
   if (a == DType::f64 || b == DType::f64) return DType::f64;
   if (a == DType::f32 || b == DType::f32) return DType::f32;
@@ -62,6 +70,8 @@ std::string Scalar::to_string() const {
   }
   return "?";
 }
+
+std::ostream& operator<<(std::ostream& os, const Scalar& s) { return os << s.to_string(); }
 
 Half::Half(float f) {
   uint32_t x;

@@ -49,6 +49,8 @@ decltype(auto) visit_dtype(DType t, F&& f) {
     case DType::b8: return f(TypeTag<bool>{});
     case DType::f16: return f(TypeTag<Half>{});
     case DType::bf16: return f(TypeTag<BFloat16>{});
+    case DType::u8: return f(TypeTag<uint8_t>{});
+    case DType::i32: return f(TypeTag<int32_t>{});
   }
   throw std::logic_error("bad dtype");
 }
@@ -61,6 +63,8 @@ template <> constexpr DType dtype_of<int64_t>() { return DType::i64; }
 template <> constexpr DType dtype_of<bool>() { return DType::b8; }
 template <> constexpr DType dtype_of<Half>() { return DType::f16; }
 template <> constexpr DType dtype_of<BFloat16>() { return DType::bf16; }
+template <> constexpr DType dtype_of<uint8_t>() { return DType::u8; }
+template <> constexpr DType dtype_of<int32_t>() { return DType::i32; }
 
 // Converts between element types the way a C cast would, through float for the 16-bit types.
 template <typename To, typename From>

@@ -43,7 +43,9 @@ constexpr DescrRow kDescrs[] = {{"<f4", DType::f32},
                                 {"<f8", DType::f64},
                                 {"<i8", DType::i64},
                                 {"|b1", DType::b8},
-                                {"<f2", DType::f16}};
+                                {"<f2", DType::f16},
+                                {"|u1", DType::u8},
+                                {"<i4", DType::i32}};
 
 const char* descr_of(DType t) {
   for (const DescrRow& row : kDescrs)

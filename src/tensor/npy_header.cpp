@@ -43,7 +43,7 @@ struct DescrName {
 };
 constexpr DescrName kTypecodes[] = {{"e", DType::f16}, {"f", DType::f32}, {"d", DType::f64},
                                     {"l", DType::i64}, {"q", DType::i64}, {"p", DType::i64},
-                                    {"?", DType::b8}};
+                                    {"?", DType::b8},  {"B", DType::u8},   {"i", DType::i32}};
 struct DescrKind {
   char kind;
   int64_t size;
@@ -53,19 +53,23 @@ constexpr DescrKind kKinds[] = {{'f', 2, DType::f16},
                                 {'f', 4, DType::f32},
                                 {'f', 8, DType::f64},
                                 {'i', 8, DType::i64},
-                                {'b', 1, DType::b8}};
+                                {'b', 1, DType::b8},
+                                {'u', 1, DType::u8},
+                                {'i', 4, DType::i32}};
 constexpr DescrName kNames[] = {
     {"float16", DType::f16}, {"half", DType::f16},    {"float32", DType::f32},
     {"single", DType::f32},  {"float64", DType::f64}, {"double", DType::f64},
     {"float", DType::f64},   {"float_", DType::f64},  {"int64", DType::i64},
     {"int", DType::i64},     {"int_", DType::i64},    {"intp", DType::i64},
     {"int0", DType::i64},    {"long", DType::i64},    {"longlong", DType::i64},
-    {"bool", DType::b8},     {"bool_", DType::b8},    {"bool8", DType::b8}};
+    {"bool", DType::b8},     {"bool_", DType::b8},    {"bool8", DType::b8},
+    {"uint8", DType::u8},    {"ubyte", DType::u8},    {"int32", DType::i32},
+    {"intc", DType::i32}};
 
 [[noreturn]] void unsupported_descr(std::string_view descr) {
   refuse("unsupported dtype '" + escape_for_message(descr, 40) +
-         "' (aotgrad reads float16/32/64, int64 and bool: descr f2, f4, f8, i8, b1, any byte "
-         "order); convert in NumPy with a.astype(np.float32) or a.astype(np.int64)");
+         "' (aotgrad reads float16/32/64, int64, int32, uint8 and bool: descr f2, f4, f8, "
+         "i8, i4, u1, b1, any byte order); convert in NumPy with a.astype(np.float32) or a.astype(np.int64)");
 }
 
 // The size after a kind letter, read as NumPy reads it (C's strtol over the whole rest: leading

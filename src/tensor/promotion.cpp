@@ -7,7 +7,7 @@ namespace {
 
 // bool < integral < floating, the order in which a lower-priority class may still win.
 int category(DType t) {
-  return t == DType::b8 ? 0 : t == DType::i64 ? 1 : 2;
+  return t == DType::b8 ? 0 : is_integral(t) ? 1 : 2;
 }
 
 void promote_into(std::optional<DType>& slot, DType t) {

@@ -51,10 +51,10 @@ struct DtypeRow {
   DType dtype;
 };
 constexpr DtypeRow kDtypes[] = {
-    {"BOOL", true, DType::b8},     {"U8", false, DType::b8},      {"I8", false, DType::b8},
+    {"BOOL", true, DType::b8},     {"U8", true, DType::u8},       {"I8", false, DType::b8},
     {"F8_E5M2", false, DType::b8}, {"F8_E4M3", false, DType::b8}, {"I16", false, DType::b8},
     {"U16", false, DType::b8},     {"F16", true, DType::f16},     {"BF16", true, DType::bf16},
-    {"I32", false, DType::b8},     {"U32", false, DType::b8},     {"F32", true, DType::f32},
+    {"I32", true, DType::i32},     {"U32", false, DType::b8},     {"F32", true, DType::f32},
     {"F64", true, DType::f64},     {"I64", true, DType::i64},     {"U64", false, DType::b8},
 };
 

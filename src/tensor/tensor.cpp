@@ -20,7 +20,22 @@ Storage::Storage(size_t nbytes, bool fake) : nbytes_(nbytes), fake_(fake) {
   if (!fake) data_ = cpu_allocator().allocate(nbytes);
 }
 
-Storage::~Storage() { cpu_allocator().deallocate(data_, nbytes_); }
+Storage::Storage(void* data, size_t nbytes, std::function<void(void*)> deleter)
+    : data_(data), nbytes_(nbytes), external_(true), deleter_(std::move(deleter)) {}
+
+Storage::~Storage() {
+  if (!external_) {
+    cpu_allocator().deallocate(data_, nbytes_);
+    return;
+  }
+  if (!deleter_) return;
+  // A destructor must not throw: a throwing user deleter is swallowed (the memory's fate is then
+  // the caller's, as it would be with no deleter).
+  try {
+    deleter_(data_);
+  } catch (...) {
+  }
+}
 
 // ---- the op this thread runs (tensor/current_op.h) ----
 
@@ -320,6 +335,8 @@ AOTGRAD_INSTANTIATE(float)
 AOTGRAD_INSTANTIATE(double)
 AOTGRAD_INSTANTIATE(int64_t)
 AOTGRAD_INSTANTIATE(bool)
+AOTGRAD_INSTANTIATE(uint8_t)
+AOTGRAD_INSTANTIATE(int32_t)
 #undef AOTGRAD_INSTANTIATE
 template Half* Tensor::data_ptr<Half>() const;
 template BFloat16* Tensor::data_ptr<BFloat16>() const;

@@ -595,7 +595,7 @@ TEST(GraphTextErrors, Redefinition) {
 TEST(GraphTextErrors, BadTypeAnnotation) {
   EXPECT_EQ(parse_error("graph g(%x: f33[2]) {\n  return ()\n}\n"),
             "line 1, column 13: bad type annotation: unknown dtype 'f33' (expected f32, f64, "
-            "i64, b8, f16 or bf16)");
+            "i64, i32, u8, b8, f16 or bf16)");
   EXPECT_EQ(parse_error("graph g(%x: f32[2,3]{1}) {\n  return ()\n}\n"),
             "line 1, column 21: bad type annotation: 2 sizes but 1 strides");
   EXPECT_EQ(parse_error("graph g(%x: f32[2,a]) {\n  return ()\n}\n"),
