@@ -74,19 +74,6 @@ Tensor Tensor::argmin(std::optional<int64_t> d, bool keepdim) const {
   return aotgrad::argmin(*this, d, keepdim);
 }
 
-Tensor argmin(const Tensor& a, std::optional<int64_t> dim, bool keepdim) {
-  if (a.dtype() == DType::b8)
-    throw std::invalid_argument("argmin: not implemented for dtype b8; convert with .to(kLong)");
-  // The first smallest element is the first largest of the negation. Unsigned and narrow
-  // integers are widened first, so that negation cannot wrap.
-  const Tensor wide = is_floating(a.dtype()) || a.dtype() == DType::i64 ? a : a.to(DType::i64);
-  if (wide.dtype() == DType::i64) {
-    // -INT64_MIN wraps to itself; 0 - x - 1 (bitwise not) orders the same way and never wraps.
-    return aotgrad::argmax(aotgrad::sub(aotgrad::neg(wide), Scalar(int64_t{1})), dim, keepdim);
-  }
-  return aotgrad::argmax(neg(wide), dim, keepdim);
-}
-
 namespace {
 
 void check_norm_dtype(const Tensor& a) {
@@ -120,9 +107,6 @@ Tensor vector_norm(const Tensor& a, const Scalar& p, const IntList& dims, bool k
 
 }  // namespace
 
-Tensor norm(const Tensor& a, const Scalar& p) {
-  return vector_norm(a, p, {}, false);
-}
 Tensor Tensor::norm(const Scalar& p) const {
   return vector_norm(*this, p, {}, false);
 }
@@ -135,13 +119,6 @@ Tensor Tensor::norm(const Scalar& p, const IntList& dims, bool keepdim) const {
   return vector_norm(*this, p, dims, keepdim);
 }
 
-// all / any count the zero / non-zero elements: bool results, no gradient.
-Tensor all(const Tensor& a) {
-  return eq(sum(eq(a, Scalar(0))), Scalar(0));
-}
-Tensor any(const Tensor& a) {
-  return gt(sum(ne(a, Scalar(0))), Scalar(0));
-}
 Tensor Tensor::all() const {
   return aotgrad::all(*this);
 }

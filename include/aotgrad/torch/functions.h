@@ -9,6 +9,7 @@
 #include <string>
 
 #include "aotgrad/conv.h"
+#include "aotgrad/nn_ops.h"
 #include "aotgrad/ops.h"
 
 namespace aotgrad {
@@ -48,10 +49,6 @@ std::string str(const Args&... args) {
   return os.str();
 }
 
-// Index of the smallest element (flattened, or along dim), i64; see Tensor::argmin.
-Tensor argmin(const Tensor& a, std::optional<int64_t> dim = std::nullopt, bool keepdim = false);
-Tensor norm(const Tensor& a, const Scalar& p = 2);
-Tensor all(const Tensor& a);
-Tensor any(const Tensor& a);
+// argmin, norm, all and any as functions: aotgrad/nn_ops.h.
 
 }  // namespace aotgrad
