@@ -224,7 +224,7 @@ TEST(ConvShapes, UnbatchedInputAndEmptyBatch) {
 TEST(ConvErrors, NameTheArgumentAndTheFix) {
   Tensor x = zeros({1, 4, 5, 5}), w = zeros({6, 2, 3, 3});
   EXPECT_TRUE(contains(error_of([&] { convolution(x, w, Tensor(), {1}, {0}, {1}, true, {0}, 2); }),
-                       "transposed convolution is not supported"));
+                       "expects its first dim to be the input channels"));
   EXPECT_TRUE(contains(error_of([&] { conv2d(x, w); }), "expects 2 input channels"));
   EXPECT_TRUE(contains(error_of([&] { conv2d(x, w, zeros({5}), {1}, {0}, {1}, 2); }),
                        "bias must have shape [6]"));
