@@ -43,8 +43,8 @@ struct NetImpl : torch::nn::Module {
   }
 
   torch::Tensor forward(const torch::Tensor& input) override {
-    torch::Tensor x = torch::relu(torch::max_pool2d(torch::conv2d(input, conv1_w, conv1_b), {2}));
-    x = torch::relu(torch::max_pool2d(torch::conv2d(x, conv2_w, conv2_b), {2}));
+    torch::Tensor x = torch::relu(torch::max_pool2d(torch::conv2d(input, conv1_w, conv1_b), 2));
+    x = torch::relu(torch::max_pool2d(torch::conv2d(x, conv2_w, conv2_b), 2));
     x = x.view({-1, 256});
     x = torch::relu(torch::linear(x, fc1_w, fc1_b));
     x = torch::dropout(x, 0.25, is_training());

@@ -114,7 +114,8 @@ TEST(TorchApiMethods, NormAllAny) {
   EXPECT_EQ(error_of([] {
               torch::tensor({1, 2}).norm();
             }),
-            "norm: expected a floating input, got dtype i64; convert with .to(kFloat)");
+            "aten.norm.Scalar: self must be a floating tensor (f32, f64, f16, bf16), got i64; "
+            "convert it with .to(f32) first");
   // x.all() False, x.any() True, x.all(1) [True, False], x.any(0) [True, True]
   EXPECT_FALSE(x.all().item<bool>());
   EXPECT_TRUE(x.any().item<bool>());
