@@ -72,22 +72,15 @@ class ImageFolder : public torch::data::datasets::Dataset<ImageFolder> {
   std::vector<std::pair<std::filesystem::path, int64_t>> files_;
 };
 
+// Two nn::Linear holders registered by name: parameters "fc1.weight", ..., "fc2.bias".
 struct ClassifierImpl : torch::nn::Module {
   ClassifierImpl()
-      : w1((torch::randn({64, 784}) * 0.036).requires_grad_()),
-        b1(torch::zeros({64}).requires_grad_()),
-        w2((torch::randn({10, 64}) * 0.125).requires_grad_()),
-        b2(torch::zeros({10}).requires_grad_()) {
-    register_parameter("fc1_weight", w1);
-    register_parameter("fc1_bias", b1);
-    register_parameter("fc2_weight", w2);
-    register_parameter("fc2_bias", b2);
-  }
+      : fc1(register_module("fc1", torch::nn::Linear(784, 64))),
+        fc2(register_module("fc2", torch::nn::Linear(64, 10))) {}
   torch::Tensor forward(const torch::Tensor& images) override {
-    torch::Tensor x = torch::relu(torch::linear(images.flatten(1), w1, b1));
-    return torch::linear(x, w2, b2);
+    return fc2->forward(torch::relu(fc1->forward(images.flatten(1))));
   }
-  torch::Tensor w1, b1, w2, b2;
+  torch::nn::Linear fc1, fc2;
 };
 
 struct Flags {

@@ -23,75 +23,66 @@ namespace {
 
 constexpr int64_t kNoise = 16;
 
-torch::Tensor init_normal(torch::IntArrayRef shape, double stddev) {
-  return (torch::randn(shape) * stddev).requires_grad_();
+using torch::nn::BatchNorm2d;
+using torch::nn::Conv2d;
+using torch::nn::Conv2dOptions;
+using torch::nn::ConvTranspose2d;
+using torch::nn::ConvTranspose2dOptions;
+
+// DCGAN's initialisation: convolution weights ~ N(0, 0.02).
+template <typename Holder>
+Holder normal_weights(Holder conv) {
+  torch::nn::init::normal_(conv->weight, 0.0, 0.02);
+  return conv;
 }
 
-// Batch norm's parameters and running statistics for `channels` channels, registered as
-// <name>.weight, <name>.bias, <name>.running_mean and <name>.running_var.
-struct BatchNormSlots {
-  explicit BatchNormSlots(int64_t channels)
-      : weight(torch::ones({channels}).requires_grad_()),
-        bias(torch::zeros({channels}).requires_grad_()),
-        running_mean(torch::zeros({channels})),
-        running_var(torch::ones({channels})) {}
-  torch::Tensor apply(const torch::Tensor& x, bool training) const {
-    return torch::batch_norm(x, weight, bias, running_mean, running_var, training);
-  }
-  torch::Tensor weight, bias, running_mean, running_var;
-};
-
-// z [N, kNoise, 1, 1] -> image [N, 1, 28, 28] in (-1, 1).
+// z [N, kNoise, 1, 1] -> image [N, 1, 28, 28] in (-1, 1). The layers are LibTorch holders
+// registered by name, so the state is "conv1.weight", "batch_norm1.running_mean", ... as in
+// LibTorch's DCGAN.
 struct GeneratorImpl : torch::nn::Module {
   GeneratorImpl()
-      : w1(init_normal({kNoise, 32, 7, 7}, 0.02)),
-        w2(init_normal({32, 16, 4, 4}, 0.02)),
-        w3(init_normal({16, 1, 4, 4}, 0.02)),
-        bn1(32),
-        bn2(16) {
-    register_parameter("conv1_weight", w1);
-    register_parameter("conv2_weight", w2);
-    register_parameter("conv3_weight", w3);
-    register_norm("batch_norm1", bn1);
-    register_norm("batch_norm2", bn2);
-  }
-  void register_norm(const std::string& name, BatchNormSlots& bn) {
-    register_parameter(name + "_weight", bn.weight);
-    register_parameter(name + "_bias", bn.bias);
-    register_buffer(name + "_running_mean", bn.running_mean);
-    register_buffer(name + "_running_var", bn.running_var);
-  }
+      : conv1(register_module("conv1", normal_weights(ConvTranspose2d(
+                                           ConvTranspose2dOptions(kNoise, 32, 7).bias(false))))),
+        batch_norm1(register_module("batch_norm1", BatchNorm2d(32))),
+        conv2(register_module(
+            "conv2", normal_weights(ConvTranspose2d(
+                         ConvTranspose2dOptions(32, 16, 4).stride(2).padding(1).bias(false))))),
+        batch_norm2(register_module("batch_norm2", BatchNorm2d(16))),
+        conv3(register_module(
+            "conv3", normal_weights(ConvTranspose2d(
+                         ConvTranspose2dOptions(16, 1, 4).stride(2).padding(1).bias(false))))) {}
   torch::Tensor forward(const torch::Tensor& z) override {
-    torch::Tensor x = torch::relu(bn1.apply(torch::conv_transpose2d(z, w1), is_training()));
-    x = torch::relu(bn2.apply(torch::conv_transpose2d(x, w2, {}, {2}, {1}), is_training()));
-    return torch::tanh(torch::conv_transpose2d(x, w3, {}, {2}, {1}));
+    torch::Tensor x = torch::relu(batch_norm1->forward(conv1->forward(z)));
+    x = torch::relu(batch_norm2->forward(conv2->forward(x)));
+    return torch::tanh(conv3->forward(x));
   }
-  torch::Tensor w1, w2, w3;
-  BatchNormSlots bn1, bn2;
+  ConvTranspose2d conv1;
+  BatchNorm2d batch_norm1;
+  ConvTranspose2d conv2;
+  BatchNorm2d batch_norm2;
+  ConvTranspose2d conv3;
 };
 
 // image [N, 1, 28, 28] -> probability of being real [N].
 struct DiscriminatorImpl : torch::nn::Module {
   DiscriminatorImpl()
-      : w1(init_normal({16, 1, 4, 4}, 0.02)),
-        w2(init_normal({32, 16, 4, 4}, 0.02)),
-        w3(init_normal({1, 32, 7, 7}, 0.02)),
-        bn2(32) {
-    register_parameter("conv1_weight", w1);
-    register_parameter("conv2_weight", w2);
-    register_parameter("conv3_weight", w3);
-    register_parameter("batch_norm2_weight", bn2.weight);
-    register_parameter("batch_norm2_bias", bn2.bias);
-    register_buffer("batch_norm2_running_mean", bn2.running_mean);
-    register_buffer("batch_norm2_running_var", bn2.running_var);
-  }
+      : conv1(register_module(
+            "conv1",
+            normal_weights(Conv2d(Conv2dOptions(1, 16, 4).stride(2).padding(1).bias(false))))),
+        conv2(register_module(
+            "conv2",
+            normal_weights(Conv2d(Conv2dOptions(16, 32, 4).stride(2).padding(1).bias(false))))),
+        batch_norm2(register_module("batch_norm2", BatchNorm2d(32))),
+        conv3(register_module("conv3",
+                              normal_weights(Conv2d(Conv2dOptions(32, 1, 7).bias(false))))) {}
   torch::Tensor forward(const torch::Tensor& image) override {
-    torch::Tensor x = torch::leaky_relu(torch::conv2d(image, w1, {}, {2}, {1}), 0.2);
-    x = torch::leaky_relu(bn2.apply(torch::conv2d(x, w2, {}, {2}, {1}), is_training()), 0.2);
-    return torch::sigmoid(torch::conv2d(x, w3)).view({-1});
+    torch::Tensor x = torch::leaky_relu(conv1->forward(image), 0.2);
+    x = torch::leaky_relu(batch_norm2->forward(conv2->forward(x)), 0.2);
+    return torch::sigmoid(conv3->forward(x)).view({-1});
   }
-  torch::Tensor w1, w2, w3;
-  BatchNormSlots bn2;
+  Conv2d conv1, conv2;
+  BatchNorm2d batch_norm2;
+  Conv2d conv3;
 };
 
 struct Flags {

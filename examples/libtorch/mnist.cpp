@@ -16,42 +16,26 @@
 
 namespace {
 
-// U(-1/sqrt(fan_in), 1/sqrt(fan_in)), LibTorch's default for conv and linear layers.
-torch::Tensor init_uniform(torch::IntArrayRef shape, int64_t fan_in) {
-  double bound = 1.0 / std::sqrt(static_cast<double>(fan_in));
-  return (torch::rand(shape) * (2 * bound) - bound).requires_grad_();
-}
-
+// The layers are LibTorch's holders, registered by name, so the parameters are
+// "conv1.weight", ..., "fc2.bias" as in a LibTorch program (and PyTorch's state dicts).
 struct NetImpl : torch::nn::Module {
   NetImpl()
-      : conv1_w(init_uniform({8, 1, 5, 5}, 25)),
-        conv1_b(init_uniform({8}, 25)),
-        conv2_w(init_uniform({16, 8, 5, 5}, 200)),
-        conv2_b(init_uniform({16}, 200)),
-        fc1_w(init_uniform({32, 256}, 256)),
-        fc1_b(init_uniform({32}, 256)),
-        fc2_w(init_uniform({10, 32}, 32)),
-        fc2_b(init_uniform({10}, 32)) {
-    register_parameter("conv1_weight", conv1_w);
-    register_parameter("conv1_bias", conv1_b);
-    register_parameter("conv2_weight", conv2_w);
-    register_parameter("conv2_bias", conv2_b);
-    register_parameter("fc1_weight", fc1_w);
-    register_parameter("fc1_bias", fc1_b);
-    register_parameter("fc2_weight", fc2_w);
-    register_parameter("fc2_bias", fc2_b);
-  }
+      : conv1(register_module("conv1", torch::nn::Conv2d(torch::nn::Conv2dOptions(1, 8, 5)))),
+        conv2(register_module("conv2", torch::nn::Conv2d(torch::nn::Conv2dOptions(8, 16, 5)))),
+        fc1(register_module("fc1", torch::nn::Linear(256, 32))),
+        fc2(register_module("fc2", torch::nn::Linear(32, 10))) {}
 
   torch::Tensor forward(const torch::Tensor& input) override {
-    torch::Tensor x = torch::relu(torch::max_pool2d(torch::conv2d(input, conv1_w, conv1_b), 2));
-    x = torch::relu(torch::max_pool2d(torch::conv2d(x, conv2_w, conv2_b), 2));
+    torch::Tensor x = torch::relu(torch::max_pool2d(conv1->forward(input), 2));
+    x = torch::relu(torch::max_pool2d(conv2->forward(x), 2));
     x = x.view({-1, 256});
-    x = torch::relu(torch::linear(x, fc1_w, fc1_b));
+    x = torch::relu(fc1->forward(x));
     x = torch::dropout(x, 0.25, is_training());
-    return torch::log_softmax(torch::linear(x, fc2_w, fc2_b), 1);
+    return torch::log_softmax(fc2->forward(x), 1);
   }
 
-  torch::Tensor conv1_w, conv1_b, conv2_w, conv2_b, fc1_w, fc1_b, fc2_w, fc2_b;
+  torch::nn::Conv2d conv1, conv2;
+  torch::nn::Linear fc1, fc2;
 };
 
 struct Flags {

@@ -17,18 +17,6 @@ namespace {
 
 constexpr int64_t kDegree = 4;
 
-// One linear layer y = x W^T + b over the polynomial features.
-struct PolyFitImpl : torch::nn::Module {
-  PolyFitImpl() {
-    weight = torch::zeros({1, kDegree}).requires_grad_();
-    bias = torch::zeros({1}).requires_grad_();
-    register_parameter("weight", weight);
-    register_parameter("bias", bias);
-  }
-  torch::Tensor forward(const torch::Tensor& x) override { return torch::linear(x, weight, bias); }
-  torch::Tensor weight, bias;
-};
-
 // [x, x^2, x^3, x^4] for a column x of shape [n, 1].
 torch::Tensor make_features(const torch::Tensor& x) {
   std::vector<torch::Tensor> powers;
@@ -99,7 +87,8 @@ int main(int argc, char** argv) {
   torch::Tensor w_target = torch::randn({kDegree, 1}) * 0.5;
   torch::Tensor b_target = torch::randn({1}) * 5;
 
-  auto model = std::make_shared<PolyFitImpl>();
+  // One linear layer y = x W^T + b over the polynomial features, LibTorch's default init.
+  torch::nn::Linear model(kDegree, 1);
   torch::optim::SGD optimizer(model->parameters(), 0.1);
 
   double loss = 0;

@@ -44,9 +44,19 @@
 namespace aotgrad::autograd {
 
 using variable_list = std::vector<Tensor>;
+using tensor_list = variable_list;  // LibTorch's other spelling
 
-// A value kept for backward in AutogradContext::saved_data.
-using SavedValue = std::variant<std::monostate, bool, int64_t, double, std::string, IntList>;
+// A value kept for backward in AutogradContext::saved_data: a variant (std::get works) with
+// LibTorch's IValue accessors, so `ctx->saved_data["k"].toDouble()` ports unchanged. Each
+// accessor throws std::bad_variant_access when the value holds another type.
+struct SavedValue : std::variant<std::monostate, bool, int64_t, double, std::string, IntList> {
+  using variant::variant;
+  bool toBool() const { return std::get<bool>(*this); }
+  int64_t toInt() const { return std::get<int64_t>(*this); }
+  double toDouble() const { return std::get<double>(*this); }
+  const std::string& toStringRef() const { return std::get<std::string>(*this); }
+  const IntList& toIntList() const { return std::get<IntList>(*this); }
+};
 
 class AutogradContext {
  public:

@@ -18,6 +18,7 @@
 #include "aotgrad/nn/conv_layers.h"
 #include "aotgrad/nn/module.h"
 #include "aotgrad/nn/options.h"
+#include "aotgrad/nn_ops.h"
 
 namespace aotgrad::nn {
 
@@ -81,6 +82,24 @@ class DropoutImpl : public Module {
 };
 TORCH_MODULE(Dropout);
 
+// Zeroes whole channels (every element of x[n, c]) with probability p in training mode and scales
+// the rest by 1 / (1 - p) (feature_dropout); the identity in eval mode. inplace computes out of
+// place.
+class Dropout2dImpl : public Module {
+ public:
+  explicit Dropout2dImpl(const Dropout2dOptions& options = {}) : options(options) {}
+  std::string type_name() const override { return "Dropout2d"; }
+  void pretty_print(std::ostream& os) const override {
+    os << "torch::nn::Dropout2d(p=" << options.p() << ", inplace=" << std::boolalpha
+       << options.inplace() << ")";
+  }
+  Tensor forward(const Tensor& x) override {
+    return feature_dropout(x, options.p(), is_training());
+  }
+  Dropout2dOptions options;
+};
+TORCH_MODULE(Dropout2d);
+
 // approximate: "none" (erf) or "tanh".
 class GELUImpl : public Module {
  public:
@@ -103,6 +122,19 @@ class ReLUImpl : public Module {
   ReLUOptions options;
 };
 TORCH_MODULE(ReLU);
+
+// x > 0 ? x : negative_slope * x (leaky_relu); inplace computes out of place.
+class LeakyReLUImpl : public Module {
+ public:
+  explicit LeakyReLUImpl(const LeakyReLUOptions& options = {}) : options(options) {}
+  std::string type_name() const override { return "LeakyReLU"; }
+  void pretty_print(std::ostream& os) const override {
+    os << "torch::nn::LeakyReLU(negative_slope=" << options.negative_slope() << ")";
+  }
+  Tensor forward(const Tensor& x) override { return leaky_relu(x, options.negative_slope()); }
+  LeakyReLUOptions options;
+};
+TORCH_MODULE(LeakyReLU);
 
 class SigmoidImpl : public Module {
  public:

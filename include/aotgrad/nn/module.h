@@ -31,6 +31,7 @@
 #include "aotgrad/nn/holder.h"
 #include "aotgrad/nn/ordered_dict.h"
 #include "aotgrad/tensor.h"
+#include "aotgrad/torch/device.h"
 
 namespace aotgrad::nn {
 
@@ -97,6 +98,12 @@ class Module : public std::enable_shared_from_this<Module> {
   // Casts every floating parameter and buffer to `dtype` (module.double() is to(DType::f64)).
   // Parameters become new leaves: build optimizers after the cast.
   Module& to(DType dtype);
+  // LibTorch's module.to(device). aotgrad runs on the CPU only: the CPU leaves the module as it
+  // is, any other device throws one line naming it (check_cpu_device).
+  Module& to(const Device& device) {
+    check_cpu_device(device, "Module::to");
+    return *this;
+  }
   // Every parameter and buffer by name (the tensors themselves, detached), as
   // torch.nn.Module.state_dict(). load_state_dict copies values into the existing tensors in place
   // (their identity, dtype and requires_grad stay); a missing or unexpected name, or a shape
