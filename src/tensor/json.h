@@ -49,6 +49,9 @@ Value parse(std::string_view text, int max_depth);
 // surrogates, at most U+10FFFF), or nullopt.
 std::optional<size_t> invalid_utf8_at(std::string_view s);
 
+// Appends code point `cp` (at most U+10FFFF) to `out` as UTF-8.
+void append_utf8(std::string& out, uint32_t cp);
+
 // `s` as a JSON string literal, escaped as Python's json.dumps does (\" \\ \b \f \n \r \t,
 // other control bytes as \u00XX); everything else, UTF-8 included, kept as it is.
 void append_string(std::string& out, std::string_view s);

@@ -9,6 +9,7 @@
 #include <cctype>
 #include <stdexcept>
 
+#include "tensor/json.h"
 #include "tensor/message_text.h"
 
 namespace aotgrad::npy {
@@ -31,24 +32,6 @@ struct Token {
 
 bool is_ident_char(unsigned char c) {
   return std::isalnum(c) || c == '_' || c >= 0x80;
-}
-
-void append_utf8(std::string& out, uint32_t cp) {
-  if (cp < 0x80) {
-    out += static_cast<char>(cp);
-  } else if (cp < 0x800) {
-    out += static_cast<char>(0xc0 | (cp >> 6));
-    out += static_cast<char>(0x80 | (cp & 0x3f));
-  } else if (cp < 0x10000) {
-    out += static_cast<char>(0xe0 | (cp >> 12));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3f));
-    out += static_cast<char>(0x80 | (cp & 0x3f));
-  } else {
-    out += static_cast<char>(0xf0 | (cp >> 18));
-    out += static_cast<char>(0x80 | ((cp >> 12) & 0x3f));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3f));
-    out += static_cast<char>(0x80 | (cp & 0x3f));
-  }
 }
 
 int digit_value(char c) {
@@ -334,7 +317,7 @@ class Lexer {
     if (t.bytes)
       t.text += static_cast<char>(v);
     else
-      append_utf8(t.text, v);
+      json::append_utf8(t.text, v);
   }
 
   std::string_view s_;
