@@ -20,6 +20,7 @@
 
 #include "aotgrad/autograd.h"
 #include "aotgrad/ops.h"
+#include "autograd/grad_mode_scope.h"
 #include "autograd/nodes.h"
 #include "autograd/traced.h"
 
@@ -41,21 +42,6 @@ Tensor accumulate(const Tensor& acc, const Tensor& g) {
 Tensor zeros_for(const Node& n, uint32_t slot) {
   return zeros(n.output_sizes.at(slot), n.output_dtypes.at(slot));
 }
-
-// Grad mode as create_graph asks, for the guard's lifetime.
-class GradModeScope {
- public:
-  explicit GradModeScope(bool enabled) {
-    if (enabled)
-      enable_.emplace();
-    else
-      disable_.emplace();
-  }
-
- private:
-  std::optional<EnableGradGuard> enable_;
-  std::optional<NoGradGuard> disable_;
-};
 
 // The nodes among `seen` that must run for grad(): those with an edge, direct or not, to a
 // capture's node. A capture's node itself runs only if it is on the way to another capture.

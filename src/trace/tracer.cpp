@@ -8,6 +8,7 @@
 
 #include "aotgrad/autograd.h"
 #include "aotgrad/memory_budget.h"
+#include "autograd/grad_mode_scope.h"
 #include "ops/effects.h"
 #include "ops/inplace_view.h"
 #include "ops/requires_grad.h"
@@ -38,21 +39,6 @@ Tensor fake_like(const ops::TensorMeta& m) {
   impl->storage = std::make_shared<Storage>(std::max<int64_t>(extent, 0) * itemsize(m.dtype), true);
   return Tensor(std::move(impl));
 }
-
-// Sets the grad mode for a scope to a recorded value.
-class GradModeScope {
- public:
-  explicit GradModeScope(bool enabled) {
-    if (enabled)
-      enable_.emplace();
-    else
-      disable_.emplace();
-  }
-
- private:
-  std::optional<EnableGradGuard> enable_;
-  std::optional<NoGradGuard> disable_;
-};
 
 // Whether result `i` of `op` aliases its viewed argument: every result of an op returning
 // `Tensor(a)[]`, or a single `Tensor(a)` result.
