@@ -235,6 +235,54 @@ std::vector<Tensor> convolution_backward_kernel(const OpArgs& a) {
           masked_result(r[2], input.dtype())};
 }
 
+// convolution_backward is bilinear: grad_input in (grad_output, weight), grad_weight in
+// (grad_output, input), grad_bias linear in grad_output. Its VJP (PyTorch's
+// _convolution_double_backward) is therefore made of the convolution and of convolution_backward
+// with other operands, both rows with a VJP, so it records and can be differentiated again.
+// For incoming gradients ggI, ggW, ggb of the three results:
+//   d/dgrad_output = conv(ggI, weight) + conv(input, ggW) + ggb (per output channel)
+//   d/dweight      = the weight gradient of conv(ggI, weight) for grad_output
+//   d/dinput       = the input gradient of conv(input, ggW) for grad_output
+// These are adjoint identities of any bilinear map, so transposed convolutions (the same rows
+// with transposed=true) need nothing else. Masked-out results get no incoming gradient.
+std::vector<Tensor> convolution_backward_vjp(const VjpContext& c) {
+  static const OpDef& forward = lookup("aten.convolution.default");
+  static const OpDef& backward = lookup("aten.convolution_backward.default");
+  const auto mask = output_mask("convolution_backward", c.args, 10);
+  auto incoming = [&](size_t i) { return mask[i] && c.grad(i).defined() ? c.grad(i) : Tensor(); };
+  const Tensor ggI = incoming(0), ggW = incoming(1), ggb = incoming(2);
+  const Tensor &grad_output = c.input(0), &input = c.input(1), &weight = c.input(2);
+  // stride, padding, dilation, transposed, output_padding, groups: args 4..9 here, 3..8 forward.
+  const OpArgs geometry(c.args.begin() + 4, c.args.begin() + 10);
+  auto conv = [&](const Tensor& x, const Tensor& w) {
+    OpArgs a{x, w, std::monostate{}};
+    a.insert(a.end(), geometry.begin(), geometry.end());
+    return call1(forward, std::move(a));
+  };
+  auto backward_of = [&](const Tensor& x, const Tensor& w, size_t result) {
+    OpArgs a{grad_output, x, w, std::monostate{}};
+    a.insert(a.end(), geometry.begin(), geometry.end());
+    a.push_back(IntList{result == 0, result == 1, 0});
+    return dispatch(backward, std::move(a)).at(result);
+  };
+  std::vector<Tensor> grads(3);
+  if (c.needs(0)) {
+    Tensor g;
+    if (ggI.defined()) g = conv(ggI, weight);
+    if (ggW.defined()) g = g.defined() ? add(g, conv(input, ggW)) : conv(input, ggW);
+    if (ggb.defined()) {
+      IntList per_channel(grad_output.dim(), 1);
+      per_channel[1] = ggb.numel();
+      Tensor b = reshape(ggb, per_channel);
+      g = g.defined() ? add(g, b) : expand(b, grad_output.sizes());
+    }
+    grads[0] = g;
+  }
+  if (c.needs(1) && ggW.defined()) grads[1] = backward_of(input, ggW, 0);
+  if (c.needs(2) && ggI.defined()) grads[2] = backward_of(ggI, weight, 1);
+  return grads;
+}
+
 // ---- batch norm ----
 
 struct BatchNormSetup {
@@ -407,6 +455,8 @@ const OpDef kRows[] = {
                "-> (Tensor, Tensor, Tensor)",
      .meta = convolution_backward_meta,
      .kernel = convolution_backward_kernel,
+     .vjp = convolution_backward_vjp,
+     .saves = {.inputs = bit(0) | bit(1) | bit(2)},
      .recompute = Recompute::compute_heavy},
     {.name = "aten.native_batch_norm.default",
      .schema = "native_batch_norm(Tensor input, Tensor? weight, Tensor? bias, "

@@ -3,13 +3,15 @@
 //
 // The backward rows take the forward input (`self`) as ATen's do, though they read only its
 // shape: eager autograd cannot hand a kernel a data-less tensor, so the forward rows save it.
-// The backward rows have no VJP: double backward through pooling is not supported.
+// The backward rows are linear in grad_output; their VJPs (double backward) are written with
+// differentiable ops, so create_graph records them.
 #include "kernels/pooling.h"
 
 #include <stdexcept>
 #include <string>
 
 #include "aotgrad/conv.h"
+#include "aotgrad/indexing.h"
 #include "aotgrad/ops.h"
 #include "ops/families.h"
 
@@ -134,6 +136,24 @@ std::vector<Tensor> max_pool_backward_kernel(const OpArgs& a) {
   max_pool_backward_meta(a);
   return {kernels::max_pool2d_with_indices_backward(tensor_arg(a, 0), tensor_arg(a, 1),
                                                     tensor_arg(a, 7))};
+}
+
+// max_pool2d_with_indices_backward scatters grad_output to the argmax of each window; its VJP
+// gathers the incoming gradient back from those positions (PyTorch's max_pool_double_backward).
+// self is read for its shape only and indices are integral: neither gets a gradient.
+std::vector<Tensor> max_pool_backward_vjp(const VjpContext& c) {
+  std::vector<Tensor> grads(3);
+  if (!c.needs(0) || !c.grad().defined()) return grads;
+  const Tensor& indices = c.input(7);
+  const int64_t nd = indices.dim();
+  IntList flat_sizes = c.grad().sizes(), flat_indices = indices.sizes();
+  flat_sizes[nd - 2] *= flat_sizes[nd - 1];
+  flat_sizes.pop_back();
+  flat_indices[nd - 2] *= flat_indices[nd - 1];
+  flat_indices.pop_back();
+  grads[0] = reshape(gather(reshape(c.grad(), flat_sizes), nd - 2, reshape(indices, flat_indices)),
+                     indices.sizes());
+  return grads;
 }
 
 // ---- average pooling ----
@@ -265,6 +285,8 @@ const OpDef kRows[] = {
                "bool ceil_mode, Tensor indices) -> Tensor",
      .meta = max_pool_backward_meta,
      .kernel = max_pool_backward_kernel,
+     .vjp = max_pool_backward_vjp,
+     .saves = {.inputs = bit(7)},
      .recompute = Recompute::reduction},
     {.name = "aten.avg_pool2d.default",
      .schema = "avg_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, "

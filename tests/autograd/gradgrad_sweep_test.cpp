@@ -26,7 +26,16 @@ namespace {
 struct Sample {
   ops::OpArgs args;
   std::vector<Tensor> inputs;  // the tensors of `args` gradgradcheck perturbs
+  // The checked value from the row's results; null: result 0.
+  std::function<Tensor(const std::vector<Tensor>&)> pick = nullptr;
 };
+
+// All results flattened into one vector, so every one of them is checked.
+Tensor all_results(const std::vector<Tensor>& r) {
+  std::vector<Tensor> flat;
+  for (const Tensor& t : r) flat.push_back(t.reshape({t.numel()}));
+  return ag::cat(flat);
+}
 
 Tensor input(const ag::IntList& sizes, uint64_t seed) {
   return ag::testing::test_input(sizes, 0.5, 1.5, seed);
@@ -99,6 +108,40 @@ std::map<std::string, std::function<Sample()>> hand_written() {
                    ag::IntList{0, 0}, int64_t{1}},
                   {x, w, b}};
   };
+  m["aten.convolution_backward.default"] = [] {
+    // Stride 2 over 6 padded columns with a dilated 3-wide kernel leaves the last one unread.
+    Tensor g = input({1, 2, 2, 2}, 1), x = input({1, 2, 4, 4}, 2), w = input({2, 1, 2, 2}, 3);
+    return Sample{{g, x, w, ag::IntList{2}, ag::IntList{2, 2}, ag::IntList{1, 1}, ag::IntList{2, 2},
+                   false, ag::IntList{0, 0}, int64_t{2}, ag::IntList{1, 1, 1}},
+                  {g, x, w},
+                  all_results};
+  };
+  m["aten._softmax_backward_data.default"] = [] {
+    Tensor g = input({2, 3}, 1), y = ag::softmax(input({2, 3}, 2), 1).detach().requires_grad_();
+    return Sample{{g, y, int64_t{1}, ag::DType::f64}, {g, y}};
+  };
+  m["aten._log_softmax_backward_data.default"] = [] {
+    Tensor g = input({2, 3}, 1);
+    Tensor y = ag::log_softmax(input({2, 3}, 2), 0).detach().requires_grad_();
+    return Sample{{g, y, int64_t{0}, ag::DType::f64}, {g, y}};
+  };
+  m["aten.nll_loss_backward.default"] = [] {
+    Tensor g = input({}, 1), x = input({3, 4}, 2);
+    Tensor w = ag::from_vector(std::vector<double>{0.5, 1.0, 2.0, 1.5}, {4});
+    Tensor total = ag::from_vector(std::vector<double>{2.0}, {});
+    return Sample{{g, x, indices({1, 0, 3}, {3}), w, int64_t{1}, int64_t{0}, total}, {g, x}};
+  };
+  m["aten.mse_loss_backward.default"] = [] {
+    Tensor g = input({2, 3}, 1), x = input({2, 3}, 2), t = input({3}, 3);
+    return Sample{{g, x, t, int64_t{0}}, {g, x, t}};
+  };
+  m["aten.max_pool2d_with_indices_backward.default"] = [] {
+    Tensor g = input({1, 2, 2}, 1), x = input({1, 4, 4}, 2);
+    Tensor idx = std::get<1>(ag::max_pool2d_with_indices(x.detach(), {2, 2}));
+    return Sample{{g, x, ag::IntList{2, 2}, ag::IntList{2, 2}, ag::IntList{0, 0}, ag::IntList{1, 1},
+                   false, idx},
+                  {g, x}};
+  };
   m["aten.embedding.default"] = [] {
     Tensor w = input({4, 3}, 1);
     return Sample{{w, indices({0, 2, 2, 3}, {4})}, {w}};
@@ -143,7 +186,8 @@ void check_row(const ops::OpDef& op, Sample sample, SweepResult& r) {
         for (Tensor& e : *l)
           if (k < in.size() && e.is_same(sample.inputs[k])) e = in[k++];
     }
-    return ops::dispatch(op, args).at(0);
+    std::vector<Tensor> out = ops::dispatch(op, args);
+    return sample.pick ? sample.pick(out) : out.at(0);
   };
   try {
     ::testing::AssertionResult ok = ag::testing::gradgradcheck(fn, sample.inputs);
