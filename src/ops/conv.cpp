@@ -30,6 +30,8 @@
 #include "kernels/copy.h"
 #include "ops/conv_transpose.h"
 #include "ops/families.h"
+#include "ops/norm_grad.h"
+#include "ops/row_helpers.h"
 #include "tensor/checked_math.h"
 
 namespace aotgrad::ops {
@@ -370,6 +372,32 @@ std::vector<Tensor> legit_functional_kernel(const OpArgs& a) {
   return {r.output, r.save_mean, r.save_invstd, r.new_running_mean, r.new_running_var};
 }
 
+// batch_norm_vjp under create_graph: the gradients from differentiable ops (ops/norm_grad.h),
+// with the batch statistics of the input in training and the running ones, constants, in eval.
+std::vector<Tensor> batch_norm_double_backward(const VjpContext& c, const Arg& running_mean,
+                                               const Arg& running_var, std::vector<Tensor> grads,
+                                               std::array<bool, 3> mask) {
+  const Tensor& input = c.input(0);
+  const Tensor weight = optional_tensor(c.args, 1);
+  IntList per_channel(input.dim(), 1);
+  per_channel[1] = input.size(1);
+  NormStatistics stats{.eps = float_arg(c.args, 7)};
+  for (int64_t d = 0; d < input.dim(); ++d)
+    if (d != 1) stats.dims.push_back(d);
+  stats.param_dims = stats.dims;
+  if (!bool_arg(c.args, 5)) {
+    stats.mean = reshape(cast_like(std::get<Tensor>(running_mean), input), per_channel);
+    stats.var = reshape(cast_like(std::get<Tensor>(running_var), input), per_channel);
+  }
+  NormGrads n = differentiable_norm_backward(
+      c.grad(0), input, weight.defined() ? reshape(weight, per_channel) : Tensor(), {input.size(1)},
+      stats, mask);
+  if (mask[0]) grads[0] = n.input;
+  if (mask[1]) grads[flat_index(c.args, 1)] = cast_like(n.weight, weight);
+  if (mask[2]) grads[flat_index(c.args, 2)] = cast_like(n.bias, c.input(2));
+  return grads;
+}
+
 // kFunctional: the row returns the running statistics (unchanged in eval) as results 3 and 4,
 // which the eval-mode gradient reads instead of the inputs, so the inputs need not be saved
 // (the caller overwrites them right after the call).
@@ -389,6 +417,9 @@ std::vector<Tensor> batch_norm_vjp(const VjpContext& c) {
     running_mean = kFunctional ? c.output(3) : c.input(3);
     running_var = kFunctional ? c.output(4) : c.input(4);
   }
+  if (recording_backward({c.grad(0), c.input(0), optional_tensor(c.args, 1)}))
+    return batch_norm_double_backward(c, running_mean, running_var, grads,
+                                      {need_input, need_weight, need_bias});
   // In eval mode the input's values are read only for the weight gradient (the statistics are
   // constants), so without it the input need not be kept (see shape_only).
   const Tensor input = training || need_weight ? c.input(0) : shape_only(c.input(0));

@@ -270,6 +270,15 @@ std::vector<Tensor> adaptive_avg_backward_kernel(const OpArgs& a) {
   return {kernels::adaptive_avg_pool2d_backward(tensor_arg(a, 0), tensor_arg(a, 1))};
 }
 
+// Linear in grad_output: its gradient is the forward pooling of the incoming one to
+// grad_output's spatial size (derivatives.yaml); self contributes only its shape.
+std::vector<Tensor> adaptive_avg_backward_vjp(const VjpContext& c) {
+  static const OpDef& forward = lookup("aten._adaptive_avg_pool2d.default");
+  if (!c.needs(0) || !c.grad().defined()) return {Tensor(), Tensor()};
+  const Tensor& g = c.input(0);
+  return {call1(forward, {c.grad(), IntList{g.size(-2), g.size(-1)}}), Tensor()};
+}
+
 const OpDef kRows[] = {
     {.name = "aten.max_pool2d_with_indices.default",
      .schema = "max_pool2d_with_indices(Tensor self, int[2] kernel_size, int[2] stride=[], "
@@ -316,6 +325,7 @@ const OpDef kRows[] = {
      .schema = "_adaptive_avg_pool2d_backward(Tensor grad_output, Tensor self) -> Tensor",
      .meta = adaptive_avg_backward_meta,
      .kernel = adaptive_avg_backward_kernel,
+     .vjp = adaptive_avg_backward_vjp,
      .recompute = Recompute::reduction},
 };
 

@@ -126,3 +126,58 @@ TEST(DoubleBackward, SquaredGradientOfSoftmaxLossesMatchesPyTorch) {
                       {3, 4}),
                1e-10, 1e-9));
 }
+
+// Values from PyTorch 1.13 (f64), produced by:
+//   x = seq(12, 5, 7, 3, 2).view(3, 4); lw = seq(4, 3, 5, 2, 3); lb = seq(4, 2, 3, 1, 4)
+//   bw = seq(4, 4, 7, 2, 3); bb = seq(4, 1, 5, 2, 5); rm = [0.1, -0.2, 0.3, 0]; rv = [1.5, 0.5, 2,
+//   1] h = batch_norm(tanh(layer_norm(x, [4], lw, lb)), None, None, bw, bb, training=True) h =
+//   batch_norm(h * h, rm, rv, bw, bb, training=False) out = (h * seq(12, 7, 11, 5, 5).view(3,
+//   4)).sum() g, = autograd.grad(out, x, create_graph=True); pen = (g * g).sum() autograd.grad(pen,
+//   [x, lw, lb, bw, bb])
+TEST(DoubleBackward, LayerNormAndBatchNormSecondDerivativesMatchPyTorch) {
+  Tensor x = seq({3, 4}, 5, 7, 3, 2).requires_grad_();
+  Tensor lw = seq({4}, 3, 5, 2, 3).requires_grad_(), lb = seq({4}, 2, 3, 1, 4).requires_grad_();
+  Tensor bw = seq({4}, 4, 7, 2, 3).requires_grad_(), bb = seq({4}, 1, 5, 2, 5).requires_grad_();
+  Tensor rm = values({0.1, -0.2, 0.3, 0.0}, {4}), rv = values({1.5, 0.5, 2.0, 1.0}, {4});
+  Tensor h = ag::tanh(ag::layer_norm(x, {4}, lw, lb));
+  h = ag::batch_norm(h, bw, bb, Tensor(), Tensor(), /*training=*/true, 0.1, 1e-5);
+  h = ag::batch_norm(h * h, bw, bb, rm, rv, /*training=*/false, 0.1, 1e-5);
+  Tensor out = (h * seq({3, 4}, 7, 11, 5, 5)).sum();
+  Tensor g = grad({out}, {x}, {}, std::nullopt, /*create_graph=*/true)[0];
+  Tensor penalty = (g * g).sum();
+  EXPECT_NEAR(penalty.item<double>(), 0.10464676904618483, 1e-12);
+  std::vector<Tensor> grads = grad({penalty}, {x, lw, lb, bw, bb});
+  const std::vector<std::vector<double>> expected = {
+      {0.0289989324544, 0.0286982323038, -0.0528033419653, -0.00489382279296, 0.170112232257,
+       -0.384239474279, 0.126348794508, 0.0877784475147, -0.119840904042, 0.337210813335,
+       -0.151320628244, -0.0660492810486},
+      {0.0252588325699, -0.177413279317, 0.00304026068357, 0.000816906459428},
+      {0.0298614904095, -0.0981326538219, -0.0029503105125, -0.000159543117026},
+      {-0.117752039323, 0.632430255791, -0.0159866090104, 3.05730577822e-05},
+      {0.0664040034607, -0.74492534958, 0.0387573608227, -0.000119135294075}};
+  for (size_t i = 0; i < expected.size(); ++i)
+    EXPECT_TRUE(allclose(grads[i], values(expected[i], grads[i].sizes()), 1e-9, 1e-9)) << i;
+}
+
+TEST(DoubleBackward, NormalizationVariantsHaveCorrectSecondDerivatives) {
+  Tensor x = ag::testing::test_input({2, 3, 2}, -1, 1, 1);
+  Tensor w = ag::testing::test_input({3}, 0.5, 1.5, 2);
+  Tensor stat = ag::testing::test_input({3}, 0.5, 1.5, 3, /*requires_grad=*/false);
+  // Layer norm over two dims without affine parameters.
+  EXPECT_TRUE(ag::testing::gradgradcheck(
+      [](const std::vector<Tensor>& in) {
+        return ag::layer_norm(in[0], {3, 2});
+      },
+      {x}));
+  // Batch norm in eval mode (constant running statistics) and in training without a bias.
+  EXPECT_TRUE(ag::testing::gradgradcheck(
+      [&](const std::vector<Tensor>& in) {
+        return ag::batch_norm(in[0], in[1], Tensor(), stat, stat, false, 0.1, 1e-5);
+      },
+      {x, w}));
+  EXPECT_TRUE(ag::testing::gradgradcheck(
+      [&](const std::vector<Tensor>& in) {
+        return ag::batch_norm(in[0], in[1], Tensor(), Tensor(), Tensor(), true, 0.1, 1e-5);
+      },
+      {x, w}));
+}

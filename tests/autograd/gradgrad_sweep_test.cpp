@@ -198,6 +198,10 @@ void add_nn_samples(Samples& m) {
     Tensor x = input({1, 3, 4}, 1);
     return Sample{{x, ag::IntList{2, 3}}, {x}};
   };
+  m["aten._adaptive_avg_pool2d_backward.default"] = [] {
+    Tensor g = input({1, 2, 3}, 1), x = input({1, 3, 4}, 2);
+    return Sample{{g, x}, {g, x}};
+  };
   m["aten.upsample_bilinear2d.default"] = [] {
     Tensor x = input({1, 1, 2, 3}, 1);
     return Sample{{x, ag::IntList{3, 4}, false}, {x}};
