@@ -101,7 +101,7 @@ class BasicBlock : public nn::Module {
     bn2 = register_module("bn2", std::make_shared<nn::BatchNorm2dImpl>(c));
   }
   std::string type_name() const override { return "BasicBlock"; }
-  Tensor forward(const Tensor& x) override {
+  Tensor forward(const Tensor& x) {
     Tensor out = ag::relu(bn1->forward(conv1->forward(x)));
     return ag::relu(bn2->forward(conv2->forward(out)) + x);
   }

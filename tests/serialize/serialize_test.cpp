@@ -37,7 +37,7 @@ class Net : public ag::nn::Module {
     register_module("bn", bn);
     register_module("fc2", fc2);
   }
-  Tensor forward(const Tensor& x) override {
+  Tensor forward(const Tensor& x) {
     Tensor h = (*bn)(x);
     return (*fc2)(ag::relu((*fc1)(h.reshape({h.size(0), 16}))));
   }
