@@ -51,7 +51,7 @@ struct GeneratorImpl : torch::nn::Module {
         conv3(register_module(
             "conv3", normal_weights(ConvTranspose2d(
                          ConvTranspose2dOptions(16, 1, 4).stride(2).padding(1).bias(false))))) {}
-  torch::Tensor forward(const torch::Tensor& z) override {
+  torch::Tensor forward(const torch::Tensor& z) {
     torch::Tensor x = torch::relu(batch_norm1->forward(conv1->forward(z)));
     x = torch::relu(batch_norm2->forward(conv2->forward(x)));
     return torch::tanh(conv3->forward(x));
@@ -75,7 +75,7 @@ struct DiscriminatorImpl : torch::nn::Module {
         batch_norm2(register_module("batch_norm2", BatchNorm2d(32))),
         conv3(register_module("conv3",
                               normal_weights(Conv2d(Conv2dOptions(32, 1, 7).bias(false))))) {}
-  torch::Tensor forward(const torch::Tensor& image) override {
+  torch::Tensor forward(const torch::Tensor& image) {
     torch::Tensor x = torch::leaky_relu(conv1->forward(image), 0.2);
     x = torch::leaky_relu(batch_norm2->forward(conv2->forward(x)), 0.2);
     return torch::sigmoid(conv3->forward(x)).view({-1});

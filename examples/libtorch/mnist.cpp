@@ -25,7 +25,7 @@ struct NetImpl : torch::nn::Module {
         fc1(register_module("fc1", torch::nn::Linear(256, 32))),
         fc2(register_module("fc2", torch::nn::Linear(32, 10))) {}
 
-  torch::Tensor forward(const torch::Tensor& input) override {
+  torch::Tensor forward(const torch::Tensor& input) {
     torch::Tensor x = torch::relu(torch::max_pool2d(conv1->forward(input), 2));
     x = torch::relu(torch::max_pool2d(conv2->forward(x), 2));
     x = x.view({-1, 256});

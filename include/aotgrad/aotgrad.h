@@ -1,6 +1,7 @@
 // aotgrad: ahead-of-time autograd for C++. Include this header to get the whole public API.
 #pragma once
 
+#include "aotgrad/accessor.h"
 #include "aotgrad/activation.h"
 #include "aotgrad/autograd.h"
 #include "aotgrad/conv.h"

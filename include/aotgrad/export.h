@@ -67,11 +67,11 @@ struct BackwardSignature {
 
 // What every input and output of an exported graph is (PyTorch's GraphSignature).
 struct GraphSignature {
-  std::vector<std::string> parameters, buffers;         // FQNs, in graph-input order
-  std::vector<std::string> user_inputs, user_outputs;   // graph value names
-  NameMap inputs_to_parameters, inputs_to_buffers;      // graph input -> FQN
-  NameMap buffers_to_mutate;                            // output -> buffer FQN it overwrites
-  NameMap user_inputs_to_mutate;                        // output -> user input it overwrites
+  std::vector<std::string> parameters, buffers;        // FQNs, in graph-input order
+  std::vector<std::string> user_inputs, user_outputs;  // graph value names
+  NameMap inputs_to_parameters, inputs_to_buffers;     // graph input -> FQN
+  NameMap buffers_to_mutate;                           // output -> buffer FQN it overwrites
+  NameMap user_inputs_to_mutate;                       // output -> user input it overwrites
   // Fed and dropped by the runtime, not the caller: the effect token threaded through effectful
   // ops (PyTorch's input_tokens / output_tokens), and the generator state random ops draw from
   // (graph input -> its descriptor, "fw_rng_seed()" or "fw_rng_offset(N)": N Philox blocks).
@@ -158,44 +158,27 @@ struct ModuleCall {
 };
 
 // The module's parameters and buffers lifted to the first inputs of a flat function that runs
-// its forward with them in their slots (nn_detail::run_with_slots, as aot_module's call does):
-// the wrapper module_call and aot_module_simplified share. `forward_of(model, inputs, first)`
-// calls the forward on the user inputs from inputs[first] on and returns its flat results. The
-// returned call's inputs are the lifted tensors only; the caller appends the user inputs.
+// its forward with them in their slots (nn_detail::lifted_function, which aot_module's call
+// builds too): the wrapper module_call and aot_module_simplified share. `forward_of(model,
+// inputs, first)` calls the forward on the user inputs from inputs[first] on and returns its flat
+// results. The returned call's inputs are the lifted tensors only; the caller appends the user
+// inputs.
 template <typename M, typename Forward>
 ModuleCall lifted_module_call(const std::shared_ptr<M>& model, Forward forward_of) {
   nn_detail::LiftedState lifted = nn_detail::lift(*model);
   ModuleCall call;
   call.inputs = std::move(lifted.tensors);
   call.key_extra = std::move(lifted.key);
-  nn_detail::lifted_names(*model, call.fn.parameter_names, call.fn.buffer_names);
-  auto slots = std::make_shared<std::vector<std::vector<Tensor*>>>(std::move(lifted.slots));
-  auto names = std::make_shared<std::vector<std::string>>(call.fn.parameter_names);
-  names->insert(names->end(), call.fn.buffer_names.begin(), call.fn.buffer_names.end());
-  size_t num_params = lifted.num_parameters;
-  call.fn.fn = [model, slots, num_params, names,
-                forward_of](const std::vector<Tensor>& inputs) -> std::vector<Tensor> {
-    return nn_detail::run_with_slots(*slots, num_params, *names, inputs,
-                                     [&] { return forward_of(*model, inputs, slots->size()); });
-  };
+  call.fn = nn_detail::lifted_function(model, std::move(lifted.slots), lifted.num_parameters,
+                                       std::move(forward_of));
   return call;
 }
 
 template <typename M, typename... Args>
 ModuleCall module_call(const std::shared_ptr<M>& model, const std::tuple<Args...>& args) {
-  using R = std::decay_t<decltype(std::declval<M&>().forward(std::declval<const Args&>()...))>;
   if (!model) throw ExportError("export: the module is null");
-  auto originals = std::make_shared<std::tuple<Args...>>(args);
   ModuleCall call = lifted_module_call(
-      model, [originals](M& m, const std::vector<Tensor>& inputs, size_t pos) {
-        auto rebuilt = std::apply(
-            [&](const auto&... orig) {
-              return std::tuple<Args...>{aot_detail::rebuild_arg(orig, inputs, pos)...};
-            },
-            *originals);
-        return aot_detail::Outputs<R>::flatten(
-            std::apply([&](const auto&... a) { return m.forward(a...); }, rebuilt));
-      });
+      model, nn_detail::forward_of_args<M>(std::make_shared<std::tuple<Args...>>(args)));
   std::apply(
       [&](const auto&... a) { (aot_detail::flatten_arg(a, call.inputs, call.key_extra), ...); },
       args);

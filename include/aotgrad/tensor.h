@@ -10,6 +10,7 @@
 #pragma once
 
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <initializer_list>
@@ -29,6 +30,8 @@ using IntList = std::vector<int64_t>;
 namespace autograd {
 class Node;
 }
+template <typename T, size_t N>
+class TensorAccessor;  // aotgrad/accessor.h
 
 class Storage {
  public:
@@ -115,6 +118,13 @@ class Tensor {
   template <typename T>
   std::vector<T> to_vector() const;
   std::string to_string() const;
+  // LibTorch's accessor<float, 2>(): a[i][j] reads and writes elements through the strides.
+  // Defined in aotgrad/accessor.h (included by aotgrad.h and torch.h). Not on a temporary: the
+  // accessor points into this tensor, which must outlive it.
+  template <typename T, size_t N>
+  TensorAccessor<T, N> accessor() const&;
+  template <typename T, size_t N>
+  TensorAccessor<T, N> accessor() && = delete;
 
   // ---- autograd ----
   bool requires_grad() const;

@@ -16,6 +16,7 @@
 #include <iostream>
 #include <stdexcept>
 
+#include "aotgrad/accessor.h"
 #include "aotgrad/aotgrad.h"
 #include "aotgrad/autograd.h"
 #include "aotgrad/indexing.h"

@@ -82,7 +82,8 @@ Layout layout(std::string_view op, const IntList& self_sizes,
   return l;
 }
 
-// Per dim of self: an undefined tensor (not indexed) or i64 indices; masks become coordinates.
+// Per dim of self: an undefined tensor (not indexed) or i64 indices (i32 ones widened); masks
+// become coordinates.
 std::vector<Tensor> expand_masks(std::string_view op, const Tensor& self,
                                  const std::vector<Tensor>& indices) {
   std::vector<Tensor> out;
@@ -91,12 +92,12 @@ std::vector<Tensor> expand_masks(std::string_view op, const Tensor& self,
       out.push_back(Tensor());
       continue;
     }
-    if (e.dtype() == DType::i64) {
-      out.push_back(e);
+    if (e.dtype() == DType::i64 || e.dtype() == DType::i32) {
+      out.push_back(e.dtype() == DType::i64 ? e : contiguous_copy(e, DType::i64));
       continue;
     }
-    if (e.dtype() != DType::b8)
-      fail(op, "tensors used as indices must be i64 or b8 (bool) tensors, got " +
+    if (e.dtype() != DType::b8 && e.dtype() != DType::u8)  // u8: PyTorch's byte mask
+      fail(op, "tensors used as indices must be i64 or b8 (bool) tensors (or i32, u8), got " +
                    std::string(dtype_name(e.dtype())));
     const size_t at = out.size(), m = static_cast<size_t>(e.dim());
     if (m == 0) fail(op, "a 0-dim bool index is not supported; index with a 1-element mask");

@@ -72,6 +72,8 @@ void check_indices(std::string_view op, const Tensor& index, int64_t size, int64
                    std::string_view of) {
   const int64_t n = index.numel();
   if (n == 0) return;
+  if (index.dtype() != DType::i64)  // i32 indices (index_select, index_add, embedding)
+    return check_indices(op, contiguous_copy(index, DType::i64), size, dim, of);
   const int64_t* p = data_of<int64_t>(index);
   if (index.is_contiguous()) {
     int64_t lo = p[0], hi = p[0];
@@ -90,7 +92,7 @@ void check_indices(std::string_view op, const Tensor& index, int64_t size, int64
     if (p[it[0]] < 0 || p[it[0]] >= size) bad_index(op, p[it[0]], dim, size, of);
 }
 
-// The index values as one contiguous array (copied only when the index is strided).
+// The index values as one contiguous i64 array (copied only when the index is strided or i32).
 struct FlatIndex {
   Tensor holder;
   const int64_t* data = nullptr;
@@ -98,7 +100,9 @@ struct FlatIndex {
 };
 FlatIndex flat_index(const Tensor& index) {
   FlatIndex f;
-  f.holder = index.is_contiguous() ? index : contiguous_copy(index, DType::i64);
+  f.holder = index.is_contiguous() && index.dtype() == DType::i64
+                 ? index
+                 : contiguous_copy(index, DType::i64);
   f.n = f.holder.numel();
   if (f.n > 0) f.data = data_of<int64_t>(f.holder);
   return f;
@@ -345,8 +349,8 @@ Tensor embedding_dense_backward(std::string_view op, const Tensor& grad, const T
     visit_dtype(grad.dtype(), [&](auto tag) {
       using T = typename decltype(tag)::type;
       if constexpr (std::is_same_v<compute_t<T>, C>)
-        add_rows<T, C>(data_of<T>(out), data_of<T>(g), Rows{1, num_weights, width},
-                       idx.data, idx.n, C(1), factor.empty() ? nullptr : &factor);
+        add_rows<T, C>(data_of<T>(out), data_of<T>(g), Rows{1, num_weights, width}, idx.data, idx.n,
+                       C(1), factor.empty() ? nullptr : &factor);
     });
   });
   return out;

@@ -13,6 +13,8 @@
 #include <stdexcept>
 
 #include "aotgrad/autograd.h"
+#include "autograd/traced.h"
+#include "trace/tracer.h"
 
 namespace aotgrad::nn_detail {
 namespace {
@@ -62,7 +64,10 @@ class SlotsWriteLock {
   bool owns_;
 };
 
-// Puts inputs[i] into every slot of slots[i] and puts the originals back when destroyed.
+// Puts inputs[i] into every slot of slots[i] and puts the originals back when destroyed. The
+// trace also reads each original as its stand-in: a module that keeps a copy of a registered
+// tensor outside the slot (LibTorch's `w = register_parameter("w", t)`, whose slot is the
+// module's own) reads the copy, which PyTorch's aot_module sees as the parameter itself.
 class SlotSwap {
  public:
   SlotSwap(const std::vector<std::vector<Tensor*>>& slots, const std::vector<Tensor>& inputs)
@@ -71,6 +76,8 @@ class SlotSwap {
     for (size_t i = 0; i < slots.size(); ++i) {
       saved_.push_back(*slots[i].front());
       for (Tensor* slot : slots[i]) *slot = inputs.at(i);
+      if (auto* tracer = dynamic_cast<trace::Tracer*>(autograd::traced_autograd_for(inputs[i])))
+        tracer->substitute(saved_.back(), inputs[i]);
     }
   }
   ~SlotSwap() {

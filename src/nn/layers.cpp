@@ -142,8 +142,8 @@ void EmbeddingImpl::pretty_print(std::ostream& os) const {
 }
 
 Tensor EmbeddingImpl::forward(const Tensor& indices) {
-  if (indices.dtype() != DType::i64)
-    throw std::invalid_argument("Embedding: indices must be i64, got " +
+  if (indices.dtype() != DType::i64 && indices.dtype() != DType::i32)
+    throw std::invalid_argument("Embedding: indices must be i64 or i32, got " +
                                 std::string(dtype_name(indices.dtype())) +
                                 "; convert them with .to(DType::i64)");
   return embedding(weight, indices, options.padding_idx().value_or(-1));

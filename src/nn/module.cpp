@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <stdexcept>
+#include <utility>
 
 #include "aotgrad/autograd.h"
 #include "aotgrad/ops.h"
@@ -63,10 +64,22 @@ std::ostream& operator<<(std::ostream& os, const Module& module) {
   return os;
 }
 
-Tensor Module::forward(const Tensor&) {
+Tensor Module::call_forward(const Tensor& x) {
+  // The module whose remembered forward runs on this thread: a class that brings Module::forward
+  // back into scope (`using Module::forward;`) next to other overloads would otherwise have its
+  // remembered forward call Module::forward, and so itself, forever.
+  thread_local const Module* running = nullptr;
+  if (forward_hook_ != nullptr && running != this) {
+    const Module* outer = std::exchange(running, this);
+    struct Restore {
+      const Module* outer;
+      ~Restore() { running = outer; }
+    } restore{outer};
+    return forward_hook_(*this, x);
+  }
   throw std::logic_error(type_name() +
-                         " has no single-tensor forward; override Module::forward or call the "
-                         "module's own forward with its arguments");
+                         ": no single-tensor forward reachable through nn::Module; call the "
+                         "module's own forward (or its holder), or register it with its own type");
 }
 
 void Module::check_new_name(const std::string& name, const char* what) const {

@@ -1,7 +1,7 @@
 // PyTorch's advanced indexing rows: index.Tensor (`self[indices]`), index_put
 // (`self[indices] = values` on a copy) and its in-place form index_put_. `indices` is a
-// `Tensor?[]`: per leading dim of self, None or an i64 / b8 index tensor (kernels/index_tensor.h
-// has the shape rules).
+// `Tensor?[]`: per leading dim of self, None or an i64 (i32) / b8 (u8) index tensor
+// (kernels/index_tensor.h has the shape rules).
 //
 // Reading guide: the meta functions compute shapes from index *shapes*, which works for i64
 // indices; a b8 mask's result shape depends on its values, so a mask is refused while tracing
@@ -27,16 +27,19 @@ constexpr std::string_view kIndex = "aten.index.Tensor";
 constexpr std::string_view kIndexPut = "aten.index_put.default";
 constexpr std::string_view kIndexPut_ = "aten.index_put_.default";
 
-// Checks the index dtypes; true when a b8 mask is among them.
+// Checks the index dtypes; true when a mask is among them. As in PyTorch, a mask is b8, or u8
+// (PyTorch's deprecated byte mask), and positions are i64, or i32 as PyTorch 2 takes them (1.13
+// refused them); the kernel widens i32 positions.
 bool check_indices(std::string_view op, const TensorList& indices) {
   bool mask = false;
   for (const Tensor& t : indices) {
     if (!t.defined()) continue;
-    if (t.dtype() != DType::i64 && t.dtype() != DType::b8)
-      fail(op, "tensors used as indices must be i64 or b8 (bool) tensors, got " +
+    const bool is_mask = t.dtype() == DType::b8 || t.dtype() == DType::u8;
+    if (t.dtype() != DType::i64 && t.dtype() != DType::i32 && !is_mask)
+      fail(op, "tensors used as indices must be i64 or b8 (bool) tensors (or i32, u8), got " +
                    std::string(dtype_name(t.dtype())) + "; convert them with .to(DType::i64)");
-    mask = mask || t.dtype() == DType::b8;
-    if (t.dtype() == DType::b8 && t.is_fake())
+    mask = mask || is_mask;
+    if (is_mask && t.is_fake())
       fail(op,
            "a bool mask index gives a result whose shape depends on the mask's values, "
            "which a traced graph cannot hold; use where() or masked_fill(), or index with "

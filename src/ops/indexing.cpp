@@ -1,5 +1,5 @@
-// The indexing family: gathers and scatters through i64 index tensors (index_select, gather,
-// scatter_add, index_add), embedding and its backward, masked_fill, tril / triu.
+// The indexing family: gathers and scatters through i64 (or i32) index tensors (index_select,
+// gather, scatter_add, index_add), embedding and its backward, masked_fill, tril / triu.
 //
 // Reading guide: meta functions check what metadata can tell (index dtype and rank, matching
 // shapes); the kernels check index values (kernels/indexing.h). The VJPs are PyTorch's
@@ -41,9 +41,13 @@ int64_t size1(const Tensor& t, int64_t d) {
   return t.dim() == 0 ? 1 : t.sizes()[d];
 }
 
-void check_index(std::string_view op, const char* name, const Tensor& index, bool vector) {
-  if (index.dtype() != DType::i64)
-    fail(op, std::string("argument '") + name + "' must be an i64 tensor, got " +
+// As in PyTorch (1.13 and 2.x), index_select, index_add and embedding (and its backward) take
+// i32 indices as well as i64; gather and scatter_add take i64 only (allow_i32 = false).
+void check_index(std::string_view op, const char* name, const Tensor& index, bool vector,
+                 bool allow_i32) {
+  if (index.dtype() != DType::i64 && !(allow_i32 && index.dtype() == DType::i32))
+    fail(op, std::string("argument '") + name + "' must be an i64 tensor" +
+                 (allow_i32 ? " (or i32)" : "") + ", got " +
                  std::string(dtype_name(index.dtype())) + "; convert it with .to(DType::i64)");
   if (vector && index.dim() > 1)
     fail(op, std::string("argument '") + name + "' must be 0-D or 1-D, got shape " +
@@ -74,7 +78,7 @@ IntList broadcast_with_mask(std::string_view op, const Tensor& self, const Tenso
 
 std::vector<TensorMeta> index_select_meta(const OpArgs& a) {
   const Tensor &self = tensor_arg(a, 0), &index = tensor_arg(a, 2);
-  check_index(kIndexSelect, "index", index, /*vector=*/true);
+  check_index(kIndexSelect, "index", index, /*vector=*/true, /*allow_i32=*/true);
   const int64_t d = dim_arg(kIndexSelect, int_arg(a, 1), rank1(self));
   if (self.dim() == 0) {
     if (index.numel() != 1)
@@ -103,7 +107,7 @@ std::vector<Tensor> index_select_vjp(const VjpContext& c) {
 
 std::vector<TensorMeta> index_add_meta(const OpArgs& a) {
   const Tensor &self = tensor_arg(a, 0), &index = tensor_arg(a, 2), &source = tensor_arg(a, 3);
-  check_index(kIndexAdd, "index", index, /*vector=*/true);
+  check_index(kIndexAdd, "index", index, /*vector=*/true, /*allow_i32=*/true);
   check_same_dtype(kIndexAdd, self, "source", source);
   const int64_t d = dim_arg(kIndexAdd, int_arg(a, 1), rank1(self));
   IntList expected = self.dim() == 0 ? IntList{1} : self.sizes();
@@ -158,7 +162,7 @@ void check_fits(std::string_view op, const Tensor& index, const char* name, cons
 
 std::vector<TensorMeta> gather_meta(const OpArgs& a) {
   const Tensor &self = tensor_arg(a, 0), &index = tensor_arg(a, 2);
-  check_index(kGather, "index", index, /*vector=*/false);
+  check_index(kGather, "index", index, /*vector=*/false, /*allow_i32=*/false);
   const int64_t d = dim_arg(kGather, int_arg(a, 1), rank1(self));
   if (bool_arg(a, 3)) fail(kGather, "sparse gradients are not supported; pass sparse_grad=false");
   check_fits(kGather, index, "self", self, d);
@@ -180,7 +184,7 @@ std::vector<Tensor> gather_vjp(const VjpContext& c) {
 
 std::vector<TensorMeta> scatter_add_meta(const OpArgs& a) {
   const Tensor &self = tensor_arg(a, 0), &index = tensor_arg(a, 2), &src = tensor_arg(a, 3);
-  check_index(kScatterAdd, "index", index, /*vector=*/false);
+  check_index(kScatterAdd, "index", index, /*vector=*/false, /*allow_i32=*/false);
   check_same_dtype(kScatterAdd, self, "src", src);
   const int64_t d = dim_arg(kScatterAdd, int_arg(a, 1), rank1(self));
   if (index.numel() > 0) {
@@ -220,7 +224,7 @@ std::vector<TensorMeta> embedding_meta(const OpArgs& a) {
   if (weight.dim() != 2)
     fail(kEmbedding, "weight must be 2-D [num_embeddings, embedding_dim], got shape " +
                          shape_to_string(weight.sizes()));
-  check_index(kEmbedding, "indices", indices, /*vector=*/false);
+  check_index(kEmbedding, "indices", indices, /*vector=*/false, /*allow_i32=*/true);
   if (bool_arg(a, 4)) fail(kEmbedding, "sparse gradients are not supported; pass sparse=false");
   IntList sizes = indices.sizes();
   sizes.push_back(weight.sizes()[1]);
@@ -244,7 +248,7 @@ std::vector<TensorMeta> embedding_backward_meta(const OpArgs& a) {
   if (!is_floating(grad.dtype()))
     fail(kEmbeddingBackward,
          "grad_output must be floating, got " + std::string(dtype_name(grad.dtype())));
-  check_index(kEmbeddingBackward, "indices", indices, /*vector=*/false);
+  check_index(kEmbeddingBackward, "indices", indices, /*vector=*/false, /*allow_i32=*/true);
   IntList expected = indices.sizes();
   if (grad.dim() == 0 || IntList(grad.sizes().begin(), grad.sizes().end() - 1) != expected)
     fail(kEmbeddingBackward, "grad_output has shape " + shape_to_string(grad.sizes()) +

@@ -25,6 +25,11 @@ struct BasicResult {
   std::vector<Tensor> advanced;  // per dim of `view`: an index tensor or undefined (whole dim)
 };
 
+// A mask index (b8, or u8: PyTorch's byte mask) consumes as many dims as it has.
+bool is_mask(const Tensor& t) {
+  return t.dtype() == DType::b8 || t.dtype() == DType::u8;
+}
+
 // How many dims of self the entries consume (None and Ellipsis consume none; a mask its rank).
 int64_t consumed_dims(const std::vector<TensorIndex>& indices) {
   int64_t n = 0;
@@ -35,7 +40,7 @@ int64_t consumed_dims(const std::vector<TensorIndex>& indices) {
         ++n;
         break;
       case TensorIndex::Kind::tensor:
-        n += i.tensor().dtype() == DType::b8 ? i.tensor().dim() : 1;
+        n += is_mask(i.tensor()) ? i.tensor().dim() : 1;
         break;
       default:
         break;
@@ -103,7 +108,7 @@ BasicResult apply_basic(const Tensor& self, const std::vector<TensorIndex>& indi
         pad_advanced(dim);
         r.advanced.push_back(t);
         // A mask covers as many dims as it has with one entry, as index() reads it.
-        const int64_t width = t.dtype() == DType::b8 ? t.dim() : 1;
+        const int64_t width = is_mask(t) ? t.dim() : 1;
         dim += width;
         covered += width;
         break;

@@ -5,10 +5,11 @@
 #include <stdexcept>
 #include <string>
 
-#include "aotgrad/nn_ops.h"
+#include "aotgrad/accessor.h"
 #include "aotgrad/autograd.h"
 #include "aotgrad/indexing.h"
 #include "aotgrad/math.h"
+#include "aotgrad/nn_ops.h"
 #include "aotgrad/ops.h"
 #include "aotgrad/random.h"
 #include "aotgrad/torch/functions.h"
@@ -29,6 +30,21 @@ Scalar Tensor::item() const {
 void* Tensor::data_ptr() const {
   if (!defined()) throw std::invalid_argument("data_ptr() on an undefined Tensor");
   return impl()->data_bytes();
+}
+
+void accessor_detail::check(const Tensor& t, DType dtype, size_t dims) {
+  const std::string call =
+      "accessor<" + std::string(dtype_name(dtype)) + ", " + std::to_string(dims) + ">()";
+  if (!t.defined()) throw std::invalid_argument(call + " on an undefined Tensor");
+  if (t.dtype() != dtype || static_cast<size_t>(t.dim()) != dims)
+    throw std::invalid_argument(call + " on a " + std::string(dtype_name(t.dtype())) +
+                                shape_to_string(t.sizes()) + " tensor: expected dtype " +
+                                std::string(dtype_name(dtype)) + " and " + std::to_string(dims) +
+                                " dimensions");
+  if (t.is_fake())
+    throw std::logic_error(call +
+                           " on a fake tensor (tracing runs no kernels; read elements "
+                           "outside the traced function)");
 }
 
 Tensor Tensor::to(Device d, std::optional<DType> dtype_arg) const {

@@ -228,6 +228,11 @@ void Tracer::lift_real_tensors(ops::OpArgs& args) {
   }
 }
 
+void Tracer::substitute(const Tensor& real, const Tensor& fake) {
+  if (!real.defined() || real.is_fake() || !traced_here(fake)) return;
+  lifted_[real.impl()] = Lifted{real.impl_ptr(), fake, /*substituted=*/true};
+}
+
 Tensor Tracer::traced_form(const Tensor& t) const {
   if (!t.defined() || traced_here(t) || t.is_fake()) return t;
   auto it = lifted_.find(t.impl());
@@ -236,7 +241,7 @@ Tensor Tracer::traced_form(const Tensor& t) const {
 
 std::string Tracer::captured_constant() const {
   for (const auto& [impl, lifted] : lifted_)
-    if (auto real = lifted.real.lock())
+    if (auto real = lifted.real.lock(); real && !lifted.substituted)
       return "a " + std::string(dtype_name(real->dtype)) + shape_to_string(real->sizes) +
              " tensor" +
              (real->autograd && real->autograd->requires_grad ? " that requires grad" : "");

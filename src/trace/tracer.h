@@ -59,6 +59,11 @@ class Tracer final : public ops::Interpreter, public autograd::TracedAutograd {
   // The value a traced tensor currently stands for (regenerated first if stale); a real tensor
   // becomes a constant first (lift). Throws naming `what` for a fake of another trace.
   graph::ValueId value_of(const Tensor& t, const std::string& what);
+  // Makes the function read `real` as `fake` (a tensor of this trace) from now on, as a literal
+  // lifted to `fake` would be, but without counting it as captured: aot_module's stand-ins for
+  // parameters a module also holds outside its registered slot (LibTorch's value form,
+  // `w = register_parameter("w", t)`). A no-op unless `fake` is this trace's and `real` is real.
+  void substitute(const Tensor& real, const Tensor& fake);
   // The fake a real tensor was lifted to, if it was; `t` otherwise.
   Tensor traced_form(const Tensor& t) const;
   // A description of a lifted real tensor still alive now, after the function returned: it was
@@ -128,6 +133,7 @@ class Tracer final : public ops::Interpreter, public autograd::TracedAutograd {
   struct Lifted {
     std::weak_ptr<TensorImpl> real;
     Tensor fake;
+    bool substituted = false;  // by substitute(): an input's stand-in, not a constant
   };
 
   graph::NodeArg to_node_arg(const ops::OpDef& op, const ops::Arg& a, size_t index);

@@ -27,7 +27,7 @@ class Counting : public nn::Module {
     register_buffer("steps", steps);
   }
   std::string type_name() const override { return "Counting"; }
-  Tensor forward(const Tensor& x) override {
+  Tensor forward(const Tensor& x) {
     Tensor y = layer1->forward(x) + steps;
     steps = steps + 1.0;  // reassigned, not mutated in place
     if (reassign_weight_) layer1->weight = layer1->weight * 2.0;

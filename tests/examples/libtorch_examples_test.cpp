@@ -1,7 +1,8 @@
 // The LibTorch-style example programs (examples/libtorch/) and make-mnist-idx, run as built for a
 // handful of steps on tiny generated data: each must show its learning signal (regression below
 // its loss threshold, mnist and custom_dataset well above chance, dcgan's losses moving and a
-// restored checkpoint repeating the next steps exactly), and a missing data set is one line.
+// restored checkpoint repeating the next steps exactly, higher_order's gradients matching their
+// checks), and a missing data set is one line.
 // The programs are separate executables (built before aotgrad_tests, see CMakeLists.txt); they
 // run with OMP_NUM_THREADS=1 so that a loaded machine does not oversubscribe.
 #include <gtest/gtest.h>
@@ -96,6 +97,21 @@ TEST_F(LibtorchExamples, RegressionStopsBelowItsThreshold) {
   ASSERT_EQ(r.results.count("loss"), 1u) << r.output;
   EXPECT_LT(r.results["loss"][0], 0.001);
   EXPECT_LT(r.results["steps"][0], 3000);
+}
+
+TEST_F(LibtorchExamples, HigherOrderGradientsMatchTheirChecks) {
+  ProgramRun r = run("libtorch-higher_order", "--steps 3");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  ASSERT_EQ(r.steps.size(), 3u) << r.output;
+  EXPECT_LT(r.results["hvp_error"][0], 1e-10) << r.output;  // Hv against (A + A^T) / 2 + diag(2x)
+  EXPECT_LT(r.results["fd_error"][0], 1e-4) << r.output;  // penalty gradient vs finite differences
+  EXPECT_GT(r.results["penalty_share"][0], 0) << r.output;  // the penalty reaches the weights
+  EXPECT_EQ(r.results["compiled_diff"][0], 0) << r.output;  // first order: compiled == eager
+  EXPECT_EQ(r.results["compiled_refused"][0], 1) << r.output;
+  EXPECT_NE(r.output.find("does not currently support double backward"), std::string::npos)
+      << r.output;
+  // The critic learns to separate the samples: its loss falls from step to step.
+  EXPECT_LT(r.steps[2][1], r.steps[0][1]) << r.output;
 }
 
 TEST_F(LibtorchExamples, MnistLearnsWellAboveChance) {

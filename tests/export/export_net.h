@@ -16,7 +16,7 @@ class ExportNet : public nn::Module {
     bn = register_module("bn", std::make_shared<nn::BatchNorm2dImpl>(3));
   }
   std::string type_name() const override { return "ExportNet"; }
-  Tensor forward(const Tensor& x) override {
+  Tensor forward(const Tensor& x) {
     Tensor h = bn->forward(fc->forward(x).reshape({5, 3, 1, 1}));
     return h.reshape({5, 3}).relu().sum();
   }

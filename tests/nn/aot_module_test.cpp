@@ -101,7 +101,7 @@ class BasicBlock : public nn::Module {
     bn2 = register_module("bn2", std::make_shared<nn::BatchNorm2dImpl>(c));
   }
   std::string type_name() const override { return "BasicBlock"; }
-  Tensor forward(const Tensor& x) override {
+  Tensor forward(const Tensor& x) {
     Tensor out = ag::relu(bn1->forward(conv1->forward(x)));
     return ag::relu(bn2->forward(conv2->forward(out)) + x);
   }
@@ -110,8 +110,9 @@ class BasicBlock : public nn::Module {
 };
 
 std::shared_ptr<nn::SequentialImpl> make_resnet_block() {
-  return std::make_shared<nn::SequentialImpl>(std::vector<std::shared_ptr<nn::Module>>{
-      std::make_shared<BasicBlock>(4), std::make_shared<nn::MaxPool2dImpl>(ag::IntList{2})});
+  // Pushed with their own types: a vector of nn::Module pointers would hide BasicBlock's forward.
+  return std::make_shared<nn::SequentialImpl>(std::make_shared<BasicBlock>(4),
+                                              std::make_shared<nn::MaxPool2dImpl>(ag::IntList{2}));
 }
 
 std::shared_ptr<nn::SequentialImpl> make_transformer() {

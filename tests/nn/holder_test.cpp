@@ -31,9 +31,8 @@ struct NetImpl : nn::Module {
     scale = register_parameter("scale", ag::ones({3}));
     register_buffer("steps", ag::zeros({1}));
   }
-  // `const Tensor&` and override, not LibTorch's usual `forward(Tensor)`: that would hide
-  // Module::forward, which clang's -Wall (-Woverloaded-virtual) reports.
-  Tensor forward(const Tensor& input) override {
+  // LibTorch's usual spelling: by value, no override (Module::forward is not virtual).
+  Tensor forward(Tensor input) {
     Tensor x = ag::relu(ag::max_pool2d(conv1(input), {2}));
     x = drop(x).reshape({x.size(0), -1});
     return fc2(ag::relu(fc1(x))) * scale;
@@ -45,14 +44,14 @@ struct NetImpl : nn::Module {
 };
 TORCH_MODULE(Net);
 
-// Holders only (aot_module swaps registered slots; NetImpl's `scale` is a copy of its slot).
+// Holders only.
 struct BlockImpl : nn::Module {
   BlockImpl() : conv(nn::Conv2dOptions(2, 3, 3).padding(1)), bn(3), fc(3 * 4 * 4, 2) {
     register_module("conv", conv);
     register_module("bn", bn);
     register_module("fc", fc);
   }
-  Tensor forward(const Tensor& input) override {
+  Tensor forward(const Tensor& input) {
     Tensor x = ag::relu(bn(conv(input)));
     return fc(x.reshape({x.size(0), -1}));
   }

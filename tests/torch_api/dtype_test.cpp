@@ -6,6 +6,7 @@
 #include "aotgrad/npy.h"
 #include "aotgrad/safetensors.h"
 #include "aotgrad/torch.h"
+#include "testing/compare.h"
 #include "testing/values.h"
 
 namespace aotgrad {
@@ -114,6 +115,63 @@ TEST(TorchApiDtype, NpyAndSafetensorsRoundTrip) {
   EXPECT_EQ(c.tensors[0].second.dtype(), DType::i32);
   EXPECT_EQ(c.tensors[1].second.dtype(), DType::u8);
   EXPECT_EQ(c.tensors[1].second.to_vector<int64_t>(), (std::vector<int64_t>{200, 3, 7}));
+}
+
+// i32 index tensors, where PyTorch takes them: index_select, index_add, embedding (1.13 and 2.x)
+// and advanced indexing (2.x); gather keeps to i64 as PyTorch's does.
+TEST(TorchApiDtype, I32IndicesForIndexSelectEmbeddingIndexAddAndIndex) {
+  Tensor idx = torch::tensor({2, 0, 2}, torch::kInt);
+  // x = arange(12.).view(3, 4).requires_grad_(); index_select(x, 0, idx).sum().backward()
+  // -> rows 8..11, 0..3, 8..11; x.grad rows [1, 0, 2]
+  Tensor x = torch::arange(12., torch::kFloat).view({3, 4}).requires_grad_();
+  Tensor rows = torch::index_select(x, 0, idx);
+  EXPECT_EQ(rows.to_vector<float>(), (std::vector<float>{8, 9, 10, 11, 0, 1, 2, 3, 8, 9, 10, 11}));
+  rows.sum().backward();
+  EXPECT_EQ(x.grad().to_vector<float>(), (std::vector<float>{1, 1, 1, 1, 0, 0, 0, 0, 2, 2, 2, 2}));
+  // x[idx] (PyTorch 2), and with autograd through index_put.
+  EXPECT_EQ(x.index({idx}).to_vector<float>(), rows.to_vector<float>());
+  // F.embedding(tensor([[1, 2], [1, 0]], dtype=int32), w), w = arange(6.).view(3, 2)
+  // -> [[[2, 3], [4, 5]], [[2, 3], [0, 1]]]; w.grad rows [1, 2, 1]
+  Tensor w = torch::arange(6., torch::kFloat).view({3, 2}).requires_grad_();
+  Tensor pos = torch::tensor({{1, 2}, {1, 0}}, torch::kInt);
+  Tensor e = torch::embedding(w, pos);
+  EXPECT_EQ(e.sizes(), (IntList{2, 2, 2}));
+  EXPECT_EQ(e.to_vector<float>(), (std::vector<float>{2, 3, 4, 5, 2, 3, 0, 1}));
+  e.sum().backward();
+  EXPECT_EQ(w.grad().to_vector<float>(), (std::vector<float>{1, 1, 2, 2, 1, 1}));
+  torch::nn::Embedding table(3, 2);
+  EXPECT_EQ(table(pos).to_vector<float>(), table(pos.to(torch::kLong)).to_vector<float>());
+  // zeros(3).index_add(0, tensor([0, 2, 0], dtype=int32), tensor([1., 2., 3.])) -> [4, 0, 2]
+  EXPECT_EQ(torch::index_add(torch::zeros({3}), 0, torch::tensor({0, 2, 0}, torch::kInt),
+                             torch::tensor({1.f, 2.f, 3.f}))
+                .to_vector<float>(),
+            (std::vector<float>{4, 0, 2}));
+  // An i32 index out of range names the value; gather wants i64.
+  std::string err = error_of([&] { torch::index_select(x, 0, torch::tensor({3}, torch::kInt)); });
+  EXPECT_NE(err.find("index 3 is out of range"), std::string::npos) << err;
+  err = error_of([&] { torch::gather(x, 0, torch::zeros({1, 4}, torch::kInt)); });
+  EXPECT_NE(err.find("must be an i64 tensor, got i32"), std::string::npos) << err;
+}
+
+// x = arange(6.).view(3, 2); m = tensor([1, 0, 1], dtype=uint8) (PyTorch's deprecated byte mask)
+// x[m] -> [[0, 1], [4, 5]]; x[m] = -1 -> [[-1, -1], [2, 3], [-1, -1]]
+TEST(TorchApiDtype, U8MasksIndexLikeBoolMasks) {
+  Tensor x = torch::arange(6., torch::kFloat).view({3, 2});
+  Tensor m = torch::tensor({1, 0, 1}, torch::kUInt8);
+  EXPECT_EQ(x.index({m}).sizes(), (IntList{2, 2}));
+  EXPECT_EQ(x.index({m}).to_vector<float>(), (std::vector<float>{0, 1, 4, 5}));
+  EXPECT_EQ(x.index({m}).to_vector<float>(), x.index({m.to(torch::kBool)}).to_vector<float>());
+  x.index_put_({m}, -1);
+  EXPECT_EQ(x.to_vector<float>(), (std::vector<float>{-1, -1, 2, 3, -1, -1}));
+}
+
+TEST(TorchApiDtype, I32IndexSelectCompiledMatchesEager) {
+  auto fn = [](const Tensor& x, const Tensor& i) {
+    return torch::index_select(x, 1, i) * 2 + torch::embedding(x, i).sum(0).unsqueeze(1);
+  };
+  Tensor x = torch::arange(9., torch::kFloat).view({3, 3}).requires_grad_();
+  testing::expect_compiled_matches_eager(fn,
+                                         testing::inputs(x, torch::tensor({2, 0}, torch::kInt)));
 }
 
 }  // namespace

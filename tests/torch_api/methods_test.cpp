@@ -192,5 +192,45 @@ TEST(TorchApiFunctions, LibTorchArgumentForms) {
   EXPECT_FALSE(torch::any(torch::zeros({2})).item<bool>());
 }
 
+TEST(TorchApiMethods, AccessorReadsAndWritesThroughStrides) {
+  Tensor t = torch::arange(12., torch::kFloat).view({3, 4});
+  auto a = t.accessor<float, 2>();
+  EXPECT_EQ(a.size(0), 3);
+  EXPECT_EQ(a.size(1), 4);
+  EXPECT_EQ(a.stride(0), 4);
+  EXPECT_EQ(a.stride(1), 1);
+  EXPECT_EQ(a[1][2], 6.0f);
+  a[2][3] = -1.0f;  // writes t in place
+  EXPECT_EQ(t.index({2, 3}).item<float>(), -1.0f);
+  // A transposed view: rows of the accessor are columns of t.
+  Tensor tt = t.t();
+  auto b = tt.accessor<float, 2>();
+  EXPECT_EQ(b.sizes(), (IntList{4, 3}));
+  EXPECT_EQ(b.strides(), (IntList{1, 4}));
+  EXPECT_EQ(b[3][2], -1.0f);
+  b[0][1] = 100.0f;
+  EXPECT_EQ(t.index({1, 0}).item<float>(), 100.0f);
+  // A strided 1-D view (column 1) and read-only access.
+  Tensor column = t.select(1, 1);
+  auto c = column.accessor<const float, 1>();
+  EXPECT_EQ(c.stride(0), 4);
+  EXPECT_EQ(c[0] + c[1] + c[2], 1.0f + 5.0f + 9.0f);
+  Tensor ints = torch::tensor({{1, 2}, {3, 4}}).to(torch::kInt);
+  auto i = ints.accessor<int32_t, 2>();
+  i[1][0] += 10;
+  EXPECT_EQ(ints.to_vector<int32_t>(), (std::vector<int32_t>{1, 2, 13, 4}));
+}
+
+TEST(TorchApiMethods, AccessorChecksDtypeAndDimsInOneLine) {
+  Tensor t = torch::zeros({3, 4});
+  EXPECT_EQ(error_of([&] { t.accessor<double, 2>(); }),
+            "accessor<f64, 2>() on a f32[3, 4] tensor: expected dtype f64 and 2 dimensions");
+  EXPECT_EQ(error_of([&] { t.accessor<float, 3>(); }),
+            "accessor<f32, 3>() on a f32[3, 4] tensor: expected dtype f32 and 3 dimensions");
+  Tensor undefined;
+  EXPECT_EQ(error_of([&] { undefined.accessor<float, 1>(); }),
+            "accessor<f32, 1>() on an undefined Tensor");
+}
+
 }  // namespace
 }  // namespace aotgrad

@@ -69,6 +69,45 @@ std::vector<Tensor> run_with_slots(const std::vector<std::vector<Tensor*>>& slot
                                    const std::vector<Tensor>& inputs,
                                    const std::function<std::vector<Tensor>()>& forward);
 
+// The flat function of (lifted tensors, user inputs) that runs the module's forward with the
+// lifted tensors in their slots (run_with_slots): what aot_module's call and export's module
+// calls (export_detail::lifted_module_call) share. `forward_of(model, inputs, first)` calls the
+// forward on the user inputs from inputs[first] on and returns its flat results. Reads the
+// names, so it is built once per compile, not per call.
+template <typename M, typename Forward>
+FlatFunction lifted_function(const std::shared_ptr<M>& model,
+                             std::vector<std::vector<Tensor*>> slots, size_t num_parameters,
+                             Forward forward_of) {
+  FlatFunction f;
+  lifted_names(*model, f.parameter_names, f.buffer_names);
+  auto shared_slots = std::make_shared<std::vector<std::vector<Tensor*>>>(std::move(slots));
+  auto names = std::make_shared<std::vector<std::string>>(f.parameter_names);
+  names->insert(names->end(), f.buffer_names.begin(), f.buffer_names.end());
+  f.fn = [model, shared_slots, num_parameters, names,
+          forward_of](const std::vector<Tensor>& inputs) -> std::vector<Tensor> {
+    return run_with_slots(*shared_slots, num_parameters, *names, inputs,
+                          [&] { return forward_of(*model, inputs, shared_slots->size()); });
+  };
+  return f;
+}
+
+// A forward_of for lifted_function: M::forward on `originals` with their tensors replaced by the
+// graph inputs from inputs[first] on (aot_function's flattening of each argument).
+template <typename M, typename... Args>
+auto forward_of_args(std::shared_ptr<std::tuple<Args...>> originals) {
+  using R = std::decay_t<decltype(std::declval<M&>().forward(std::declval<const Args&>()...))>;
+  return [originals](M& m, const std::vector<Tensor>& inputs, size_t first) {
+    size_t pos = first;
+    auto rebuilt = std::apply(
+        [&](const auto&... orig) {
+          return std::tuple<Args...>{aot_detail::rebuild_arg(orig, inputs, pos)...};
+        },
+        *originals);
+    return aot_detail::Outputs<R>::flatten(
+        std::apply([&](const auto&... a) { return m.forward(a...); }, rebuilt));
+  };
+}
+
 }  // namespace nn_detail
 
 template <typename M>
@@ -85,28 +124,9 @@ class AotModule {
     std::string key = std::move(lifted.key);
     (aot_detail::flatten_arg(args, flat, key), ...);
     auto make_fn = [&]() -> FlatFunction {
-      auto model = model_;
-      auto slots = std::make_shared<std::vector<std::vector<Tensor*>>>(std::move(lifted.slots));
-      auto originals = std::make_shared<std::tuple<Args...>>(args...);
-      size_t num_params = lifted.num_parameters;
-      FlatFunction f;
-      nn_detail::lifted_names(*model_, f.parameter_names, f.buffer_names);
-      auto names = std::make_shared<std::vector<std::string>>(f.parameter_names);
-      names->insert(names->end(), f.buffer_names.begin(), f.buffer_names.end());
-      f.fn = [model, slots, originals, num_params,
-              names](const std::vector<Tensor>& inputs) -> std::vector<Tensor> {
-        return nn_detail::run_with_slots(*slots, num_params, *names, inputs, [&] {
-          size_t pos = slots->size();
-          auto rebuilt = std::apply(
-              [&](const auto&... orig) {
-                return std::tuple<Args...>{aot_detail::rebuild_arg(orig, inputs, pos)...};
-              },
-              *originals);
-          return aot_detail::Outputs<R>::flatten(
-              std::apply([&](const auto&... a) { return model->forward(a...); }, rebuilt));
-        });
-      };
-      return f;
+      return nn_detail::lifted_function(
+          model_, std::move(lifted.slots), lifted.num_parameters,
+          nn_detail::forward_of_args<M>(std::make_shared<std::tuple<Args...>>(args...)));
     };
     return aot_detail::Outputs<R>::unflatten(engine_->call(std::move(flat), key, make_fn));
   }

@@ -20,7 +20,8 @@ class ConvNdImpl : public Module {
   explicit ConvNdImpl(const ConvOptions<D>& options);
   std::string type_name() const override { return "Conv" + std::to_string(D) + "d"; }
   void pretty_print(std::ostream& os) const override;
-  Tensor forward(const Tensor& x) override;
+  Tensor forward(const Tensor& x);
+  Tensor call_forward(const Tensor& x) override { return forward(x); }
   ConvOptions<D> options;
   Tensor weight, bias;
 };
@@ -53,7 +54,8 @@ class ConvTranspose2dImpl : public Module {
       : ConvTranspose2dImpl(ConvTranspose2dOptions(in_channels, out_channels, kernel_size)) {}
   std::string type_name() const override { return "ConvTranspose2d"; }
   void pretty_print(std::ostream& os) const override;
-  Tensor forward(const Tensor& x) override;
+  Tensor forward(const Tensor& x);
+  Tensor call_forward(const Tensor& x) override { return forward(x); }
   ConvTranspose2dOptions options;
   Tensor weight, bias;
 };
@@ -69,7 +71,8 @@ class BatchNormNdImpl : public Module {
   explicit BatchNormNdImpl(const BatchNormOptions& options);
   std::string type_name() const override { return "BatchNorm" + std::to_string(D) + "d"; }
   void pretty_print(std::ostream& os) const override;
-  Tensor forward(const Tensor& x) override;
+  Tensor forward(const Tensor& x);
+  Tensor call_forward(const Tensor& x) override { return forward(x); }
   BatchNormOptions options;
   Tensor weight, bias;
   Tensor running_mean, running_var, num_batches_tracked;
@@ -105,7 +108,8 @@ class MaxPool2dImpl : public Module {
                          IntList dilation = {1}, bool ceil_mode = false);
   std::string type_name() const override { return "MaxPool2d"; }
   void pretty_print(std::ostream& os) const override;
-  Tensor forward(const Tensor& x) override;
+  Tensor forward(const Tensor& x);
+  Tensor call_forward(const Tensor& x) override { return forward(x); }
   MaxPool2dOptions options;
 };
 TORCH_MODULE(MaxPool2d);

@@ -32,9 +32,13 @@ class ModuleHolder {
  public:
   using ContainedType = Impl;
 
-  ModuleHolder() requires std::is_default_constructible_v<Impl> : impl_(std::make_shared<Impl>()) {}
+  ModuleHolder() requires std::is_default_constructible_v<Impl> : impl_(std::make_shared<Impl>()) {
+    impl_->template remember_forward<Impl>();
+  }
   ModuleHolder(std::nullptr_t) {}  // NOLINT: implicit, as LibTorch's
-  ModuleHolder(std::shared_ptr<Impl> module) : impl_(std::move(module)) {}  // NOLINT: implicit
+  ModuleHolder(std::shared_ptr<Impl> module) : impl_(std::move(module)) {  // NOLINT: implicit
+    if (impl_) impl_->template remember_forward<Impl>();
+  }
 
   // Constructs the module from the arguments: nn::Linear(3, 4), nn::Conv2d(Conv2dOptions(...)).
   template <typename Head, typename... Tail>
@@ -43,7 +47,9 @@ class ModuleHolder {
            !std::is_same_v<std::remove_cvref_t<Head>, std::shared_ptr<Impl>> &&
            std::is_constructible_v<Impl, Head&&, Tail&&...>) explicit ModuleHolder(Head&& head,
                                                                                    Tail&&... tail)
-      : impl_(std::make_shared<Impl>(std::forward<Head>(head), std::forward<Tail>(tail)...)) {}
+      : impl_(std::make_shared<Impl>(std::forward<Head>(head), std::forward<Tail>(tail)...)) {
+    impl_->template remember_forward<Impl>();
+  }
 
   Impl* operator->() { return get(); }
   const Impl* operator->() const { return get(); }

@@ -31,7 +31,8 @@ class LinearImpl : public Module {
       : LinearImpl(LinearOptions(in_features, out_features).bias(bias)) {}
   std::string type_name() const override { return "Linear"; }
   void pretty_print(std::ostream& os) const override;
-  Tensor forward(const Tensor& x) override;
+  Tensor forward(const Tensor& x);
+  Tensor call_forward(const Tensor& x) override { return forward(x); }
   LinearOptions options;
   Tensor weight, bias;
 };
@@ -47,7 +48,8 @@ class EmbeddingImpl : public Module {
       : EmbeddingImpl(EmbeddingOptions(num_embeddings, embedding_dim).padding_idx(padding_idx)) {}
   std::string type_name() const override { return "Embedding"; }
   void pretty_print(std::ostream& os) const override;
-  Tensor forward(const Tensor& indices) override;
+  Tensor forward(const Tensor& indices);
+  Tensor call_forward(const Tensor& x) override { return forward(x); }
   EmbeddingOptions options;  // padding_idx made non-negative
   Tensor weight;
 };
@@ -64,7 +66,8 @@ class LayerNormImpl : public Module {
                           .elementwise_affine(elementwise_affine)) {}
   std::string type_name() const override { return "LayerNorm"; }
   void pretty_print(std::ostream& os) const override;
-  Tensor forward(const Tensor& x) override;
+  Tensor forward(const Tensor& x);
+  Tensor call_forward(const Tensor& x) override { return forward(x); }
   LayerNormOptions options;
   Tensor weight, bias;
 };
@@ -77,7 +80,8 @@ class DropoutImpl : public Module {
   explicit DropoutImpl(const DropoutOptions& options = {});
   std::string type_name() const override { return "Dropout"; }
   void pretty_print(std::ostream& os) const override;
-  Tensor forward(const Tensor& x) override;
+  Tensor forward(const Tensor& x);
+  Tensor call_forward(const Tensor& x) override { return forward(x); }
   DropoutOptions options;
 };
 TORCH_MODULE(Dropout);
@@ -93,9 +97,8 @@ class Dropout2dImpl : public Module {
     os << "torch::nn::Dropout2d(p=" << options.p() << ", inplace=" << std::boolalpha
        << options.inplace() << ")";
   }
-  Tensor forward(const Tensor& x) override {
-    return feature_dropout(x, options.p(), is_training());
-  }
+  Tensor forward(const Tensor& x) { return feature_dropout(x, options.p(), is_training()); }
+  Tensor call_forward(const Tensor& x) override { return forward(x); }
   Dropout2dOptions options;
 };
 TORCH_MODULE(Dropout2d);
@@ -108,7 +111,8 @@ class GELUImpl : public Module {
       : GELUImpl(GELUOptions().approximate(std::move(approximate))) {}
   std::string type_name() const override { return "GELU"; }
   void pretty_print(std::ostream& os) const override;
-  Tensor forward(const Tensor& x) override;
+  Tensor forward(const Tensor& x);
+  Tensor call_forward(const Tensor& x) override { return forward(x); }
   GELUOptions options;
 };
 TORCH_MODULE(GELU);
@@ -118,7 +122,8 @@ class ReLUImpl : public Module {
   explicit ReLUImpl(const ReLUOptions& options = {}) : options(options) {}
   std::string type_name() const override { return "ReLU"; }
   void pretty_print(std::ostream& os) const override;
-  Tensor forward(const Tensor& x) override;
+  Tensor forward(const Tensor& x);
+  Tensor call_forward(const Tensor& x) override { return forward(x); }
   ReLUOptions options;
 };
 TORCH_MODULE(ReLU);
@@ -131,7 +136,8 @@ class LeakyReLUImpl : public Module {
   void pretty_print(std::ostream& os) const override {
     os << "torch::nn::LeakyReLU(negative_slope=" << options.negative_slope() << ")";
   }
-  Tensor forward(const Tensor& x) override { return leaky_relu(x, options.negative_slope()); }
+  Tensor forward(const Tensor& x) { return leaky_relu(x, options.negative_slope()); }
+  Tensor call_forward(const Tensor& x) override { return forward(x); }
   LeakyReLUOptions options;
 };
 TORCH_MODULE(LeakyReLU);
@@ -140,7 +146,8 @@ class SigmoidImpl : public Module {
  public:
   std::string type_name() const override { return "Sigmoid"; }
   void pretty_print(std::ostream& os) const override { os << "torch::nn::Sigmoid()"; }
-  Tensor forward(const Tensor& x) override;
+  Tensor forward(const Tensor& x);
+  Tensor call_forward(const Tensor& x) override { return forward(x); }
 };
 TORCH_MODULE(Sigmoid);
 
@@ -148,7 +155,8 @@ class TanhImpl : public Module {
  public:
   std::string type_name() const override { return "Tanh"; }
   void pretty_print(std::ostream& os) const override { os << "torch::nn::Tanh()"; }
-  Tensor forward(const Tensor& x) override;
+  Tensor forward(const Tensor& x);
+  Tensor call_forward(const Tensor& x) override { return forward(x); }
 };
 TORCH_MODULE(Tanh);
 
@@ -158,7 +166,8 @@ class FlattenImpl : public Module {
   explicit FlattenImpl(const FlattenOptions& options = {}) : options(options) {}
   std::string type_name() const override { return "Flatten"; }
   void pretty_print(std::ostream& os) const override;
-  Tensor forward(const Tensor& x) override;
+  Tensor forward(const Tensor& x);
+  Tensor call_forward(const Tensor& x) override { return forward(x); }
   FlattenOptions options;
 };
 TORCH_MODULE(Flatten);
@@ -177,7 +186,8 @@ class FunctionalImpl : public Module {
         }) {}
   std::string type_name() const override { return "Functional"; }
   void pretty_print(std::ostream& os) const override { os << "torch::nn::Functional()"; }
-  Tensor forward(const Tensor& x) override { return function_(x); }
+  Tensor forward(const Tensor& x) { return function_(x); }
+  Tensor call_forward(const Tensor& x) override { return forward(x); }
 
  private:
   Function function_;
@@ -193,7 +203,8 @@ class CausalSelfAttention : public Module {
   CausalSelfAttention(int64_t d_model, int64_t n_heads, int64_t block_size, double dropout = 0.0,
                       bool bias = true);
   std::string type_name() const override { return "CausalSelfAttention"; }
-  Tensor forward(const Tensor& x) override;
+  Tensor forward(const Tensor& x);
+  Tensor call_forward(const Tensor& x) override { return forward(x); }
   std::shared_ptr<LinearImpl> qkv, proj;
   std::shared_ptr<DropoutImpl> attn_dropout, resid_dropout;
   Tensor mask;
@@ -206,7 +217,8 @@ class MLP : public Module {
   MLP(int64_t d_model, int64_t hidden, double dropout = 0.0,
       const std::string& approximate = "none");
   std::string type_name() const override { return "MLP"; }
-  Tensor forward(const Tensor& x) override;
+  Tensor forward(const Tensor& x);
+  Tensor call_forward(const Tensor& x) override { return forward(x); }
   std::shared_ptr<LinearImpl> fc1, fc2;
   std::shared_ptr<GELUImpl> act;
   std::shared_ptr<DropoutImpl> dropout;
@@ -218,7 +230,8 @@ class TransformerBlock : public Module {
   TransformerBlock(int64_t d_model, int64_t n_heads, int64_t block_size, int64_t mlp_hidden,
                    double dropout = 0.0);
   std::string type_name() const override { return "TransformerBlock"; }
-  Tensor forward(const Tensor& x) override;
+  Tensor forward(const Tensor& x);
+  Tensor call_forward(const Tensor& x) override { return forward(x); }
   std::shared_ptr<LayerNormImpl> ln1, ln2;
   std::shared_ptr<CausalSelfAttention> attn;
   std::shared_ptr<MLP> mlp;

@@ -14,15 +14,14 @@
 
 namespace aotgrad::nn {
 
-// One loss module: its options, a printed name and forward(input, target). The one-tensor
-// Module::forward stays visible (and throws): a loss needs a target.
+// One loss module: its options, a printed name and forward(input, target); a loss needs a
+// target, so it has no one-tensor forward.
 #define AOTGRAD_LOSS_MODULE(Name)                                                          \
   class Name##Impl : public Module {                                                       \
    public:                                                                                 \
     explicit Name##Impl(const Name##Options& options = {}) : options(options) {}           \
     std::string type_name() const override { return #Name; }                               \
     void pretty_print(std::ostream& os) const override { os << "torch::nn::" #Name "()"; } \
-    using Module::forward;                                                                 \
     Tensor forward(const Tensor& input, const Tensor& target);                             \
     Name##Options options;                                                                 \
   };                                                                                       \

@@ -19,6 +19,7 @@
 // Thread-safety: none.
 #pragma once
 
+#include <concepts>
 #include <deque>
 #include <functional>
 #include <memory>
@@ -61,10 +62,33 @@ class Module : public std::enable_shared_from_this<Module> {
   // module defaults to its C++ class name (LibTorch's name()).
   virtual std::string type_name() const;
   std::string name() const { return type_name(); }
-  // Modules with one tensor in and one out override this; others define their own forward with
-  // another signature. The default throws, as torch.nn.Module.forward does.
-  virtual Tensor forward(const Tensor& x);
-  Tensor operator()(const Tensor& x) { return forward(x); }
+  // The one-tensor forward, called through a Module pointer or reference (a Sequential built
+  // from base pointers, aot_module of a std::shared_ptr<Module>). Not virtual: LibTorch's Module
+  // has no forward, and a user's `Tensor forward(Tensor x)` hides this one, as it would hide a
+  // virtual one but without clang's and gcc's -Woverloaded-virtual warning in the user's code.
+  // Reaches the concrete forward of aotgrad's own modules (they override call_forward) and of
+  // any module registered, held or pushed into a container with its own type (remember_forward);
+  // otherwise throws, as torch.nn.Module.forward does.
+  Tensor forward(const Tensor& x) { return call_forward(x); }
+  Tensor operator()(const Tensor& x) { return call_forward(x); }
+  // Makes Module::forward call M's own forward(x), when M has one taking one tensor. Called by
+  // register_module, holders and containers, which know the module's type.
+  template <typename M>
+  void remember_forward() {
+    static_assert(std::is_base_of_v<Module, M>, "remember_forward takes an nn::Module");
+    // Not when M's forward is Module's own (M declares none): that would call itself.
+    constexpr bool inherited = requires {
+      requires std::is_same_v<decltype(&M::forward), Tensor (Module::*)(const Tensor&)>;
+    };
+    if constexpr (!inherited && requires(M & m, const Tensor& x) {
+                    { m.forward(x) } -> std::convertible_to<Tensor>;
+                  }) {
+      if (forward_hook_ == nullptr)
+        forward_hook_ = [](Module& self, const Tensor& x) -> Tensor {
+          return static_cast<M&>(self).forward(x);
+        };
+    }
+  }
 
   // In registration order (own entries before children's, recursively unless recurse = false),
   // each tensor once, and undefined slots (a Linear without bias) left out.
@@ -129,6 +153,7 @@ class Module : public std::enable_shared_from_this<Module> {
   template <typename M>
   std::shared_ptr<M> register_module(const std::string& name, std::shared_ptr<M> module) {
     static_assert(std::is_base_of_v<Module, M>, "register_module takes an nn::Module");
+    if (module) module->template remember_forward<M>();
     add_child(name, module);
     return module;
   }
@@ -140,6 +165,9 @@ class Module : public std::enable_shared_from_this<Module> {
   }
 
  protected:
+  // Module::forward's way to the concrete forward: aotgrad's own modules override it to call
+  // their forward; the default calls the remembered one, or throws naming the class.
+  virtual Tensor call_forward(const Tensor& x);
   // The direct children by position, for containers.
   size_t num_children() const { return children_.size(); }
   const std::shared_ptr<Module>& child(size_t i) const { return children_[i].second; }
@@ -166,6 +194,7 @@ class Module : public std::enable_shared_from_this<Module> {
   std::deque<Tensor> owned_;  // slots of the value form; a deque keeps their addresses
   NamedModules children_;
   bool training_ = true;
+  Tensor (*forward_hook_)(Module&, const Tensor&) = nullptr;  // set by remember_forward
 };
 
 // The module, then its children as "(name): ..." lines, indented, as LibTorch prints modules.
@@ -203,7 +232,8 @@ class SequentialImpl : public Module {
   }
   std::string type_name() const override { return "Sequential"; }
   void pretty_print(std::ostream& os) const override { os << "torch::nn::Sequential"; }
-  Tensor forward(const Tensor& x) override;
+  Tensor forward(const Tensor& x);
+  Tensor call_forward(const Tensor& x) override { return forward(x); }
   size_t size() const { return calls_.size(); }
   bool is_empty() const { return calls_.empty(); }
   std::shared_ptr<Module> ptr(size_t index) const;
