@@ -71,10 +71,17 @@ Tensor _softmax(const Tensor& a, int64_t dim, bool half_to_float = false);
 Tensor _log_softmax(const Tensor& a, int64_t dim, bool half_to_float = false);
 Tensor softmax(const Tensor& a, int64_t dim);      // composite
 Tensor log_softmax(const Tensor& a, int64_t dim);  // composite
-// reduction: "mean", "sum" or "none".
+// reduction: "mean", "sum" or "none". weight: one per class ([C], log_probs' dtype) or
+// undefined; targets equal to ignore_index add nothing, and "mean" divides by the summed weight
+// of the other targets (PyTorch's nll_loss).
+constexpr int64_t kDefaultIgnoreIndex = -100;  // PyTorch's
 Tensor nll_loss(const Tensor& log_probs, const Tensor& target, const std::string& reduction = "mean");
+Tensor nll_loss(const Tensor& log_probs, const Tensor& target, const std::string& reduction,
+                const Tensor& weight, int64_t ignore_index = kDefaultIgnoreIndex);
 Tensor cross_entropy(const Tensor& logits, const Tensor& target,
                      const std::string& reduction = "mean");  // composite
+Tensor cross_entropy(const Tensor& logits, const Tensor& target, const std::string& reduction,
+                     const Tensor& weight, int64_t ignore_index = kDefaultIgnoreIndex);
 Tensor mse_loss(const Tensor& a, const Tensor& b, const std::string& reduction = "mean");
 
 // ---- views (ops/views.cpp): the result shares storage with the input ----

@@ -30,11 +30,13 @@ Tensor MSELossImpl::forward(const Tensor& input, const Tensor& target) {
 }
 
 Tensor NLLLossImpl::forward(const Tensor& input, const Tensor& target) {
-  return nll_loss(input, target, options.reduction().name());
+  return nll_loss(input, target, options.reduction().name(), options.weight(),
+                  options.ignore_index());
 }
 
 Tensor CrossEntropyLossImpl::forward(const Tensor& input, const Tensor& target) {
-  return cross_entropy(input, target, options.reduction().name());
+  return cross_entropy(input, target, options.reduction().name(), options.weight(),
+                       options.ignore_index());
 }
 
 Tensor L1LossImpl::forward(const Tensor& input, const Tensor& target) {

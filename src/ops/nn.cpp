@@ -405,11 +405,16 @@ Tensor log_softmax(const Tensor& a, int64_t dim) {
 }
 
 Tensor nll_loss(const Tensor& log_probs, const Tensor& target, const std::string& reduction) {
+  return nll_loss(log_probs, target, reduction, Tensor(), kDefaultIgnoreIndex);
+}
+
+Tensor nll_loss(const Tensor& log_probs, const Tensor& target, const std::string& reduction,
+                const Tensor& weight, int64_t ignore_index) {
   static const ops::OpDef& def = ops::lookup("aten.nll_loss_forward.default");
-  constexpr int64_t kIgnoreIndex = -100;  // PyTorch's default
   const int64_t code = ops::reduction_code("nll_loss", reduction);
+  const ops::Arg w = weight.defined() ? ops::Arg(weight) : ops::Arg(std::monostate{});
   if (log_probs.dim() <= 2)
-    return ops::dispatch(def, {log_probs, target, std::monostate{}, code, kIgnoreIndex}).at(0);
+    return ops::dispatch(def, {log_probs, target, w, code, ignore_index}).at(0);
   // [N, C, d1, ...]: move the class dim last and flatten to [N * d1 * ..., C], as nll_loss2d.
   IntList expected_target{log_probs.size(0)};
   for (int64_t d = 2; d < log_probs.dim(); ++d) expected_target.push_back(log_probs.size(d));
@@ -425,13 +430,18 @@ Tensor nll_loss(const Tensor& log_probs, const Tensor& target, const std::string
   const int64_t rows = classes == 0 ? 0 : log_probs.numel() / classes;
   Tensor flat = reshape(permute(log_probs, perm), {rows, classes});
   Tensor flat_target = reshape(target, {numel_of(target.sizes())});
-  Tensor out = ops::dispatch(def, {flat, flat_target, std::monostate{}, code, kIgnoreIndex}).at(0);
+  Tensor out = ops::dispatch(def, {flat, flat_target, w, code, ignore_index}).at(0);
   return code == kernels::kReductionNone ? view(out, target.sizes()) : out;
 }
 
 Tensor cross_entropy(const Tensor& logits, const Tensor& target, const std::string& reduction) {
+  return cross_entropy(logits, target, reduction, Tensor(), kDefaultIgnoreIndex);
+}
+
+Tensor cross_entropy(const Tensor& logits, const Tensor& target, const std::string& reduction,
+                     const Tensor& weight, int64_t ignore_index) {
   const int64_t class_dim = logits.dim() == 1 ? 0 : 1;
-  return nll_loss(log_softmax(logits, class_dim), target, reduction);
+  return nll_loss(log_softmax(logits, class_dim), target, reduction, weight, ignore_index);
 }
 
 Tensor mse_loss(const Tensor& a, const Tensor& b, const std::string& reduction) {

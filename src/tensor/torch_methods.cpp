@@ -218,12 +218,7 @@ std::string reduction_name(int64_t reduction) {
 
 Tensor nll_loss(const Tensor& log_probs, const Tensor& target, const Tensor& weight,
                 int64_t reduction, int64_t ignore_index) {
-  if (weight.defined())
-    throw std::invalid_argument("nll_loss: class weights are not supported yet; pass {} as weight");
-  if (ignore_index != -100)
-    throw std::invalid_argument("nll_loss: ignore_index " + std::to_string(ignore_index) +
-                                " is not supported yet; only the default -100 is");
-  return nll_loss(log_probs, target, reduction_name(reduction));
+  return nll_loss(log_probs, target, reduction_name(reduction), weight, ignore_index);
 }
 
 Tensor pow(const Tensor& base, const Tensor& exponent) {

@@ -179,8 +179,9 @@ TEST(TorchApiFunctions, LibTorchArgumentForms) {
   EXPECT_EQ(torch::nll_loss(lp, tg).item<float>(), 1.125f);
   EXPECT_EQ(torch::nll_loss(lp, tg, {}, torch::Reduction::None).to_vector<float>(),
             (std::vector<float>{2.0f, 0.25f}));
-  EXPECT_EQ(testing::error_of([&] { torch::nll_loss(lp, tg, torch::ones({3})); }),
-            "nll_loss: class weights are not supported yet; pass {} as weight");
+  // F.nll_loss(lp, tg, weight=tensor([1., 2., 0.5])) 0.6; F.nll_loss(lp, tg, ignore_index=1) 2.0
+  EXPECT_FLOAT_EQ(torch::nll_loss(lp, tg, torch::tensor({1.0f, 2.0f, 0.5f})).item<float>(), 0.6f);
+  EXPECT_FLOAT_EQ(torch::nll_loss(lp, tg, {}, torch::Reduction::Mean, 1).item<float>(), 2.0f);
   // F.max_pool2d(arange(16.).reshape(1, 1, 4, 4), 2) -> [5, 7, 13, 15]
   Tensor x = torch::arange(16., torch::kFloat).view({1, 1, 4, 4});
   EXPECT_EQ(torch::max_pool2d(x, 2).to_vector<float>(), (std::vector<float>{5, 7, 13, 15}));

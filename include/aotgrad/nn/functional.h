@@ -83,11 +83,13 @@ inline Tensor mse_loss(const Tensor& input, const Tensor& target,
 }
 inline Tensor nll_loss(const Tensor& input, const Tensor& target,
                        const NLLLossFuncOptions& options = {}) {
-  return aotgrad::nll_loss(input, target, options.reduction().name());
+  return aotgrad::nll_loss(input, target, options.reduction().name(), options.weight(),
+                           options.ignore_index());
 }
 inline Tensor cross_entropy(const Tensor& input, const Tensor& target,
                             const CrossEntropyFuncOptions& options = {}) {
-  return aotgrad::cross_entropy(input, target, options.reduction().name());
+  return aotgrad::cross_entropy(input, target, options.reduction().name(), options.weight(),
+                                options.ignore_index());
 }
 
 }  // namespace aotgrad::nn::functional

@@ -201,11 +201,15 @@ struct L1LossOptions {
 struct NLLLossOptions {
   NLLLossOptions(LossReduction reduction = kMean)  // NOLINT: implicit
       : reduction_(std::move(reduction)) {}
+  AOTGRAD_ARG(Tensor, weight);  // one per class, or undefined
+  AOTGRAD_ARG(int64_t, ignore_index) = -100;
   AOTGRAD_ARG(LossReduction, reduction);
 };
 struct CrossEntropyLossOptions {
   CrossEntropyLossOptions(LossReduction reduction = kMean)  // NOLINT: implicit
       : reduction_(std::move(reduction)) {}
+  AOTGRAD_ARG(Tensor, weight);  // one per class, or undefined
+  AOTGRAD_ARG(int64_t, ignore_index) = -100;
   AOTGRAD_ARG(LossReduction, reduction);
 };
 struct SmoothL1LossOptions {

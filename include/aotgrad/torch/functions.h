@@ -22,8 +22,7 @@ enum Reduction : int64_t { None = 0, Mean = 1, Sum = 2 };
 // for another value.
 std::string reduction_name(int64_t reduction);
 
-// torch::nll_loss(input, target, weight, reduction, ignore_index). Class weights and an
-// ignore_index other than -100 are not supported yet and throw one line saying so.
+// torch::nll_loss(input, target, weight, reduction, ignore_index).
 Tensor nll_loss(const Tensor& log_probs, const Tensor& target, const Tensor& weight,
                 int64_t reduction = Reduction::Mean, int64_t ignore_index = -100);
 

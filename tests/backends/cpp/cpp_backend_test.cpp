@@ -151,6 +151,13 @@ TEST(CppBackend, CompileErrorsNameTheKeptSource) {
   EXPECT_TRUE(ag::testing::contains(err, "failed on generated code")) << err;
   EXPECT_TRUE(ag::testing::contains(err, "source kept at ")) << err;
   EXPECT_EQ(err.find('\n'), std::string::npos) << err;
+  // The kept directory is real (the user reads the source there); remove it, not to leave one
+  // behind in the temp directory on every run.
+  size_t at = err.find("source kept at ");
+  std::filesystem::path kept = err.substr(at + std::string("source kept at ").size());
+  EXPECT_TRUE(std::filesystem::exists(kept)) << kept;
+  if (kept.parent_path().filename().string().rfind("aotgrad-cpp-", 0) == 0)
+    std::filesystem::remove_all(kept.parent_path());
 }
 
 TEST(CppBackend, AMissingCompilerIsOneClearLine) {
