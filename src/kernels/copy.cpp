@@ -169,6 +169,7 @@ void copy_same_dtype(const Tensor& dst, const Tensor& src, const IntList& src_st
   char* d = dst.impl()->data_bytes();
   const char* s = src.impl()->data_bytes();
   const vec::CopyTarget& k = vec::copy_target();
+  const bool stream = dst.numel() * esize >= vec::stream_transpose_bytes();
   for_each_block(p, [&](int64_t dst_off, int64_t src_off, int64_t rows) {
     char* out = d + dst_off * esize;
     const char* in = s + src_off * esize;
@@ -178,7 +179,8 @@ void copy_same_dtype(const Tensor& dst, const Tensor& src, const IntList& src_st
       case Slab::broadcast:
         return k.broadcast[size_log2](out, p.row.dst, in, p.row.src, rows, p.col.size);
       case Slab::transpose:
-        return k.transpose[size_log2](out, p.row.dst, in, p.col.src, rows, p.col.size);
+        return (stream ? k.transpose_stream : k.transpose)[size_log2](out, p.row.dst, in, p.col.src,
+                                                                      rows, p.col.size);
       case Slab::strided:
         switch (size_log2) {
           case 0:

@@ -260,9 +260,8 @@ Tensor argmax(const Tensor& a, std::optional<int64_t> dim, bool keepdim, bool is
     const T* in = data_of<T>(l.src);
     int64_t* ix = data_of<int64_t>(out);
     const int64_t len = l.len, s = l.stride;
-    for_each_lane(l, [&](int64_t off, int64_t o) {
-      ix[o] = best_in_lane<C>(in + off, len, s, is_max);
-    });
+    for_each_lane(
+        l, [&](int64_t off, int64_t o) { ix[o] = best_in_lane<C>(in + off, len, s, is_max); });
   });
   return out;
 }
@@ -304,6 +303,17 @@ Tensor var(const Tensor& a, const IntList& dims, double correction, bool keepdim
 Tensor logsumexp(const Tensor& a, const IntList& dims, bool keepdim, DType out_dtype) {
   Lanes l = make_lanes(a, dims, kept_out_strides(a, dims), /*keep_order=*/false);
   Tensor out = make_tensor(reduced_shape(a, dims, keepdim), out_dtype);
+  if (l.len == 0) {
+    // log of an empty sum: -inf everywhere. (An empty input has no data: offsets into it would
+    // be arithmetic on a null pointer.)
+    visit_dtype(out_dtype, [&](auto out_tag) {
+      using Out = typename decltype(out_tag)::type;
+      Out* o = data_of<Out>(out);
+      for (int64_t i = 0; i < out.numel(); ++i)
+        o[i] = convert<Out>(-std::numeric_limits<double>::infinity());
+    });
+    return out;
+  }
   visit_dtype(a.dtype(), [&](auto in_tag) {
     using T = typename decltype(in_tag)::type;
     // exp runs in the result's compute type (float for f32, as ATen); the sum in double.

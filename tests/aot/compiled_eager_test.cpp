@@ -90,7 +90,7 @@ TEST(CompiledEager, PromotesIntInputsThatDoNotRequireGrad) {
 
 TEST(CompiledEager, F32MixedWithF64Tensors) {
   expect_compiled_matches_eager(
-      [](const Tensor& a, const Tensor& b) { return (a * b).sum({0}) + a.sum(); },
+      [](const Tensor& a, const Tensor& b) { return (a * b).sum(0) + a.sum(); },
       inputs(as_f32(in({3, 2}, 13)), in({3, 2}, 14)), kF32Tolerances);
 }
 
@@ -140,7 +140,7 @@ TEST(CompiledEager, UnaryChainInF32) {
 TEST(CompiledEager, SumAllDimsKeepdimNegative) {
   expect_compiled_matches_eager(
       [](const Tensor& x) {
-        return std::make_tuple(x.sum(), x.sum({0, 2}), x.sum({1}, true), x.sum({-1}),
+        return std::make_tuple(x.sum(), x.sum({0, 2}), x.sum(1, true), x.sum(-1),
                                x.sum({-3, -1}, true));
       },
       inputs(in({2, 3, 4}, 30)));
@@ -149,7 +149,7 @@ TEST(CompiledEager, SumAllDimsKeepdimNegative) {
 TEST(CompiledEager, MeanAllAndDims) {
   auto g = expect_compiled_matches_eager(
       [](const Tensor& x) {
-        return x.mean() + x.mean({1}, true).sum() + x.mean({-1, 0}).sum();
+        return x.mean() + x.mean(1, true).sum() + x.mean({-1, 0}).sum();
       },
       inputs(in({3, 4, 2}, 31)));
   EXPECT_EQ(g.num_saved, 0u) << g.saved_report;  // mean's backward needs only shapes
@@ -192,7 +192,7 @@ TEST(CompiledEager, MatmulVectorCases) {
 
 TEST(CompiledEager, MatmulVectorTimesBatch) {
   expect_compiled_matches_eager(
-      [](const Tensor& v, const Tensor& b) { return ag::matmul(v, b).sum({0}); },
+      [](const Tensor& v, const Tensor& b) { return ag::matmul(v, b).sum(0); },
       inputs(in({3}, 49), in({2, 3, 4}, 50)));
 }
 
@@ -370,7 +370,7 @@ TEST(CompiledEager, ViewsOfIntermediates) {
         Tensor c = h.transpose(0, 2).slice(0, 1, 4, 2);                 // [2, 3, 2]
         Tensor d = h.select(1, 2).unsqueeze(0).squeeze(0);              // [2, 4]
         Tensor e = v.unsqueeze(1).expand({4, 3}) * h.select(0, 1).t();  // [4, 3]
-        return a.sum({1}) + b.sum() + c.sum() + d.sum({0}) + e.sum({1});
+        return a.sum(1) + b.sum() + c.sum() + d.sum(0) + e.sum(1);
       },
       inputs(in({2, 3, 4}, 90), in({4}, 91)));
 }
@@ -569,7 +569,7 @@ TEST(CompiledEager, EmptyTensor) {
 
 TEST(CompiledEager, LargeEnoughForParallelKernels) {
   expect_compiled_matches_eager(
-      [](const Tensor& x, const Tensor& b) { return ((x + b).tanh() * x.exp()).sum({1}); },
+      [](const Tensor& x, const Tensor& b) { return ((x + b).tanh() * x.exp()).sum(1); },
       inputs(in({300, 200}, 153), in({200}, 154)));
 }
 
@@ -727,7 +727,7 @@ TEST(CompiledEagerHelper, ReportsDifferentShapesAndDtypes) {
   EXPECT_TRUE(reports(
       [] {
         expect_compiled_matches_eager(
-            [](const Tensor& x) { return x.is_fake() ? x.sum({0}, true) : x.sum({0}); },
+            [](const Tensor& x) { return x.is_fake() ? x.sum(0, true) : x.sum(0); },
             inputs(in({2, 3}, 171)));
       },
       "output 0: sizes"));

@@ -114,7 +114,7 @@ saved 2 values, 36 B (0 B activations, 36 B graph inputs)
 // t(t(mm_1)) is contiguous, as PyTorch's graph for the same function.
 TEST(GraphGolden, LinearReluRowSumAndItsInferenceGraph) {
   auto f = ag::aot_function(
-      [](const Tensor& x, const Tensor& w) { return ag::linear(x, w).relu().sum({1}, true); });
+      [](const Tensor& x, const Tensor& w) { return ag::linear(x, w).relu().sum(1, true); });
   Tensor x = f32_input({4, 3}, 1, false), w = f32_input({2, 3}, 2, true);
   f(x, w);
   ag::CompiledGraphs g = f.graphs();

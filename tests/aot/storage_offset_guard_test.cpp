@@ -60,7 +60,7 @@ TEST(StorageOffsetGuard, AsStridedOfAnInputIsGuardedPerOffset) {
 TEST(StorageOffsetGuard, MetadataMutationOfAnInputIsGuardedPerOffset) {
   auto fn = [](Tensor x) {
     ag::t_(x);
-    return x.sum({1});
+    return x.sum(1);
   };
   auto f = ag::aot_function(fn);
   for (int64_t row : {0, 2, 1}) {

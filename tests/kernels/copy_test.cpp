@@ -79,6 +79,33 @@ TEST(CopyKernels, EveryTargetEveryElementSizeMatchesTheDefinition) {
   }
 }
 
+// The streaming transpose (non-temporal stores where the destination rows are whole aligned
+// lines, else plain stores) on a 64-byte aligned destination: rows that stream, an edge that
+// does not, and a row stride that forbids streaming.
+TEST(CopyKernels, StreamingTransposeMatchesTheDefinition) {
+  for (const auto* target : kernels::vec::copy_targets()) {
+    for (int64_t ds : {int64_t{96}, int64_t{83}}) {
+      for (int log2_size : {2, 3}) {
+        const int64_t rows = 50, cols = 70, ss = rows + 2;
+        const int64_t esize = int64_t{1} << log2_size;
+        Tensor dst_buf = zeros({rows * ds * esize}, DType::u8);  // 64-byte aligned storage
+        std::vector<uint8_t> src(static_cast<size_t>(cols * ss * esize));
+        for (size_t i = 0; i < src.size(); ++i) src[i] = static_cast<uint8_t>(i * 131 + 7);
+        target->transpose_stream[log2_size](reinterpret_cast<char*>(dst_buf.data_ptr<uint8_t>()),
+                                            ds, reinterpret_cast<const char*>(src.data()), ss, rows,
+                                            cols);
+        const uint8_t* dst = dst_buf.data_ptr<uint8_t>();
+        int wrong = 0;
+        for (int64_t r = 0; r < rows; ++r)
+          for (int64_t c = 0; c < cols; ++c)
+            wrong += std::memcmp(dst + (r * ds + c) * esize, src.data() + (c * ss + r) * esize,
+                                 static_cast<size_t>(esize)) != 0;
+        EXPECT_EQ(wrong, 0) << target->name << " ds " << ds << " size " << esize;
+      }
+    }
+  }
+}
+
 // The values of `src` in row-major order, read through its strides from an iota base: base[k] = k,
 // so the expected value at each logical index is the storage offset it addresses.
 std::vector<double> expected_offsets(const Tensor& src) {
@@ -202,6 +229,21 @@ TEST(StridedCopy, AccumulatesTransposedBroadcastAndConvertedSources) {
   const std::vector<float> got = testing::values(g);
   EXPECT_EQ(got[1 * 129 + 2], 2.0f * (2 * 513 + 1));
   EXPECT_EQ(got[512 * 129 + 128], 2.0f * (128 * 513 + 512));
+}
+
+// copy_ of a transpose whose destination is larger than the core's L2 takes the streaming kernel.
+TEST(StridedCopy, TransposeLargerThanL2) {
+  int64_t n = 16;
+  while (n * n * 4 < kernels::vec::stream_transpose_bytes()) n += 16;
+  const Tensor src = iota_base(n * n, DType::f32).view({n, n});
+  Tensor dst = empty({n, n});
+  dst.copy_(src.t());
+  const std::vector<float> got = dst.to_vector<float>();
+  int wrong = 0;
+  for (int64_t r = 0; r < n; ++r)
+    for (int64_t c = 0; c < n; ++c)
+      wrong += got[static_cast<size_t>(r * n + c)] != static_cast<float>(c * n + r);
+  EXPECT_EQ(wrong, 0) << n;
 }
 
 }  // namespace

@@ -377,7 +377,7 @@ TEST(IndexingCompiled, GatherScatterIndexSelectTensorFill) {
     Tensor spread = scatter_add(x, 1, index, src * picked);
     Tensor rows = index_select(spread, 0, index.select(1, 1));  // rows 0, 1, 0
     Tensor mask = gt(rows, 0.25);
-    return triu(masked_fill(rows, mask, value), -1).sum({0});
+    return triu(masked_fill(rows, mask, value), -1).sum(0);
   };
   expect_compiled_matches_eager(fn,
                                 inputs(test_input({3, 4}, -1, 1, 3), test_input({3, 2}, -1, 1, 4),

@@ -221,7 +221,7 @@ TEST(PointwiseStrided, ThroughViewOps) {
   EXPECT_EQ(mul(cols, cols).to_vector<double>(), (V{1, 9, 16, 36}));
   EXPECT_EQ(sub(f64({1, 2}, {2}).expand({3, 2}), 1).to_vector<double>(), (V{0, 1, 0, 1, 0, 1}));
   Fn fn = [](const std::vector<Tensor>& x) {
-    return mul(x[0].t(), x[1].slice(0, 1, 4, 1)) + exp(x[0].t().slice(1, 0, 2, 1)).sum({1}, true);
+    return mul(x[0].t(), x[1].slice(0, 1, 4, 1)) + exp(x[0].t().slice(1, 0, 2, 1)).sum(1, true);
   };
   EXPECT_TRUE(gradcheck(fn, {test_input({2, 3}, -1, 1, 31), test_input({5, 2}, -1, 1, 32)}));
 }

@@ -457,7 +457,7 @@ TEST(ViewsCompiled, AsStridedReshapeCopyAndAlias) {
         Tensor a = h.as_strided({3, 2}, {1, 1}, 1);  // overlapping windows
         Tensor b = h.t().reshape({-1});              // clone + _unsafe_view
         Tensor c = h.slice(1, 1, kEnd, 2).select(0, -1).alias();
-        return a.sum() + b.sum({0}) * c.sum();
+        return a.sum() + b.sum(0) * c.sum();
       },
       inputs(test_input({2, 3}, -1, 1, 11)));
 }

@@ -11,8 +11,10 @@
 #define HWY_TARGET_INCLUDE "kernels/vec/copy.cpp"
 #include "kernels/vec/copy.h"
 
+#include <hwy/cache_control.h>
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
 #include <hwy/highway.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstddef>
@@ -73,7 +75,8 @@ void Broadcast(char* dst_bytes, int64_t ds, const char* src_bytes, int64_t ss, i
 #if HWY_TARGET != HWY_SCALAR
 // dst[r * ds + c] = src[c * ss + r] for r, c < N: src rows c are loaded as vectors over r. The
 // loops are unrolled by hand (pragmas): left as loops, GCC keeps v[] in memory, 4x slower.
-template <class D, typename T>
+// kStream writes with non-temporal stores (dst rows must be aligned to the vector).
+template <bool kStream, class D, typename T>
 HWY_INLINE void TransposeBlock(D d, T* dst, int64_t ds, const T* src, int64_t ss) {
   constexpr size_t N = hn::MaxLanes(D());
   using V = hn::Vec<D>;
@@ -92,7 +95,12 @@ HWY_INLINE void TransposeBlock(D d, T* dst, int64_t ds, const T* src, int64_t ss
     for (size_t i = 0; i < N; ++i) v[i] = t[i];
   }
 #pragma GCC unroll 16
-  for (size_t i = 0; i < N; ++i) hn::StoreU(v[i], d, dst + static_cast<int64_t>(i) * ds);
+  for (size_t i = 0; i < N; ++i) {
+    if constexpr (kStream)
+      hn::Stream(v[i], d, dst + static_cast<int64_t>(i) * ds);
+    else
+      hn::StoreU(v[i], d, dst + static_cast<int64_t>(i) * ds);
+  }
 }
 #endif
 
@@ -103,11 +111,29 @@ void TransposeScalar(T* dst, int64_t ds, const T* src, int64_t ss, int64_t r0, i
     for (int64_t c = c0; c < c1; ++c) dst[r * ds + c] = src[c * ss + r];
 }
 
-template <typename T>
+// Whether the register blocks of a transpose into dst may use non-temporal stores: each store
+// must fill whole cache lines (a partial line would be written to memory piecemeal) at an
+// address aligned to the vector, on every destination row.
+template <class D, typename T>
+bool CanStream(D d, const T* dst, int64_t ds) {
+  const size_t bytes = hn::Lanes(d) * sizeof(T);
+  const size_t line = 64;
+  return bytes % line == 0 && reinterpret_cast<uintptr_t>(dst) % bytes == 0 &&
+         static_cast<size_t>(ds) * sizeof(T) % bytes == 0;
+}
+
+// kStream: the caller's destination is larger than the core's L2, so the result cannot stay
+// in cache for its reader; streaming stores write it without first reading each line (the
+// read-for-ownership a plain store needs costs a third of the memory traffic).
+template <typename T, bool kStream>
 void Transpose(char* dst_bytes, int64_t ds, const char* src_bytes, int64_t ss, int64_t rows,
                int64_t cols) {
   T* dst = reinterpret_cast<T*>(dst_bytes);
   const T* src = reinterpret_cast<const T*>(src_bytes);
+#if HWY_TARGET != HWY_SCALAR
+  const hn::ScalableTag<T> d;
+  const bool stream = kStream && CanStream(d, dst, ds);
+#endif
   for (int64_t r0 = 0; r0 < rows; r0 += kTileRows) {
     const int64_t r1 = std::min(rows, r0 + kTileRows);
     for (int64_t c0 = 0; c0 < cols; c0 += kTileCols) {
@@ -117,19 +143,26 @@ void Transpose(char* dst_bytes, int64_t ds, const char* src_bytes, int64_t ss, i
       // Register transposes need full vectors whose lanes ConcatEven / ConcatOdd permute: 4- and
       // 8-byte lanes keep N <= 16 vectors live; narrower ones would spill, so they go scalar.
       if constexpr (sizeof(T) >= 4) {
-        const hn::ScalableTag<T> d;
         const int64_t n = static_cast<int64_t>(hn::Lanes(d));
         rv = r0 + (r1 - r0) / n * n;
         cv = c0 + (c1 - c0) / n * n;
         for (int64_t r = r0; r < rv; r += n)
-          for (int64_t c = c0; c < cv; c += n)
-            TransposeBlock(d, dst + r * ds + c, ds, src + c * ss + r, ss);
+          for (int64_t c = c0; c < cv; c += n) {
+            if (stream)
+              TransposeBlock<true>(d, dst + r * ds + c, ds, src + c * ss + r, ss);
+            else
+              TransposeBlock<false>(d, dst + r * ds + c, ds, src + c * ss + r, ss);
+          }
       }
 #endif
       TransposeScalar(dst, ds, src, ss, r0, rv, cv, c1);
       TransposeScalar(dst, ds, src, ss, rv, r1, c0, c1);
     }
   }
+#if HWY_TARGET != HWY_SCALAR
+  // Streamed lines must reach memory before another thread reads them.
+  if (stream) hwy::FlushStream();
+#endif
 }
 
 const CopyTarget* GetCopyTarget() {
@@ -137,7 +170,10 @@ const CopyTarget* GetCopyTarget() {
       hwy::TargetName(HWY_TARGET),
       {&Rows<uint8_t>, &Rows<uint16_t>, &Rows<uint32_t>, &Rows<uint64_t>},
       {&Broadcast<uint8_t>, &Broadcast<uint16_t>, &Broadcast<uint32_t>, &Broadcast<uint64_t>},
-      {&Transpose<uint8_t>, &Transpose<uint16_t>, &Transpose<uint32_t>, &Transpose<uint64_t>}};
+      {&Transpose<uint8_t, false>, &Transpose<uint16_t, false>, &Transpose<uint32_t, false>,
+       &Transpose<uint64_t, false>},
+      {&Transpose<uint8_t, true>, &Transpose<uint16_t, true>, &Transpose<uint32_t, true>,
+       &Transpose<uint64_t, true>}};
   return &target;
 }
 
@@ -152,6 +188,14 @@ HWY_EXPORT(GetCopyTarget);
 const CopyTarget& copy_target() {
   static const CopyTarget* const target = HWY_DYNAMIC_DISPATCH(GetCopyTarget)();
   return *target;
+}
+
+int64_t stream_transpose_bytes() {
+  static const int64_t bytes = [] {
+    const long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
+    return l2 > 0 ? static_cast<int64_t>(l2) : int64_t{1} << 20;
+  }();
+  return bytes;
 }
 
 std::span<const CopyTarget* const> copy_targets() {

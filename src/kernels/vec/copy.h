@@ -27,7 +27,15 @@ struct CopyTarget {
   // dst[r * ds + c] = src[c * ss + r]: a transpose, tiled so that both sides are read and
   // written a cache line at a time; 4- and 8-byte elements go through register transposes.
   Copy2d transpose[4];
+  // The same transpose with non-temporal stores where the destination rows allow them (whole,
+  // aligned cache lines): for a destination larger than the core's L2 (stream_transpose_bytes),
+  // which could not stay in cache for its reader anyway.
+  Copy2d transpose_stream[4];
 };
+
+// Destination bytes from which kernels::copy_into takes transpose_stream: the core's L2 size
+// (sysconf), 1 MiB where the system does not say.
+int64_t stream_transpose_bytes();
 
 const CopyTarget& copy_target();
 std::span<const CopyTarget* const> copy_targets();

@@ -9,7 +9,8 @@
 // Reading guide:
 //   - Exp, Log, Tanh, Sin, Cos, Pow: SLEEF's entry point for this target's ISA (SLEEF's own
 //     dispatcher would pick by the CPU, not by the Highway target a test asks for). The
-//     portable fallback target calls SLEEF's scalar "purec" entry lane by lane.
+//     portable fallback target calls SLEEF's scalar "purec" entry lane by lane; clang builds
+//     call the AVX2 / AVX-512 ones through vec/sleef_bridge.h (why: there).
 //   - ErfcParts: erf/erfc in f32 from two polynomial fits of ours (SLEEF's erf costs as much
 //     as libm's, 3 ns per element); f64 uses SLEEF's erf/erfc.
 //   - Logistic: sigma(w) and 1 - sigma(w) for sigmoid, SiLU and GELU-tanh formulas.
@@ -26,6 +27,8 @@
 #endif
 
 #include <hwy/highway.h>
+
+#include "kernels/vec/sleef_bridge.h"
 
 // SLEEF's symbol for function `fn` at precision `prec` (u10 = 1.0 ulp, u35 = 3.5 ulp) for this
 // target's vector width. SLEEF's header declares its AVX entry points only under -mavx, so the
@@ -95,6 +98,46 @@ HWY_INLINE V CallSleef(D d, Raw (*f)(Raw, Raw), V x, V y) {
 #endif
 }
 
+// Clang passes 256- and 512-bit vectors to an external function in registers only when the
+// whole file is compiled for AVX, which this baseline file is not: there, SLEEF's AVX2 and
+// AVX-512 entry points are called through vec/sleef_bridge.h (one store and load per vector).
+// GCC follows the calling function's target attribute and calls them directly.
+#undef AOTGRAD_SLEEF_BRIDGE_ISA
+#if HWY_COMPILER_CLANG && (HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL)
+#define AOTGRAD_SLEEF_BRIDGE_ISA avx512
+#elif HWY_COMPILER_CLANG && HWY_TARGET == HWY_AVX2
+#define AOTGRAD_SLEEF_BRIDGE_ISA avx2
+#endif
+
+#ifdef AOTGRAD_SLEEF_BRIDGE_ISA
+// f(x) or f(x, y) through a bridge function that reads and writes lane arrays.
+template <class D, class V, typename T>
+HWY_INLINE V CallBridge(D d, void (*f)(const T*, T*), V x) {
+  HWY_ALIGN T lanes[hn::MaxLanes(d)];
+  hn::Store(x, d, lanes);
+  f(lanes, lanes);
+  return hn::Load(d, lanes);
+}
+
+template <class D, class V, typename T>
+HWY_INLINE V CallBridge(D d, void (*f)(const T*, const T*, T*), V x, V y) {
+  HWY_ALIGN T xs[hn::MaxLanes(d)], ys[hn::MaxLanes(d)];
+  hn::Store(x, d, xs);
+  hn::Store(y, d, ys);
+  f(xs, ys, xs);
+  return hn::Load(d, xs);
+}
+
+// Wraps the bridge of SLEEF's `fn` as Name(d, x).
+#define AOTGRAD_SLEEF_UNARY(Name, fn, prec)                                       \
+  template <class D, class V = hn::VFromD<D>>                                     \
+  HWY_INLINE V Name(D d, V x) {                                                   \
+    if constexpr (sizeof(hn::TFromD<D>) == 4)                                     \
+      return CallBridge(d, &sleef_bridge::AOTGRAD_SLEEF_BRIDGE_ISA::fn##_f32, x); \
+    else                                                                          \
+      return CallBridge(d, &sleef_bridge::AOTGRAD_SLEEF_BRIDGE_ISA::fn##_f64, x); \
+  }
+#else
 // Declares SLEEF's f32 and f64 entry points of `fn` for this target and wraps them as Name(d, x).
 #define AOTGRAD_SLEEF_UNARY(Name, fn, prec)                  \
   extern "C" SleefF32 AOTGRAD_SLEEF_F32(fn, prec)(SleefF32); \
@@ -106,6 +149,7 @@ HWY_INLINE V CallSleef(D d, Raw (*f)(Raw, Raw), V x, V y) {
     else                                                     \
       return CallSleef(d, &AOTGRAD_SLEEF_F64(fn, prec), x);  \
   }
+#endif
 
 AOTGRAD_SLEEF_UNARY(Exp, exp, u10)
 AOTGRAD_SLEEF_UNARY(Log, log, u10)
@@ -116,6 +160,15 @@ AOTGRAD_SLEEF_UNARY(ErfSleef, erf, u10)
 AOTGRAD_SLEEF_UNARY(ErfcSleef, erfc, u15)
 #undef AOTGRAD_SLEEF_UNARY
 
+#ifdef AOTGRAD_SLEEF_BRIDGE_ISA
+template <class D, class V = hn::VFromD<D>>
+HWY_INLINE V Pow(D d, V x, V y) {
+  if constexpr (sizeof(hn::TFromD<D>) == 4)
+    return CallBridge(d, &sleef_bridge::AOTGRAD_SLEEF_BRIDGE_ISA::pow_f32, x, y);
+  else
+    return CallBridge(d, &sleef_bridge::AOTGRAD_SLEEF_BRIDGE_ISA::pow_f64, x, y);
+}
+#else
 extern "C" SleefF32 AOTGRAD_SLEEF_F32(pow, u10)(SleefF32, SleefF32);
 extern "C" SleefF64 AOTGRAD_SLEEF_F64(pow, u10)(SleefF64, SleefF64);
 template <class D, class V = hn::VFromD<D>>
@@ -125,6 +178,7 @@ HWY_INLINE V Pow(D d, V x, V y) {
   else
     return CallSleef(d, &AOTGRAD_SLEEF_F64(pow, u10), x, y);
 }
+#endif
 
 // A constant given to f32 and f64 precision.
 template <class D>

@@ -1,0 +1,29 @@
+// The avx512 functions of vec/sleef_bridge.h. CMakeLists.txt compiles this file with -mavx512f, so
+// that every compiler passes SLEEF's vectors in registers here; nothing else may live in it (its
+// code runs only on CPUs with that ISA).
+#include <immintrin.h>
+#include <sleef.h>
+
+#include "kernels/vec/sleef_bridge.h"
+
+namespace aotgrad::kernels::vec::sleef_bridge::avx512 {
+
+#define AOTGRAD_SLEEF_BRIDGE_DEFINE(name, fn, prec)                             \
+  void name##_f32(const float* x, float* out) {                                 \
+    _mm512_storeu_ps(out, Sleef_##fn##f16_##prec##avx512f(_mm512_loadu_ps(x))); \
+  }                                                                             \
+  void name##_f64(const double* x, double* out) {                               \
+    _mm512_storeu_pd(out, Sleef_##fn##d8_##prec##avx512f(_mm512_loadu_pd(x)));  \
+  }
+AOTGRAD_SLEEF_BRIDGE_UNARY(AOTGRAD_SLEEF_BRIDGE_DEFINE)
+#undef AOTGRAD_SLEEF_BRIDGE_DEFINE
+
+void pow_f32(const float* x, const float* y, float* out) {
+  _mm512_storeu_ps(out, Sleef_powf16_u10avx512f(_mm512_loadu_ps(x), _mm512_loadu_ps(y)));
+}
+
+void pow_f64(const double* x, const double* y, double* out) {
+  _mm512_storeu_pd(out, Sleef_powd8_u10avx512f(_mm512_loadu_pd(x), _mm512_loadu_pd(y)));
+}
+
+}  // namespace aotgrad::kernels::vec::sleef_bridge::avx512
