@@ -466,14 +466,18 @@ def nudged(t, generator):
 
 def noise_floor(spec, inputs, grad_inputs, tangents, mutated, reference):
     """Per reference tensor, how far float32 alone moves it: the largest of |f32 - f64| (the same
-    step run in float64, `spec["fn64"]`) and |f32 - f32 on inputs moved by one ulp|. A train-mode
-    batch norm over 1x1 maps can make a gradient pure noise in PyTorch itself; this says so per
-    tensor, and the checks allow a multiple of it (docs/torch_oracle.md, "Tolerances")."""
+    step run in float64, `spec["fn64"]`) and |f32 - f32 on inputs moved by one ulp|, over
+    `spec["nudges"]` (default 1) independently nudged runs. A train-mode batch norm over 1x1 maps
+    can make a gradient pure noise in PyTorch itself; this says so per tensor, and the checks allow
+    a multiple of it (docs/torch_oracle.md, "Tolerances"). One nudge can miss a discrete effect: a
+    ReLU whose input lies within float32 noise of 0 passes or blocks its gradient depending on
+    the rounding (resnet50 train, docs/torch_models.md), which a few more nudges do catch."""
     def wide(t):
         return t.double() if t.is_floating_point() else t
     runs = [(spec["fn64"], [wide(t) for t in inputs], [wide(t) for t in tangents])]
     g = torch.Generator().manual_seed(1)
-    runs.append((spec["fn"], [nudged(t, g) for t in inputs], tangents))
+    for _ in range(max(1, spec.get("nudges", 1))):
+        runs.append((spec["fn"], [nudged(t, g) for t in inputs], tangents))
     noise = {f: 0.0 for f in reference}
     for fn, xs, ts in runs:
         leaves, outs, _, _, grads = eager_reference(fn, xs, grad_inputs, tangents=ts)
@@ -664,7 +668,7 @@ def module_spec(args):
     return dict(name=name, fn=step, inputs=state + inputs, grad=True, no_grad_inputs=no_grad,
                 input_names=names + ["input%d" % i for i in range(len(inputs))],
                 rtol=args.rtol, atol=args.atol, module=args.module, train=args.train,
-                dropout=args.dropout, fn64=None if args.dropout else step64)
+                dropout=args.dropout, fn64=None if args.dropout else step64, nudges=args.nudges)
 
 
 def main():
@@ -687,6 +691,9 @@ def main():
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--rtol", type=float, default=1e-4)
     p.add_argument("--atol", type=float, default=1e-5)
+    p.add_argument("--nudges", type=int, default=1,
+                   help="--module: float32 runs on inputs nudged by one ulp that the noise floor "
+                        "takes the largest deviation of (default 1)")
     args = p.parse_args()
     if args.module:
         if not args.input:

@@ -65,7 +65,15 @@ CompiledGraphs compiled_graphs(const Artifact& a);
 // ArtifactError with one line naming the problem. serialize(deserialize(s)) == s.
 constexpr uint32_t kArtifactFormatVersion = 2;  // 2: saved values' view_of_primal
 std::string serialize_artifact(const Artifact& a);
-Artifact deserialize_artifact(std::string_view bytes);
+// Where the bytes come from. `foreign`: anywhere (a file a user hands over, a fuzzer): every check
+// above. `own_cache`: an entry of this build's artifact cache, whose key already names this
+// aotgrad, its op versions and the config, so the bytes are what serialize_artifact wrote from
+// graphs that were verified when they were lowered; once the checksum proves them undamaged the
+// graphs are parsed but neither verified nor printed back (those two checks were half of a warm
+// start). The field checks of validate_artifact still run, so what returns can be instantiated.
+enum class ArtifactSource { foreign, own_cache };
+Artifact deserialize_artifact(std::string_view bytes,
+                              ArtifactSource source = ArtifactSource::foreign);
 // Throws ArtifactError naming the first inconsistency (a count or an index that does not match
 // the graphs); what deserialize_artifact checks after reading the fields.
 void validate_artifact(const Artifact& a);

@@ -151,13 +151,15 @@ std::vector<Tensor> tangents_for(const graph::Graph& forward, const aot::Artifac
 
 }  // namespace
 
-// Example inputs for tracing a mutating graph: zeros of each input's declared type (the trace
-// reads only their geometry), requiring grad as `rg` says.
+// Example inputs for tracing a mutating graph: uninitialised tensors of each input's declared
+// type, requiring grad as `rg` says. The trace runs on fakes and reads only the examples'
+// geometry, so nothing is filled: zero-filling them cost 8% of a one-shot resnet18 `aotgrad run`
+// (they are as large as the parameters), and untouched pages are never even faulted in.
 std::vector<Tensor> example_inputs(const graph::Graph& g, const std::vector<bool>& rg) {
   std::vector<Tensor> out;
   for (size_t i = 0; i < g.inputs().size(); ++i) {
     const ops::TensorMeta& m = g.value(g.inputs()[i]).meta;
-    Tensor t = zeros(m.sizes, m.dtype);
+    Tensor t = empty(m.sizes, m.dtype);
     if (rg[i]) t.requires_grad_();
     out.push_back(t);
   }

@@ -296,7 +296,32 @@ CopySlices::CopySlices(const Tensor& base, const Tensor& view, std::shared_ptr<N
   output_dtypes.push_back(base.dtype());
 }
 
+std::string CopySlices::double_backward_error() const {
+  return fn_->double_backward_error();
+}
+
+// Under create_graph (grad mode on): the same routing with recorded ops, a flat buffer standing
+// for the base's storage. as_strided_scatter puts the gradient there in the base's geometry and
+// later replaces the view's region with what fn_ returns; as_strided reads the region and the
+// base back out. All are rows with VJPs, and fn_ records itself.
+std::vector<Tensor> CopySlices::apply_recorded(const Tensor& g) {
+  static const ops::OpDef& scatter = ops::lookup("aten.as_strided_scatter.default");
+  int64_t extent = 1;
+  for (size_t d = 0; d < base_sizes_.size(); ++d) extent += (base_sizes_[d] - 1) * base_strides_[d];
+  const int64_t view_offset = view_offset_ - base_offset_;
+  Tensor storage = ops::call1(scatter, {zeros({std::max<int64_t>(extent, 1)}, g.dtype()), g,
+                                        base_sizes_, base_strides_, int64_t{0}});
+  std::vector<Tensor> res =
+      fn_->apply({as_strided(storage, view_sizes_, view_strides_, view_offset)});
+  Tensor region = res.at(0).defined() ? res[0] : zeros(view_sizes_, g.dtype());
+  storage = ops::call1(scatter, {storage, region, view_sizes_, view_strides_, view_offset});
+  std::vector<Tensor> out{as_strided(storage, base_sizes_, base_strides_, 0)};
+  for (size_t i = 1; i < res.size(); ++i) out.push_back(res[i]);
+  return out;
+}
+
 std::vector<Tensor> CopySlices::apply(std::vector<Tensor>&& grad_outputs) {
+  if (grad_mode_enabled()) return apply_recorded(grad_outputs.at(0));
   NoGradGuard no_grad;
   const Tensor& g = grad_outputs.at(0);
   // result has the base's exact geometry, so the view's geometry addresses the same elements.

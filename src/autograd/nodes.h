@@ -3,7 +3,7 @@
 // OpNode: one call of an op-table row; saves exactly what the row's SaveMask names (everything
 // else as metadata only) and runs the row's VJP. AccumulateGrad: the sink of a leaf.
 // CopySlices: an in-place op applied to a view; routes the base's gradient through the op's VJP
-// for the viewed region.
+// for the viewed region (with recorded ops under create_graph, so it differentiates twice).
 #pragma once
 
 #include <memory>
@@ -112,8 +112,12 @@ class CopySlices : public Node {
   std::string name() const override { return "CopySlices"; }
   std::vector<Tensor> apply(std::vector<Tensor>&& grad_outputs) override;
   void release_saved() override { fn_->release_saved(); }
+  // Differentiable when the in-place op's node is: apply records under create_graph.
+  std::string double_backward_error() const override;
 
  private:
+  std::vector<Tensor> apply_recorded(const Tensor& g);
+
   IntList base_sizes_, base_strides_;
   int64_t base_offset_;
   IntList view_sizes_, view_strides_;

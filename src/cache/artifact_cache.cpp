@@ -187,7 +187,8 @@ CachedLowering ArtifactCache::lower(const aot::LowerInput& input, const AotConfi
   if (found.status == LookupStatus::hit) {
     std::string problem;
     try {
-      auto stored = std::make_shared<const aot::Artifact>(aot::deserialize_artifact(found.bytes));
+      auto stored = std::make_shared<const aot::Artifact>(
+          aot::deserialize_artifact(found.bytes, aot::ArtifactSource::own_cache));
       problem = mismatch(*stored, c);
       if (problem.empty()) {
         log(config, "disk_hit", entry);

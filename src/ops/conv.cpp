@@ -30,6 +30,8 @@
 #include "kernels/copy.h"
 #include "ops/conv_transpose.h"
 #include "ops/families.h"
+#include "ops/norm_grad.h"
+#include "ops/row_helpers.h"
 #include "tensor/checked_math.h"
 
 namespace aotgrad::ops {
@@ -235,6 +237,54 @@ std::vector<Tensor> convolution_backward_kernel(const OpArgs& a) {
           masked_result(r[2], input.dtype())};
 }
 
+// convolution_backward is bilinear: grad_input in (grad_output, weight), grad_weight in
+// (grad_output, input), grad_bias linear in grad_output. Its VJP (PyTorch's
+// _convolution_double_backward) is therefore made of the convolution and of convolution_backward
+// with other operands, both rows with a VJP, so it records and can be differentiated again.
+// For incoming gradients ggI, ggW, ggb of the three results:
+//   d/dgrad_output = conv(ggI, weight) + conv(input, ggW) + ggb (per output channel)
+//   d/dweight      = the weight gradient of conv(ggI, weight) for grad_output
+//   d/dinput       = the input gradient of conv(input, ggW) for grad_output
+// These are adjoint identities of any bilinear map, so transposed convolutions (the same rows
+// with transposed=true) need nothing else. Masked-out results get no incoming gradient.
+std::vector<Tensor> convolution_backward_vjp(const VjpContext& c) {
+  static const OpDef& forward = lookup("aten.convolution.default");
+  static const OpDef& backward = lookup("aten.convolution_backward.default");
+  const auto mask = output_mask("convolution_backward", c.args, 10);
+  auto incoming = [&](size_t i) { return mask[i] && c.grad(i).defined() ? c.grad(i) : Tensor(); };
+  const Tensor ggI = incoming(0), ggW = incoming(1), ggb = incoming(2);
+  const Tensor &grad_output = c.input(0), &input = c.input(1), &weight = c.input(2);
+  // stride, padding, dilation, transposed, output_padding, groups: args 4..9 here, 3..8 forward.
+  const OpArgs geometry(c.args.begin() + 4, c.args.begin() + 10);
+  auto conv = [&](const Tensor& x, const Tensor& w) {
+    OpArgs a{x, w, std::monostate{}};
+    a.insert(a.end(), geometry.begin(), geometry.end());
+    return call1(forward, std::move(a));
+  };
+  auto backward_of = [&](const Tensor& x, const Tensor& w, size_t result) {
+    OpArgs a{grad_output, x, w, std::monostate{}};
+    a.insert(a.end(), geometry.begin(), geometry.end());
+    a.push_back(IntList{result == 0, result == 1, 0});
+    return dispatch(backward, std::move(a)).at(result);
+  };
+  std::vector<Tensor> grads(3);
+  if (c.needs(0)) {
+    Tensor g;
+    if (ggI.defined()) g = conv(ggI, weight);
+    if (ggW.defined()) g = g.defined() ? add(g, conv(input, ggW)) : conv(input, ggW);
+    if (ggb.defined()) {
+      IntList per_channel(grad_output.dim(), 1);
+      per_channel[1] = ggb.numel();
+      Tensor b = reshape(ggb, per_channel);
+      g = g.defined() ? add(g, b) : expand(b, grad_output.sizes());
+    }
+    grads[0] = g;
+  }
+  if (c.needs(1) && ggW.defined()) grads[1] = backward_of(input, ggW, 0);
+  if (c.needs(2) && ggI.defined()) grads[2] = backward_of(ggI, weight, 1);
+  return grads;
+}
+
 // ---- batch norm ----
 
 struct BatchNormSetup {
@@ -322,6 +372,32 @@ std::vector<Tensor> legit_functional_kernel(const OpArgs& a) {
   return {r.output, r.save_mean, r.save_invstd, r.new_running_mean, r.new_running_var};
 }
 
+// batch_norm_vjp under create_graph: the gradients from differentiable ops (ops/norm_grad.h),
+// with the batch statistics of the input in training and the running ones, constants, in eval.
+std::vector<Tensor> batch_norm_double_backward(const VjpContext& c, const Arg& running_mean,
+                                               const Arg& running_var, std::vector<Tensor> grads,
+                                               std::array<bool, 3> mask) {
+  const Tensor& input = c.input(0);
+  const Tensor weight = optional_tensor(c.args, 1);
+  IntList per_channel(input.dim(), 1);
+  per_channel[1] = input.size(1);
+  NormStatistics stats{.eps = float_arg(c.args, 7)};
+  for (int64_t d = 0; d < input.dim(); ++d)
+    if (d != 1) stats.dims.push_back(d);
+  stats.param_dims = stats.dims;
+  if (!bool_arg(c.args, 5)) {
+    stats.mean = reshape(cast_like(std::get<Tensor>(running_mean), input), per_channel);
+    stats.var = reshape(cast_like(std::get<Tensor>(running_var), input), per_channel);
+  }
+  NormGrads n = differentiable_norm_backward(
+      c.grad(0), input, weight.defined() ? reshape(weight, per_channel) : Tensor(), {input.size(1)},
+      stats, mask);
+  if (mask[0]) grads[0] = n.input;
+  if (mask[1]) grads[flat_index(c.args, 1)] = cast_like(n.weight, weight);
+  if (mask[2]) grads[flat_index(c.args, 2)] = cast_like(n.bias, c.input(2));
+  return grads;
+}
+
 // kFunctional: the row returns the running statistics (unchanged in eval) as results 3 and 4,
 // which the eval-mode gradient reads instead of the inputs, so the inputs need not be saved
 // (the caller overwrites them right after the call).
@@ -341,6 +417,9 @@ std::vector<Tensor> batch_norm_vjp(const VjpContext& c) {
     running_mean = kFunctional ? c.output(3) : c.input(3);
     running_var = kFunctional ? c.output(4) : c.input(4);
   }
+  if (recording_backward({c.grad(0), c.input(0), optional_tensor(c.args, 1)}))
+    return batch_norm_double_backward(c, running_mean, running_var, grads,
+                                      {need_input, need_weight, need_bias});
   // In eval mode the input's values are read only for the weight gradient (the statistics are
   // constants), so without it the input need not be kept (see shape_only).
   const Tensor input = training || need_weight ? c.input(0) : shape_only(c.input(0));
@@ -407,6 +486,8 @@ const OpDef kRows[] = {
                "-> (Tensor, Tensor, Tensor)",
      .meta = convolution_backward_meta,
      .kernel = convolution_backward_kernel,
+     .vjp = convolution_backward_vjp,
+     .saves = {.inputs = bit(0) | bit(1) | bit(2)},
      .recompute = Recompute::compute_heavy},
     {.name = "aten.native_batch_norm.default",
      .schema = "native_batch_norm(Tensor input, Tensor? weight, Tensor? bias, "

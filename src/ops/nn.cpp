@@ -2,8 +2,8 @@
 // mse_loss / backward; and the composites softmax, log_softmax, nll_loss, cross_entropy.
 //
 // The backward rows exist, as in ATen, so the VJPs of the forward rows are one fused kernel each
-// (and one node in a traced backward graph). They have no VJP themselves: double backward
-// through these ops is not supported.
+// (and one node in a traced backward graph). Their own VJPs (double backward, derivatives.yaml's
+// formulas) are written with differentiable ops, so create_graph records them too.
 #include "kernels/nn.h"
 
 #include <stdexcept>
@@ -111,6 +111,31 @@ std::vector<Tensor> softmax_backward_kernel(const OpArgs& a) {
                                     kLog, dtype_arg(a, 3))};
 }
 
+// Softmax's backward, gi = y * (g - sum_d(g * y)), is self-adjoint in g: d/dg is the same
+// backward applied to the incoming gg. d/dy = gg * g - gg * sum_d(g * y) - g * sum_d(gg * y).
+// Log-softmax's, gi = g - exp(y) * sum_d(g): d/dg = gg - sum_d(gg * exp(y)),
+// d/dy = -gg * exp(y) * sum_d(g). Results in the saved operands' dtypes (input_dtype may differ
+// under half_to_float).
+template <bool kLog>
+std::vector<Tensor> softmax_backward_vjp(const VjpContext& c) {
+  const Tensor &g = c.input(0), &y = c.input(1);
+  const Tensor gg = cast_like(c.grad(), y);
+  const IntList dim{wrap_dim(int_arg(c.args, 2), y.dim())};
+  std::vector<Tensor> grads(2);
+  if (kLog) {
+    const Tensor p = exp(y);
+    if (c.needs(0)) grads[0] = cast_like(sub(gg, sum(mul(gg, p), dim, true)), g);
+    if (c.needs(1)) grads[1] = cast_like(neg(mul(mul(gg, p), sum(g, dim, true))), y);
+    return grads;
+  }
+  if (c.needs(0)) grads[0] = cast_like(softmax_backward_data(false, gg, y, dim[0], y.dtype()), g);
+  if (c.needs(1)) {
+    Tensor d = sub(mul(gg, g), mul(gg, sum(mul(g, y), dim, true)));
+    grads[1] = cast_like(sub(d, mul(g, sum(mul(gg, y), dim, true))), y);
+  }
+  return grads;
+}
+
 // ---- nll_loss ----
 
 void check_nll_args(const char* op, const Tensor& self, const Tensor& target,
@@ -187,6 +212,20 @@ std::vector<Tensor> nll_loss_backward_kernel(const OpArgs& a) {
                                      tensor_arg(a, 6))};
 }
 
+// nll_loss_backward is linear in grad_output: d/dgrad_output is nll_loss of the incoming gradient
+// with the same target, weight and reduction (mean divides by the same total weight). self is
+// read for its shape only; target, weight and total_weight are not differentiated (PyTorch).
+std::vector<Tensor> nll_loss_backward_vjp(const VjpContext& c) {
+  static const OpDef& forward = lookup("aten.nll_loss_forward.default");
+  std::vector<Tensor> grads(tensor_arg_count(c.args));
+  if (c.needs(0) && c.grad().defined())
+    grads[0] = cast_like(dispatch(forward, {cast_like(c.grad(), c.input(1)), c.input(2), c.args[3],
+                                            c.args[4], c.args[5]})
+                             .at(0),
+                         c.input(0));
+  return grads;
+}
+
 // ---- mse_loss ----
 
 // {broadcast shape, promoted dtype} of self and target.
@@ -234,6 +273,32 @@ std::vector<Tensor> mse_loss_backward_kernel(const OpArgs& a) {
                                      int_arg(a, 3), dtype)};
 }
 
+// mse_loss_backward, gi = k * (self - target) * grad_output with k = 2 (2 / numel for mean),
+// broadcast to the common shape. d/dgrad_output sums gg * k * (self - target) back to
+// grad_output's shape (a scalar when reduced); d/dself = k * gg * grad_output summed to self's
+// shape, d/dtarget its negation summed to target's.
+std::vector<Tensor> mse_loss_backward_vjp(const VjpContext& c) {
+  const Tensor &g = c.input(0), &self = c.input(1), &target = c.input(2);
+  const Tensor& gg = c.grad();
+  std::vector<Tensor> grads(3);
+  if (!gg.defined()) return grads;
+  const int64_t reduction = int_arg(c.args, 3);
+  const double k = reduction == kernels::kReductionMean && gg.numel() > 0
+                       ? 2.0 / static_cast<double>(gg.numel())
+                       : 2.0;
+  if (c.needs(0)) {
+    Tensor d = mul(mul(gg, sub(self, target)), k);
+    grads[0] =
+        cast_like(reduction == kernels::kReductionNone ? sum_to_size(d, g.sizes()) : sum(d), g);
+  }
+  if (c.needs(1) || c.needs(2)) {
+    Tensor d = mul(mul(gg, g), k);
+    if (c.needs(1)) grads[1] = cast_like(sum_to_size(d, self.sizes()), self);
+    if (c.needs(2)) grads[2] = cast_like(sum_to_size(neg(d), target.sizes()), target);
+  }
+  return grads;
+}
+
 // "mean" / "sum" / "none" -> ATen's reduction code.
 int64_t reduction_code(const char* op, const std::string& reduction) {
   if (reduction == "none") return kernels::kReductionNone;
@@ -265,12 +330,16 @@ const OpDef kRows[] = {
                "ScalarType input_dtype) -> Tensor",
      .meta = softmax_backward_meta<false>,
      .kernel = softmax_backward_kernel<false>,
+     .vjp = softmax_backward_vjp<false>,
+     .saves = {.inputs = bit(0) | bit(1)},
      .recompute = Recompute::reduction},
     {.name = "aten._log_softmax_backward_data.default",
      .schema = "_log_softmax_backward_data(Tensor grad_output, Tensor output, int dim, "
                "ScalarType input_dtype) -> Tensor",
      .meta = softmax_backward_meta<true>,
      .kernel = softmax_backward_kernel<true>,
+     .vjp = softmax_backward_vjp<true>,
+     .saves = {.inputs = bit(0) | bit(1)},
      .recompute = Recompute::reduction},
     {.name = "aten.nll_loss_forward.default",
      .schema = "nll_loss_forward(Tensor self, Tensor target, Tensor? weight, int reduction, "
@@ -287,6 +356,8 @@ const OpDef kRows[] = {
                "int reduction, SymInt ignore_index, Tensor total_weight) -> Tensor",
      .meta = nll_loss_backward_meta,
      .kernel = nll_loss_backward_kernel,
+     .vjp = nll_loss_backward_vjp,
+     .saves = {.inputs = bit(2) | bit(3)},
      .recompute = Recompute::reduction},
     {.name = "aten.mse_loss.default",
      .schema = "mse_loss(Tensor self, Tensor target, int reduction=1) -> Tensor",
@@ -300,6 +371,8 @@ const OpDef kRows[] = {
                "-> Tensor",
      .meta = mse_loss_backward_meta,
      .kernel = mse_loss_backward_kernel,
+     .vjp = mse_loss_backward_vjp,
+     .saves = {.inputs = bit(0) | bit(1) | bit(2)},
      .recompute = Recompute::pointwise},
 };
 

@@ -4,7 +4,8 @@
 // Reading guide: each row's meta validates and computes shapes; the kernel adapter runs the meta
 // and calls kernels/normalization.h. The backward rows exist, as in ATen, so a VJP is one fused
 // kernel (and one node in a traced backward graph), and so graphs from PyTorch that contain them
-// load. native_layer_norm_backward has no VJP (no double backward through layer norm).
+// load. native_layer_norm_backward has no VJP; under create_graph the forward's VJP computes the
+// gradients with differentiable ops instead (ops/norm_grad.h).
 //
 // Randomness: native_dropout draws from the calling thread's default_generator() inside its
 // kernel, like rand (Recompute::random: the partitioner never replays it, the mask is saved).
@@ -15,12 +16,14 @@
 #include <stdexcept>
 #include <string>
 
+#include "aotgrad/autograd.h"
 #include "aotgrad/math.h"
 #include "aotgrad/ops.h"
 #include "aotgrad/random.h"
 #include "kernels/copy.h"
 #include "kernels/factory.h"
 #include "ops/families.h"
+#include "ops/norm_grad.h"
 #include "ops/row_helpers.h"
 #include "tensor/promotion.h"
 
@@ -100,6 +103,51 @@ std::vector<Tensor> layer_norm_kernel(const OpArgs& a) {
   return {r.out, r.mean, r.rstd};
 }
 
+}  // namespace
+
+bool recording_backward(std::initializer_list<Tensor> tensors) {
+  if (!autograd::grad_mode_enabled()) return false;
+  for (const Tensor& t : tensors)
+    if (t.defined() && t.requires_grad()) return true;
+  return false;
+}
+
+// xhat = (x - mean) * rstd, g_hat = grad * weight:
+//   d/dx = rstd * (g_hat - mean(g_hat) - xhat * mean(g_hat * xhat))   (statistics of x)
+//   d/dx = rstd * g_hat                                                (constant statistics)
+//   d/dweight = sum(grad * xhat), d/dbias = sum(grad), over `param_dims`.
+NormGrads differentiable_norm_backward(const Tensor& grad, const Tensor& x, const Tensor& weight,
+                                       const IntList& weight_sizes, const NormStatistics& stats,
+                                       std::array<bool, 3> mask) {
+  const bool batch_stats = !stats.mean.defined();
+  const Tensor mu = batch_stats ? mean(x, stats.dims, true) : stats.mean;
+  const Tensor centered = sub(x, mu);
+  const Tensor var = batch_stats ? mean(mul(centered, centered), stats.dims, true) : stats.var;
+  const Tensor rstd = rsqrt(add(var, stats.eps));
+  const Tensor xhat = mul(centered, rstd);
+  // The weight / bias reduction (none when x has no dims besides the parameters').
+  auto reduce = [&](const Tensor& t) {
+    Tensor r = stats.param_dims.empty() ? t : sum(t, stats.param_dims);
+    return reshape(r, weight_sizes);
+  };
+  NormGrads r;
+  if (mask[0]) {
+    const Tensor g_hat = weight.defined() ? mul(grad, weight) : grad;
+    if (batch_stats) {
+      const Tensor centered_g = sub(g_hat, mean(g_hat, stats.dims, true));
+      r.input = mul(rstd, sub(centered_g, mul(xhat, mean(mul(g_hat, xhat), stats.dims, true))));
+    } else {
+      r.input = mul(rstd, g_hat);
+    }
+    r.input = cast_like(r.input, x);
+  }
+  if (mask[1]) r.weight = reduce(mul(grad, xhat));
+  if (mask[2]) r.bias = reduce(grad);
+  return r;
+}
+
+namespace {
+
 const OpDef& layer_norm_backward_op() {
   static const OpDef& def = lookup("aten.native_layer_norm_backward.default");
   return def;
@@ -117,6 +165,22 @@ std::vector<Tensor> layer_norm_vjp(const VjpContext& c) {
   const bool want_weight = has_weight && c.needs(weight_slot);
   const bool want_bias = has_bias && c.needs(bias_slot);
   if (!c.needs(0) && !want_weight && !want_bias) return grads;
+  const Tensor weight = has_weight ? c.input(2) : Tensor();
+  if (recording_backward({c.grad(0), c.input(0), weight})) {
+    // Double backward: the same gradients from differentiable ops (ops/norm_grad.h); the
+    // statistics reduce over the normalized (trailing) dims, weight and bias over the others.
+    const IntList& shape = int_list_arg(c.args, 1);
+    const int64_t axis = c.input(0).dim() - static_cast<int64_t>(shape.size());
+    NormStatistics stats{.eps = float_arg(c.args, 4)};
+    for (int64_t d = 0; d < c.input(0).dim(); ++d)
+      (d < axis ? stats.param_dims : stats.dims).push_back(d);
+    NormGrads n = differentiable_norm_backward(c.grad(0), c.input(0), weight, shape, stats,
+                                               {c.needs(0), want_weight, want_bias});
+    if (c.needs(0)) grads[0] = n.input;
+    if (want_weight) grads[weight_slot] = n.weight;
+    if (want_bias) grads[bias_slot] = cast_like(n.bias, c.input(3));
+    return grads;
+  }
   IntList mask{c.needs(0) ? 1 : 0, want_weight ? 1 : 0, want_bias ? 1 : 0};
   std::vector<Tensor> r =
       dispatch(layer_norm_backward_op(), {c.grad(0), c.input(0), c.args[1], c.output(1),

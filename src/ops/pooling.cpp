@@ -3,13 +3,15 @@
 //
 // The backward rows take the forward input (`self`) as ATen's do, though they read only its
 // shape: eager autograd cannot hand a kernel a data-less tensor, so the forward rows save it.
-// The backward rows have no VJP: double backward through pooling is not supported.
+// The backward rows are linear in grad_output; their VJPs (double backward) are written with
+// differentiable ops, so create_graph records them.
 #include "kernels/pooling.h"
 
 #include <stdexcept>
 #include <string>
 
 #include "aotgrad/conv.h"
+#include "aotgrad/indexing.h"
 #include "aotgrad/ops.h"
 #include "ops/families.h"
 
@@ -136,6 +138,24 @@ std::vector<Tensor> max_pool_backward_kernel(const OpArgs& a) {
                                                     tensor_arg(a, 7))};
 }
 
+// max_pool2d_with_indices_backward scatters grad_output to the argmax of each window; its VJP
+// gathers the incoming gradient back from those positions (PyTorch's max_pool_double_backward).
+// self is read for its shape only and indices are integral: neither gets a gradient.
+std::vector<Tensor> max_pool_backward_vjp(const VjpContext& c) {
+  std::vector<Tensor> grads(3);
+  if (!c.needs(0) || !c.grad().defined()) return grads;
+  const Tensor& indices = c.input(7);
+  const int64_t nd = indices.dim();
+  IntList flat_sizes = c.grad().sizes(), flat_indices = indices.sizes();
+  flat_sizes[nd - 2] *= flat_sizes[nd - 1];
+  flat_sizes.pop_back();
+  flat_indices[nd - 2] *= flat_indices[nd - 1];
+  flat_indices.pop_back();
+  grads[0] = reshape(gather(reshape(c.grad(), flat_sizes), nd - 2, reshape(indices, flat_indices)),
+                     indices.sizes());
+  return grads;
+}
+
 // ---- average pooling ----
 
 struct AvgPoolSetup {
@@ -250,6 +270,15 @@ std::vector<Tensor> adaptive_avg_backward_kernel(const OpArgs& a) {
   return {kernels::adaptive_avg_pool2d_backward(tensor_arg(a, 0), tensor_arg(a, 1))};
 }
 
+// Linear in grad_output: its gradient is the forward pooling of the incoming one to
+// grad_output's spatial size (derivatives.yaml); self contributes only its shape.
+std::vector<Tensor> adaptive_avg_backward_vjp(const VjpContext& c) {
+  static const OpDef& forward = lookup("aten._adaptive_avg_pool2d.default");
+  if (!c.needs(0) || !c.grad().defined()) return {Tensor(), Tensor()};
+  const Tensor& g = c.input(0);
+  return {call1(forward, {c.grad(), IntList{g.size(-2), g.size(-1)}}), Tensor()};
+}
+
 const OpDef kRows[] = {
     {.name = "aten.max_pool2d_with_indices.default",
      .schema = "max_pool2d_with_indices(Tensor self, int[2] kernel_size, int[2] stride=[], "
@@ -265,6 +294,8 @@ const OpDef kRows[] = {
                "bool ceil_mode, Tensor indices) -> Tensor",
      .meta = max_pool_backward_meta,
      .kernel = max_pool_backward_kernel,
+     .vjp = max_pool_backward_vjp,
+     .saves = {.inputs = bit(7)},
      .recompute = Recompute::reduction},
     {.name = "aten.avg_pool2d.default",
      .schema = "avg_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, "
@@ -294,6 +325,7 @@ const OpDef kRows[] = {
      .schema = "_adaptive_avg_pool2d_backward(Tensor grad_output, Tensor self) -> Tensor",
      .meta = adaptive_avg_backward_meta,
      .kernel = adaptive_avg_backward_kernel,
+     .vjp = adaptive_avg_backward_vjp,
      .recompute = Recompute::reduction},
 };
 

@@ -12,6 +12,7 @@
 
 #include "aot/runtime.h"
 #include "aotgrad/aotgrad.h"
+#include "graph/printer.h"
 #include "testing/gradcheck.h"
 
 namespace ag = aotgrad;
@@ -122,6 +123,24 @@ TEST(Artifact, CorruptOrForeignBytesAreOneLineErrors) {
     std::string flipped = bytes;
     flipped[i] = static_cast<char>(flipped[i] ^ 0x5a);
     expect_error(flipped, "artifact");
+  }
+}
+
+// The artifact cache's own entries skip re-verifying and re-printing their graphs, but read back
+// the same artifact, and a damaged entry is still refused (the checksum comes first).
+TEST(Artifact, OwnCacheEntriesReadBackTheSameAndDamageIsStillRefused) {
+  namespace aot = ag::aot;
+  std::string bytes = ag::serialize_artifact(compiled_artifact());
+  aot::Artifact own = aot::deserialize_artifact(bytes, aot::ArtifactSource::own_cache);
+  EXPECT_EQ(aot::serialize_artifact(own), bytes);
+  EXPECT_EQ(ag::graph::print_graph(own.forward),
+            ag::graph::print_graph(aot::deserialize_artifact(bytes).forward));
+  for (size_t i = 0; i < bytes.size(); i += 1 + i / 4) {
+    std::string flipped = bytes;
+    flipped[i] = static_cast<char>(flipped[i] ^ 0x5a);
+    EXPECT_THROW(aot::deserialize_artifact(flipped, aot::ArtifactSource::own_cache),
+                 ag::ArtifactError)
+        << "byte " << i;
   }
 }
 

@@ -7,6 +7,7 @@
 
 #include "aotgrad/aotgrad.h"
 #include "aotgrad/function.h"
+#include "ops/op.h"
 #include "testing/gradcheck.h"
 #include "testing/gradgradcheck.h"
 
@@ -220,14 +221,38 @@ TEST(HigherOrder, GradGradCheckOfComposites) {
       {test_input({2, 3}, -1, 1, 4), test_input({2, 3}, -1, 1, 5)}));
 }
 
+namespace {
+
+// Layer norm whose backward calls the fused backward row directly: a row without a derivative
+// (the layer_norm op itself switches to differentiable ops under create_graph).
+struct FusedLayerNorm : ag::autograd::Function<FusedLayerNorm> {
+  static Tensor forward(ag::AutogradContext* ctx, const Tensor& x) {
+    auto [y, mean, rstd] = ag::native_layer_norm(x, {x.size(-1)}, Tensor(), Tensor(), 1e-5);
+    ctx->save_for_backward({x, mean, rstd});
+    return y;
+  }
+  static ag::variable_list backward(ag::AutogradContext* ctx, ag::variable_list grads) {
+    static const ag::ops::OpDef& row = ag::ops::lookup("aten.native_layer_norm_backward.default");
+    std::vector<Tensor> s = ctx->get_saved_variables();
+    return {ag::ops::dispatch(row, {grads[0], s[0], ag::IntList{s[0].size(-1)}, s[1], s[2],
+                                    std::monostate{}, std::monostate{}, ag::IntList{1, 0, 0}})
+                .at(0)};
+  }
+};
+
+}  // namespace
+
 TEST(HigherOrder, OpWhoseBackwardHasNoDerivativeSaysSoWhenDifferentiatedTwice) {
-  // softmax's VJP calls _softmax_backward_data, a row without a derivative: its second
-  // derivative is an error naming both, not a zero.
-  Tensor x = vec({0.5, -1.0, 2.0}).requires_grad_();
-  Tensor w = vec({1.0, 2.0, 3.0});
-  Tensor g = grad({(ag::softmax(x, 0) * w).sum()}, {x}, {}, std::nullopt,
+  // The Function's backward calls native_layer_norm_backward, a row without a derivative: its
+  // second derivative is an error naming both, not a zero.
+  Tensor x = ag::from_vector(std::vector<double>{0.5, -1.0, 2.0, 1.5, 0.25, -0.75}, {2, 3})
+                 .requires_grad_();
+  Tensor w = ag::from_vector(std::vector<double>{1.0, 2.0, 3.0, -1.0, 0.5, 2.5}, {2, 3});
+  Tensor g = grad({(FusedLayerNorm::apply(x) * w).sum()}, {x}, {}, std::nullopt,
                   /*create_graph=*/true)[0];
   std::string msg = error_of([&] { grad({(g * g).sum()}, {x}); });
-  EXPECT_NE(msg.find("aten._softmax.default's backward is not differentiable"), std::string::npos)
+  EXPECT_NE(msg.find("FusedLayerNormBackward's backward is not differentiable (it calls "
+                     "aten.native_layer_norm_backward.default"),
+            std::string::npos)
       << msg;
 }
