@@ -29,8 +29,8 @@ class CompiledBackward final : public autograd::Node {
     versions_.reserve(saved.size());
     for (Tensor& t : saved) {
       versions_.push_back(t.version());
-      const bool sole = t.defined() && t.impl_ptr().use_count() == 1 && !t.impl()->base &&
-                        !t.impl()->autograd;
+      const bool sole =
+          t.defined() && t.impl_ptr().use_count() == 1 && !t.impl()->base && !t.impl()->autograd;
       saved_.push_back(sole ? std::move(t) : autograd::SavedTensor::save(t, true).data);
     }
     for (const ops::TensorMeta& m : spec_->tangent_metas) {

@@ -111,8 +111,7 @@ void CpuAllocator::release_all_locked() {
     }
     blocks.clear();
   };
-  for (size_t k = 0; k < small_lists_.size(); ++k)
-    release(kAlignment << k, small_lists_[k]);
+  for (size_t k = 0; k < small_lists_.size(); ++k) release(kAlignment << k, small_lists_[k]);
   for (auto& [cls, blocks] : free_lists_) release(cls, blocks);
   free_lists_.clear();
   stats_.bytes_cached = 0;
