@@ -1,12 +1,20 @@
 // aot_function against eager, measured in one run: the spirals MLP training step, and the
 // per-call overhead of a tiny compiled forward+backward. Prints medians and ratios.
+//
+// `aot_bench calls eager|compiled|cpp N` runs only the tiny call, N times after a warm-up, inside
+// `measured_calls` so that an instruction count per call needs no wall clock (the machine is
+// shared): valgrind --tool=callgrind --toggle-collect='*measured_calls*' build/aot_bench calls
+// compiled 1000, then Ir / 1000.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
 #include <vector>
 
-#include "aotgrad/aotgrad.h"
 #include "../examples/spirals_mlp.h"
+#include "aotgrad/aotgrad.h"
 
 namespace ag = aotgrad;
 using ag::Tensor;
@@ -20,7 +28,8 @@ double median_us(F&& f, int reps) {
   for (int i = 0; i < reps; ++i) {
     auto t0 = std::chrono::steady_clock::now();
     f();
-    us.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
+    us.push_back(
+        std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
   }
   std::sort(us.begin(), us.end());
   return us[us.size() / 2];
@@ -30,10 +39,44 @@ void zero_grads(std::vector<Tensor>& params) {
   for (Tensor& p : params) p.set_grad(Tensor());
 }
 
+// The region callgrind counts (--toggle-collect); noinline keeps it a symbol of its own.
+[[gnu::noinline]] void measured_calls(const std::function<void()>& call, int n) {
+  for (int i = 0; i < n; ++i) call();
+}
+
+Tensor tiny_fn(const Tensor& p, const Tensor& q) {
+  return (p * q).sin().sum();
+}
+
+// `calls eager|compiled|cpp N`: the tiny forward+backward only, for instruction counts.
+int calls_only(const char* which, int n) {
+  Tensor a = ag::randn({8}).requires_grad_(), b = ag::randn({8}).requires_grad_();
+  const bool cpp = std::strcmp(which, "cpp") == 0;
+  const bool compiled = cpp || std::strcmp(which, "compiled") == 0;
+  if (!compiled && std::strcmp(which, "eager") != 0) {
+    std::fprintf(stderr, "aot_bench calls: expected eager, compiled or cpp, got '%s'\n", which);
+    return 2;
+  }
+  ag::AotConfig config;  // compiled: the default compiler (the interpreter); cpp: generated code
+  if (cpp) config.fw_compiler = "cpp";
+  auto tiny = ag::aot_function(tiny_fn, config);
+  std::function<void()> call = [&] {
+    (compiled ? tiny(a, b) : tiny_fn(a, b)).backward();
+    a.set_grad(Tensor());
+    b.set_grad(Tensor());
+  };
+  for (int i = 0; i < 200; ++i) call();  // warm-up: compile, caches, allocator pools
+  measured_calls(call, n);
+  std::printf("%s: %d calls\n", which, n);
+  return 0;
+}
+
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
   ag::manual_seed(0);
+  if (argc == 4 && std::strcmp(argv[1], "calls") == 0)
+    return calls_only(argv[2], std::atoi(argv[3]));
   auto [x, y] = spirals::make_spirals();
   std::vector<Tensor> params = spirals::init_params();
   auto step = ag::aot_function(spirals::loss_fn);
@@ -62,12 +105,12 @@ int main() {
   c_us = cs[2];
   ag::CompiledGraphs g = step.graphs();
   std::printf("spirals MLP step (fwd+bwd, batch 512, hidden 64):\n");
-  std::printf("  eager %.1f us, compiled %.1f us, compiled/eager = %.3f\n", e_us, c_us, c_us / e_us);
+  std::printf("  eager %.1f us, compiled %.1f us, compiled/eager = %.3f\n", e_us, c_us,
+              c_us / e_us);
   std::printf("  saved for backward: %zu values, %zu bytes (%zu bytes activations)\n", g.num_saved,
               g.saved_bytes, g.saved_activation_bytes);
 
   Tensor a = ag::randn({8}).requires_grad_(), b = ag::randn({8}).requires_grad_();
-  auto tiny_fn = [](const Tensor& p, const Tensor& q) { return (p * q).sin().sum(); };
   auto tiny = ag::aot_function(tiny_fn);
   auto tiny_eager = [&] {
     tiny_fn(a, b).backward();

@@ -206,11 +206,39 @@ InputPlan plan_from_aliasing(const std::vector<Tensor>& inputs, const InputAlias
   return plan;
 }
 
+namespace {
+
+// Up to this many inputs, comparing every pair of storage pointers beats sorting them.
+constexpr size_t kFewInputs = 16;
+
+bool all_storages_distinct(const std::vector<Tensor>& inputs) {
+  for (size_t j = 1; j < inputs.size(); ++j)
+    for (size_t i = 0; i < j; ++i)
+      if (inputs[i].storage() == inputs[j].storage()) return false;
+  return true;
+}
+
+// What plan_from_aliasing gives when no two inputs share a storage: input i is graph input i.
+InputPlan trivial_plan(size_t n) {
+  InputPlan plan;
+  plan.inputs.resize(n);
+  plan.graph_inputs.resize(n);
+  for (size_t i = 0; i < n; ++i) {
+    plan.inputs[i] = {InputPlan::Kind::plain, i};
+    plan.graph_inputs[i] = {false, i};
+  }
+  return plan;
+}
+
+}  // namespace
+
 // Only inputs that share a storage can repeat or overlap, so the pairwise search runs within each
 // storage's bucket (found by sorting the storage pointers), visiting the pairs in input order; a
-// call whose inputs all have storages of their own costs one sort.
+// call whose inputs all have storages of their own costs one sort (a few inputs: one pointer
+// comparison per pair, and no allocation beyond the plan).
 InputPlan plan_inputs(const std::vector<Tensor>& inputs, const std::string& fn_name) {
   size_t n = inputs.size();
+  if (n <= kFewInputs && all_storages_distinct(inputs)) return trivial_plan(n);
   std::vector<std::pair<const Storage*, size_t>> by_storage(n);
   for (size_t i = 0; i < n; ++i) by_storage[i] = {inputs[i].storage().get(), i};
   std::sort(by_storage.begin(), by_storage.end());

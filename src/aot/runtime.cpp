@@ -22,12 +22,16 @@ class CompiledBackward final : public autograd::Node {
   CompiledBackward(std::shared_ptr<const BackwardSpec> spec, std::vector<Tensor> saved)
       : spec_(std::move(spec)) {
     // Detached aliases: a saved value that is also a user output must not hold this node
-    // through its grad_fn (a reference cycle).
+    // through its grad_fn (a reference cycle). A value nothing else holds (a fresh
+    // intermediate: not an input, not an output, not a view, no autograd state) can never gain
+    // a history, so it is kept as it is, without the alias's allocations.
     saved_.reserve(saved.size());
     versions_.reserve(saved.size());
-    for (const Tensor& t : saved) {
-      saved_.push_back(autograd::SavedTensor::save(t, true).data);
+    for (Tensor& t : saved) {
       versions_.push_back(t.version());
+      const bool sole =
+          t.defined() && t.impl_ptr().use_count() == 1 && !t.impl()->base && !t.impl()->autograd;
+      saved_.push_back(sole ? std::move(t) : autograd::SavedTensor::save(t, true).data);
     }
     for (const ops::TensorMeta& m : spec_->tangent_metas) {
       output_sizes.push_back(m.sizes);

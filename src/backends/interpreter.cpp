@@ -47,17 +47,20 @@ void check_inputs(const graph::Graph& g, const std::vector<Tensor>& inputs) {
                                 std::to_string(inputs.size()));
   for (size_t i = 0; i < inputs.size(); ++i) {
     const graph::Value& v = g.value(g.inputs()[i]);
-    std::string expected = std::string(dtype_name(v.meta.dtype)) + shape_to_string(v.meta.sizes);
+    // Built only for a message: the per-call path allocates no strings.
+    auto expected = [&] {
+      return std::string(dtype_name(v.meta.dtype)) + shape_to_string(v.meta.sizes);
+    };
     if (!inputs[i].defined())
       throw std::invalid_argument("input " + std::to_string(i) + " (%" + v.name + ") of graph '" +
-                                  g.name() + "' is undefined; expected " + expected);
+                                  g.name() + "' is undefined; expected " + expected());
     if (inputs[i].is_fake())
       throw std::invalid_argument("input " + std::to_string(i) + " (%" + v.name + ") of graph '" +
                                   g.name() + "' is a fake tensor (no data); pass a real " +
-                                  expected + " tensor");
+                                  expected() + " tensor");
     if (inputs[i].dtype() != v.meta.dtype || inputs[i].sizes() != v.meta.sizes)
       throw std::invalid_argument("input " + std::to_string(i) + " (%" + v.name + ") of graph '" +
-                                  g.name() + "': expected " + expected + ", got " +
+                                  g.name() + "': expected " + expected() + ", got " +
                                   std::string(dtype_name(inputs[i].dtype())) +
                                   shape_to_string(inputs[i].sizes()));
   }

@@ -176,9 +176,7 @@ void run_blocks(const Tensor& out, const std::array<Input, sizeof...(Ts)>& ins,
   const bool out_direct = out.dtype() == dtype_of<R>();
   const int64_t blocks = (n + kBlock - 1) / kBlock;
 
-#pragma omp parallel if (n > kParallelGrain)
-  {
-    const int nt = omp_get_num_threads_safe(), tid = omp_get_thread_num_safe();
+  parallel_or_inline(n > kParallelGrain, [&](int tid, int nt) {
     const int64_t b0 = part_begin(blocks, tid, nt), b1 = part_begin(blocks, tid + 1, nt);
     if (b0 < b1) {
       std::tuple<Feed<Ts>...> feeds;
@@ -207,7 +205,7 @@ void run_blocks(const Tensor& out, const std::array<Input, sizeof...(Ts)>& ins,
       }
       (std::make_index_sequence<N>{});
     }
-  }
+  });
 }
 
 // out[i] = op(ins[0][i], ins[1][i], ...) for every i of `out` (fresh, contiguous). Each input is

@@ -113,7 +113,11 @@ void fill_value(const Tensor& dst, const Scalar& value) {
     using D = typename decltype(tag)::type;
     D* out = reinterpret_cast<D*>(dst.impl()->data_bytes());
     const D v = scalar_as<D>(value);
-#pragma omp parallel for if (n > kParallelGrain)
+    if (n <= kParallelGrain) {  // no team: libgomp allocates one even for a serial region
+      std::fill(out, out + n, v);
+      return;
+    }
+#pragma omp parallel for
     for (int64_t k = 0; k < n; ++k) out[k] = v;
   });
 }

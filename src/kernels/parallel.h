@@ -8,6 +8,19 @@
 namespace aotgrad {
 inline int omp_get_num_threads_safe() { return omp_get_num_threads(); }
 inline int omp_get_thread_num_safe() { return omp_get_thread_num(); }
+
+// Runs body(tid, nt) on an OpenMP team when `parallel`, else inline as thread 0 of 1. libgomp
+// allocates and frees a team even for `#pragma omp parallel if (false)` (about 1,500
+// instructions), which outweighs the work of a kernel over a few elements.
+template <typename Body>
+void parallel_or_inline(bool parallel, const Body& body) {
+  if (!parallel) {
+    body(0, 1);
+    return;
+  }
+#pragma omp parallel
+  body(omp_get_thread_num(), omp_get_num_threads());
+}
 }  // namespace aotgrad
 
 // Where part `part` of `parts` equal parts of [0, n) begins: n * part / parts, computed in 128

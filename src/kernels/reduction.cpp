@@ -187,12 +187,16 @@ void reduce_full(const T* in, const Plan& p, Finish&& finish) {
   const int64_t n = p.n_red;
   const int threads = n > kParallelWork ? omp_get_max_threads() : 1;
   std::vector<Policy> partial(static_cast<size_t>(threads));
-#pragma omp parallel num_threads(threads) if (threads > 1)
-  {
-    int nt = omp_get_num_threads_safe(), tid = omp_get_thread_num_safe();
+  auto part = [&](int tid, int nt) {
     Policy& acc = partial[static_cast<size_t>(tid)];
     for_each_run(p, part_begin(n, tid, nt), part_begin(n, tid + 1, nt),
                  [&](int64_t off, int64_t s, int64_t len) { acc.run(in + off, s, len); });
+  };
+  if (threads == 1) {
+    part(0, 1);  // no team: libgomp allocates one even for a region that stays serial
+  } else {
+#pragma omp parallel num_threads(threads)
+    part(omp_get_thread_num_safe(), omp_get_num_threads_safe());
   }
   Policy total;
   for (const Policy& x : partial) total.merge(x);

@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -106,6 +107,10 @@ struct OpDef {
     Schema schema;
     int view_of_arg = -1;   // argument the (first) result aliases, for view ops
     int mutated_arg = -1;   // argument written in place, for in-place ops
+    // One per schema argument: what normalize fills in when a call omits it, read once here
+    // rather than on every dispatch (an optional argument without a default is None). nullopt:
+    // the call must give it, or its default does not read as its type (normalize then says so).
+    std::vector<std::optional<Arg>> omitted;
   };
   mutable const Derived* derived = nullptr;
 
@@ -124,6 +129,8 @@ std::span<const OpDef* const> all_ops();
 
 // Fills defaults and checks arity/types of positional args against the schema.
 void normalize(const OpDef& op, OpArgs& args);
+// OpDef::Derived::omitted for `schema`; the registry calls it once per row.
+std::vector<std::optional<Arg>> omitted_args(const Schema& schema);
 
 struct VjpContext {
   const OpDef& op;

@@ -37,6 +37,7 @@ OpDef::Derived derive(const OpDef& op) {
   }
   if (!op.meta || !op.kernel)
     throw std::logic_error("op row '" + std::string(op.name) + "' lacks a meta or kernel function");
+  d.omitted = omitted_args(d.schema);
   return d;
 }
 
@@ -104,6 +105,7 @@ RuntimeRows& runtime_rows() {
 void add_runtime_row(const OpDef& op, OpDef::Derived derived) {
   const Registry& fixed = registry();
   RuntimeRows& rt = runtime_rows();
+  derived.omitted = omitted_args(derived.schema);
   std::unique_lock lock(rt.mutex);
   if (fixed.by_name.count(op.name) || rt.by_name.count(op.name))
     throw std::invalid_argument("op '" + std::string(op.name) + "' is registered already");

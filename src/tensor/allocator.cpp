@@ -48,10 +48,10 @@ void* CpuAllocator::allocate(size_t nbytes) {
   ++stats_.num_allocs;
   void* p = nullptr;
   if (caching_) {
-    auto it = free_lists_.find(cls);
-    if (it != free_lists_.end() && !it->second.empty()) {
-      p = it->second.back();
-      it->second.pop_back();
+    std::vector<void*>& list = free_list_locked(cls);
+    if (!list.empty()) {
+      p = list.back();
+      list.pop_back();
       stats_.bytes_cached -= cls;
       ++stats_.num_cache_hits;
     }
@@ -89,7 +89,7 @@ void CpuAllocator::deallocate(void* ptr, size_t nbytes) noexcept {
   stats_.bytes_in_use -= cls;
   if (caching_) {
     try {
-      free_lists_[cls].push_back(ptr);  // may allocate: a full free list grows
+      free_list_locked(cls).push_back(ptr);  // may allocate: a full free list grows
       AOTGRAD_POISON(ptr, cls);  // a use after free now fails under ASan, as without the cache
       stats_.bytes_cached += cls;
       return;
@@ -103,13 +103,16 @@ void CpuAllocator::deallocate(void* ptr, size_t nbytes) noexcept {
 }
 
 void CpuAllocator::release_all_locked() {
-  for (auto& [cls, blocks] : free_lists_) {
+  auto release = [this](size_t cls, std::vector<void*>& blocks) {
     for (void* p : blocks) {
       AOTGRAD_UNPOISON(p, cls);
       std::free(p);
       ++stats_.num_system_frees;
     }
-  }
+    blocks.clear();
+  };
+  for (size_t k = 0; k < small_lists_.size(); ++k) release(kAlignment << k, small_lists_[k]);
+  for (auto& [cls, blocks] : free_lists_) release(cls, blocks);
   free_lists_.clear();
   stats_.bytes_cached = 0;
 }

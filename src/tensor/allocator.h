@@ -23,6 +23,8 @@
 // Thread-safety: every member function may be called from any thread (one mutex).
 #pragma once
 
+#include <array>
+#include <bit>
 #include <cstddef>
 #include <mutex>
 #include <string>
@@ -62,10 +64,18 @@ class CpuAllocator {
 
  private:
   void release_all_locked();
+  // The free list of size class `cls` (called with the mutex held). The power-of-two classes
+  // have a slot each, so the per-call path hashes nothing; the MiB classes live in a map.
+  std::vector<void*>& free_list_locked(size_t cls) {
+    if (cls <= kLargeStep) return small_lists_[std::countr_zero(cls) - kSmallShift];
+    return free_lists_[cls];
+  }
 
+  static constexpr int kSmallShift = std::countr_zero(kAlignment);
   const bool caching_;
   mutable std::mutex mutex_;
-  std::unordered_map<size_t, std::vector<void*>> free_lists_;  // size class -> cached blocks
+  std::array<std::vector<void*>, std::countr_zero(kLargeStep) - kSmallShift + 1> small_lists_;
+  std::unordered_map<size_t, std::vector<void*>> free_lists_;  // MiB size class -> cached blocks
   MemoryStats stats_;
 };
 

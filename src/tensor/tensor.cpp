@@ -88,11 +88,14 @@ int64_t numel_of(const IntList& sizes) {
   return checked_numel_or_throw("numel", sizes);
 }
 
-IntList contiguous_strides(const IntList& sizes) {
-  IntList strides(sizes.size());
+namespace {
+
+// Writes the contiguous strides of `sizes` to `strides` when given; throws naming the shape when
+// an inner stride overflows int64. check_shape runs it without a buffer (no allocation).
+void fill_contiguous_strides(const IntList& sizes, int64_t* strides) {
   int64_t acc = 1;
   for (int64_t d = static_cast<int64_t>(sizes.size()) - 1; d >= 0; --d) {
-    strides[d] = acc;
+    if (strides) strides[d] = acc;
     std::optional<int64_t> next = checked_mul(acc, std::max<int64_t>(sizes[d], 1));
     // The outermost stride is never multiplied further, so only inner products must fit.
     if (!next && d > 0)
@@ -102,17 +105,30 @@ IntList contiguous_strides(const IntList& sizes) {
                      " (the product of the sizes after it, counting 0 as 1); use a smaller shape");
     acc = next.value_or(0);
   }
-  return strides;
 }
 
-void check_shape(const IntList& sizes, DType dtype) {
+// check_shape's checks; returns the element count.
+int64_t checked_shape_numel(const IntList& sizes, DType dtype) {
   const int64_t numel = checked_numel_or_throw("make_tensor", sizes);
-  contiguous_strides(sizes);
+  fill_contiguous_strides(sizes, nullptr);
   const int64_t item = static_cast<int64_t>(itemsize(dtype));
   if (!checked_mul(numel, item))
     size_error("make_tensor", "shape " + shape_to_string(sizes) + " has " + std::to_string(numel) +
                                   " elements of " + std::to_string(item) +
                                   " bytes: the byte size overflows int64; use a smaller shape");
+  return numel;
+}
+
+}  // namespace
+
+IntList contiguous_strides(const IntList& sizes) {
+  IntList strides(sizes.size());
+  fill_contiguous_strides(sizes, strides.data());
+  return strides;
+}
+
+void check_shape(const IntList& sizes, DType dtype) {
+  checked_shape_numel(sizes, dtype);
 }
 
 void check_view_geometry(const IntList& sizes, const IntList& strides, int64_t offset,
@@ -203,12 +219,13 @@ char* TensorImpl::data_bytes() const {
 }
 
 Tensor make_tensor(const IntList& sizes, DType dtype, bool fake) {
-  check_shape(sizes, dtype);
+  const int64_t numel = checked_shape_numel(sizes, dtype);
   auto impl = std::make_shared<TensorImpl>();
   impl->dtype = dtype;
   impl->sizes = sizes;
-  impl->strides = contiguous_strides(sizes);
-  const size_t nbytes = static_cast<size_t>(numel_of(sizes)) * itemsize(dtype);
+  impl->strides.resize(sizes.size());
+  fill_contiguous_strides(sizes, impl->strides.data());  // checked above: cannot throw
+  const size_t nbytes = static_cast<size_t>(numel) * itemsize(dtype);
   try {
     impl->storage = std::make_shared<Storage>(nbytes, fake);
   } catch (const OutOfMemoryError& e) {
