@@ -9,6 +9,7 @@
 #include "aotgrad/aotgrad.h"
 #include "testing/gradcheck.h"
 #include "testing/gradgradcheck.h"
+#include "testing/values.h"
 
 namespace ag = aotgrad;
 using ag::Tensor;
@@ -25,10 +26,6 @@ Tensor seq(const ag::IntList& sizes, int64_t mul, int64_t mod, int64_t off, doub
   return ag::from_vector(v, sizes);
 }
 
-Tensor values(std::vector<double> v, ag::IntList sizes) {
-  return ag::from_vector(v, sizes);
-}
-
 }  // namespace
 
 // Values from PyTorch 1.13 (f64), produced by:
@@ -40,11 +37,11 @@ Tensor values(std::vector<double> v, ag::IntList sizes) {
 //   pen = ((g.flatten(1).norm(2, dim=1) - 1) ** 2).mean(); autograd.grad(pen, [cw, cb, lw])
 TEST(DoubleBackward, WganGradientPenaltyOfAConvCriticMatchesPyTorch) {
   Tensor real = seq({2, 1, 4, 4}, 7, 11, 5, 5), fake = seq({2, 1, 4, 4}, 3, 13, 6, 4);
-  Tensor alpha = values({0.25, 0.6}, {2, 1, 1, 1});
+  Tensor alpha = ag::testing::f64({0.25, 0.6}, {2, 1, 1, 1});
   Tensor cw = seq({2, 1, 3, 3}, 5, 7, 3, 4).requires_grad_();
-  Tensor cb = values({0.1, -0.2}, {2}).requires_grad_();
+  Tensor cb = ag::testing::f64({0.1, -0.2}, {2}).requires_grad_();
   Tensor lw = seq({1, 8}, 3, 5, 2, 3).requires_grad_();
-  Tensor lb = values({0.05}, {1}).requires_grad_();
+  Tensor lb = ag::testing::f64({0.05}, {1}).requires_grad_();
   Tensor xh = (alpha * real + (1.0 - alpha) * fake).requires_grad_();
   Tensor h = ag::leaky_relu(ag::conv2d(xh, cw, cb, {1}, {1}), 0.2);
   Tensor d = ag::linear(ag::max_pool2d(h, {2, 2}).flatten(1), lw, lb);
@@ -55,19 +52,21 @@ TEST(DoubleBackward, WganGradientPenaltyOfAConvCriticMatchesPyTorch) {
   std::vector<Tensor> grads = grad({penalty}, {cw, cb, lw, lb}, {}, std::nullopt, false, true);
   EXPECT_TRUE(allclose(
       grads[0],
-      values({-0.41749015302, 0.583522507114, 0.194732536711, -0.434946231122, 0.736746955301,
-              0.319377583194, -0.284827769729, -0.270044137229, 0.106129906633, 0.127751033278,
-              0.104468210414, -0.0813786370111, 0.12153905969, -0.0121111868973, -0.377570022072,
-              0.262628164797, 0.155655331963, -0.246641803548},
-             {2, 1, 3, 3}),
+      ag::testing::f64(
+          {-0.41749015302, 0.583522507114, 0.194732536711, -0.434946231122, 0.736746955301,
+           0.319377583194, -0.284827769729, -0.270044137229, 0.106129906633, 0.127751033278,
+           0.104468210414, -0.0813786370111, 0.12153905969, -0.0121111868973, -0.377570022072,
+           0.262628164797, 0.155655331963, -0.246641803548},
+          {2, 1, 3, 3}),
       1e-9, 1e-9));
   // The biases shift only which side of leaky_relu / which window maximum is taken.
   EXPECT_TRUE(!grads[1].defined() || allclose(grads[1], ag::zeros({2}, ag::DType::f64), 0, 0));
-  EXPECT_TRUE(allclose(grads[2],
-                       values({-0.636544869587, 0.927273440244, -0.592972056405, 1.27567477433,
-                               0.0496764014719, -0.556369596373, 0.32046842779, 0.0593366823133},
-                              {1, 8}),
-                       1e-9, 1e-9));
+  EXPECT_TRUE(
+      allclose(grads[2],
+               ag::testing::f64({-0.636544869587, 0.927273440244, -0.592972056405, 1.27567477433,
+                                 0.0496764014719, -0.556369596373, 0.32046842779, 0.0593366823133},
+                                {1, 8}),
+               1e-9, 1e-9));
   EXPECT_FALSE(grads[3].defined());
 }
 
@@ -118,13 +117,13 @@ TEST(DoubleBackward, SquaredGradientOfSoftmaxLossesMatchesPyTorch) {
   Tensor penalty = (g * g).sum();
   EXPECT_NEAR(penalty.item<double>(), 0.07608171600587024, 1e-14);
   Tensor h = grad({penalty}, {z})[0];
-  EXPECT_TRUE(
-      allclose(h,
-               values({0.00348153641707, -0.0348889466689, 0.028587791591, 0.00281961866083,
-                       -0.033620147755, 0.0294383430317, 0.00286051931936, 0.00132128540397,
-                       0.0300768695587, 0.00854108859516, 0.00293235755784, -0.0415503157117},
-                      {3, 4}),
-               1e-10, 1e-9));
+  EXPECT_TRUE(allclose(
+      h,
+      ag::testing::f64({0.00348153641707, -0.0348889466689, 0.028587791591, 0.00281961866083,
+                        -0.033620147755, 0.0294383430317, 0.00286051931936, 0.00132128540397,
+                        0.0300768695587, 0.00854108859516, 0.00293235755784, -0.0415503157117},
+                       {3, 4}),
+      1e-10, 1e-9));
 }
 
 // Values from PyTorch 1.13 (f64), produced by:
@@ -138,7 +137,8 @@ TEST(DoubleBackward, LayerNormAndBatchNormSecondDerivativesMatchPyTorch) {
   Tensor x = seq({3, 4}, 5, 7, 3, 2).requires_grad_();
   Tensor lw = seq({4}, 3, 5, 2, 3).requires_grad_(), lb = seq({4}, 2, 3, 1, 4).requires_grad_();
   Tensor bw = seq({4}, 4, 7, 2, 3).requires_grad_(), bb = seq({4}, 1, 5, 2, 5).requires_grad_();
-  Tensor rm = values({0.1, -0.2, 0.3, 0.0}, {4}), rv = values({1.5, 0.5, 2.0, 1.0}, {4});
+  Tensor rm = ag::testing::f64({0.1, -0.2, 0.3, 0.0}, {4}),
+         rv = ag::testing::f64({1.5, 0.5, 2.0, 1.0}, {4});
   Tensor h = ag::tanh(ag::layer_norm(x, {4}, lw, lb));
   h = ag::batch_norm(h, bw, bb, Tensor(), Tensor(), /*training=*/true, 0.1, 1e-5);
   h = ag::batch_norm(h * h, bw, bb, rm, rv, /*training=*/false, 0.1, 1e-5);
@@ -156,7 +156,8 @@ TEST(DoubleBackward, LayerNormAndBatchNormSecondDerivativesMatchPyTorch) {
       {-0.117752039323, 0.632430255791, -0.0159866090104, 3.05730577822e-05},
       {0.0664040034607, -0.74492534958, 0.0387573608227, -0.000119135294075}};
   for (size_t i = 0; i < expected.size(); ++i)
-    EXPECT_TRUE(allclose(grads[i], values(expected[i], grads[i].sizes()), 1e-9, 1e-9)) << i;
+    EXPECT_TRUE(allclose(grads[i], ag::testing::f64(expected[i], grads[i].sizes()), 1e-9, 1e-9))
+        << i;
 }
 
 TEST(DoubleBackward, NormalizationVariantsHaveCorrectSecondDerivatives) {
@@ -189,8 +190,8 @@ TEST(DoubleBackward, NormalizationVariantsHaveCorrectSecondDerivatives) {
 //   out = (y * y * y).sum(); gx, gx2 = autograd.grad(out, [x, x2], create_graph=True)
 //   pen = (gx * gx).sum() + (gx2 * gx2).sum(); autograd.grad(pen, [x, x2])
 TEST(DoubleBackward, InPlaceOpsOnViewsDifferentiateTwiceAsPyTorch) {
-  Tensor x = values({0.5, -1.0, 2.0, 1.5, 0.25, -0.75}, {2, 3}).requires_grad_();
-  Tensor x2 = values({1.25, -0.5, 2.0}, {3}).requires_grad_();
+  Tensor x = ag::testing::f64({0.5, -1.0, 2.0, 1.5, 0.25, -0.75}, {2, 3}).requires_grad_();
+  Tensor x2 = ag::testing::f64({1.25, -0.5, 2.0}, {3}).requires_grad_();
   Tensor y = x.clone();
   Tensor v = y.slice(1, 1, 3);
   v.mul_(x2.slice(0, 0, 2));
@@ -203,12 +204,12 @@ TEST(DoubleBackward, InPlaceOpsOnViewsDifferentiateTwiceAsPyTorch) {
   EXPECT_NEAR(penalty.item<double>(), 3044.4868532673627, 1e-9);
   std::vector<Tensor> h = grad({penalty}, {x, x2});
   EXPECT_TRUE(allclose(h[0],
-                       values({18326.3314525, -0.36072954765, 9.28036635158, 10812.8495262,
-                               0.00327597041954, -11.3137987727},
-                              {2, 3}),
+                       ag::testing::f64({18326.3314525, -0.36072954765, 9.28036635158,
+                                         10812.8495262, 0.00327597041954, -11.3137987727},
+                                        {2, 3}),
                        1e-9, 1e-9));
-  EXPECT_TRUE(
-      allclose(h[1], values({0.371297370796, -15.2269169582, -1.83108392572}, {3}), 1e-9, 1e-9));
+  EXPECT_TRUE(allclose(
+      h[1], ag::testing::f64({0.371297370796, -15.2269169582, -1.83108392572}, {3}), 1e-9, 1e-9));
 }
 
 TEST(DoubleBackward, InPlaceOpOnAStridedViewHasCorrectSecondDerivatives) {
