@@ -23,6 +23,8 @@
 #include "autograd/grad_mode_scope.h"
 #include "autograd/nodes.h"
 #include "autograd/traced.h"
+#include "kernels/factory.h"
+#include "tensor/current_op.h"
 
 namespace aotgrad::autograd {
 namespace {
@@ -41,6 +43,15 @@ Tensor accumulate(const Tensor& acc, const Tensor& g) {
 
 Tensor zeros_for(const Node& n, uint32_t slot) {
   return zeros(n.output_sizes.at(slot), n.output_dtypes.at(slot));
+}
+
+// The implicit gradient of a scalar output: ones. Without an interpreter on the stack the
+// kernel is called directly (what ones() would reach after dispatch, for a tenth of the cost of a
+// small backward); a tracer must see the op, so it is dispatched otherwise.
+Tensor seed_gradient(const Tensor& out) {
+  if (!interpreter_stack_empty() || out.is_fake()) return ones(out.sizes(), out.dtype());
+  CurrentOpScope scope("aten.ones.default");
+  return kernels::full(out.sizes(), 1, out.dtype());
 }
 
 // What one walk knows of a node: dependencies left, its incoming-gradient buffer, the owner
@@ -205,7 +216,7 @@ void GraphTask::make_roots(const std::vector<Tensor>& outputs,
         throw std::invalid_argument(
             "grad can be implicitly created only for scalar outputs; output " + std::to_string(i) +
             " has shape " + shape_to_string(out.sizes()) + ": pass a gradient");
-      g = ones(out.sizes(), out.dtype());
+      g = seed_gradient(out);
     } else if (g.sizes() != out.sizes()) {
       throw std::invalid_argument("backward: gradient " + std::to_string(i) + " has shape " +
                                   shape_to_string(g.sizes()) + " but the output has shape " +
