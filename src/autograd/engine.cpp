@@ -73,6 +73,8 @@ class NodeTable {
  public:
   static constexpr size_t kLinearLimit = 16;
 
+  NodeTable() { states_.reserve(8); }  // a compiled call's backward: its node and a few leaves
+
   // The index of `n`'s state, added if new; second: whether it was.
   std::pair<uint32_t, bool> insert(Node* n) {
     if (std::optional<uint32_t> i = find(n)) return {*i, false};
@@ -174,6 +176,8 @@ class GraphTask {
   GraphTask(const std::vector<Tensor>& outputs, const std::vector<Tensor>& grad_outputs,
             bool retain_graph, bool create_graph, const std::vector<Tensor>* inputs)
       : retain_graph_(retain_graph), create_graph_(create_graph), inputs_(inputs) {
+    roots_.reserve(outputs.size());
+    ready_.reserve(8);
     make_roots(outputs, grad_outputs);
     count_dependencies();
     if (inputs_) make_captures();
