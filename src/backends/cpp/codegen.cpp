@@ -1,7 +1,6 @@
 #include "backends/cpp/codegen.h"
 
 #include <sstream>
-#include <string>
 #include <vector>
 
 namespace aotgrad::backends::cpp {
@@ -128,26 +127,10 @@ void emit_row_offsets(std::ostream& o, const Kernel& k, const std::string& pad) 
   }
 }
 
-// `loop` (a loop nest over `outer` rows of `inner` elements) split over OpenMP threads from
-// kParallelGrain elements on, and a plain copy of it below. Not `#pragma omp parallel for if
-// (...)`: with the condition false libgomp still allocates and frees a team on every call, about
-// 4 k instructions, more than the whole loop of a small kernel.
-void emit_parallel_loop(std::ostream& o, const std::string& loop) {
-  std::string indented;
-  for (size_t b = 0, e; b < loop.size(); b = e + 1) {
-    e = loop.find('\n', b);
-    if (e == std::string::npos) e = loop.size();
-    indented += "  " + loop.substr(b, e - b) + "\n";
-  }
-  o << "  if (outer * inner >= " << kParallelGrain << ") {\n";
-  o << "#pragma omp parallel for schedule(static)\n" << indented;
-  o << "  } else {\n" << indented << "  }\n";
-}
-
-void emit_pointwise_loops(std::ostream& out, const graph::Graph& g, const Kernel& k) {
-  out << "  const int64_t chunks = (inner + " << kInnerChunk << " - 1) / " << kInnerChunk << ";\n";
-  out << "  const int64_t tasks = outer * chunks;\n";
-  std::ostringstream o;
+void emit_pointwise_loops(std::ostream& o, const graph::Graph& g, const Kernel& k) {
+  o << "  const int64_t chunks = (inner + " << kInnerChunk << " - 1) / " << kInnerChunk << ";\n";
+  o << "  const int64_t tasks = outer * chunks;\n";
+  o << "#pragma omp parallel for schedule(static) if (outer * inner >= " << kParallelGrain << ")\n";
   o << "  for (int64_t t = 0; t < tasks; ++t) {\n";
   o << "    const int64_t o = t / chunks;\n";
   o << "    const int64_t i0 = (t % chunks) * " << kInnerChunk << ";\n";
@@ -158,20 +141,19 @@ void emit_pointwise_loops(std::ostream& out, const graph::Graph& g, const Kernel
     o << "    auto* q" << i << " = out" << i << " + o * inner;\n";
   o << "    for (int64_t i = i0; i < i1; ++i) {\n";
   emit_element(o, g, k, "      ");
-  o << "    }\n  }";
-  emit_parallel_loop(out, o.str());
+  o << "    }\n  }\n";
 }
 
 // One row per task: the pointwise chain along the row, folded into the reduction; softmax and
 // log_softmax then make two more passes over their output row (max, then exp-sum, then scale),
 // as the eager kernels do.
-void emit_reduction_loops(std::ostream& out, const graph::Graph& g, const Kernel& k) {
-  std::ostringstream o;
+void emit_reduction_loops(std::ostream& o, const graph::Graph& g, const Kernel& k) {
   const graph::Node& r = g.nodes()[k.reduction_node];
   const std::string x = var(std::get<graph::ValueId>(r.args[0]).index);
   const char* t = c_type(g.value(r.outputs[0]).meta.dtype);
   const size_t ro = k.outputs.size() - 1;  // the reduction's output comes last
   const bool rowwise = k.reduction == Reduction::softmax || k.reduction == Reduction::log_softmax;
+  o << "#pragma omp parallel for schedule(static) if (outer * inner >= " << kParallelGrain << ")\n";
   o << "  for (int64_t o = 0; o < outer; ++o) {\n";
   emit_row_offsets(o, k, "    ");
   for (size_t i = 0; i < ro; ++i) o << "    auto* q" << i << " = out" << i << " + o * inner;\n";
@@ -220,8 +202,7 @@ void emit_reduction_loops(std::ostream& out, const graph::Graph& g, const Kernel
     case Reduction::none:
       break;
   }
-  o << "  }";
-  emit_parallel_loop(out, o.str());
+  o << "  }\n";
 }
 
 void emit_kernel(std::ostream& o, const graph::Graph& g, const Kernel& k) {

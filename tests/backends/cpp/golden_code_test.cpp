@@ -34,42 +34,22 @@ extern "C" void kernel0(const char* const* in, char* const* out, const int64_t* 
   const int64_t outer = sizes[0] * 1;
   const int64_t chunks = (inner + 4096 - 1) / 4096;
   const int64_t tasks = outer * chunks;
-  if (outer * inner >= 32768) {
-#pragma omp parallel for schedule(static)
-    for (int64_t t = 0; t < tasks; ++t) {
-      const int64_t o = t / chunks;
-      const int64_t i0 = (t % chunks) * 4096;
-      const int64_t i1 = inner - i0 < 4096 ? inner : i0 + 4096;
-      const auto* p0 = in0;
-      const auto* p1 = in1;
-      int64_t rem = o;
-      { const int64_t ix = rem % sizes[0]; rem /= sizes[0]; p0 += ix * strides[0]; p1 += ix * strides[2]; }
-      auto* q0 = out0 + o * inner;
-      for (int64_t i = i0; i < i1; ++i) {
-        const float v0 = p0[i];
-        const float v1 = p1[i];
-        const float v2 = static_cast<float>(v0 + sc0 * v1);  // aten.add.Tensor
-        const float v3 = static_cast<float>(v2 < 0 ? 0 : v2);  // aten.relu.default
-        q0[i] = v3;
-      }
-    }
-  } else {
-    for (int64_t t = 0; t < tasks; ++t) {
-      const int64_t o = t / chunks;
-      const int64_t i0 = (t % chunks) * 4096;
-      const int64_t i1 = inner - i0 < 4096 ? inner : i0 + 4096;
-      const auto* p0 = in0;
-      const auto* p1 = in1;
-      int64_t rem = o;
-      { const int64_t ix = rem % sizes[0]; rem /= sizes[0]; p0 += ix * strides[0]; p1 += ix * strides[2]; }
-      auto* q0 = out0 + o * inner;
-      for (int64_t i = i0; i < i1; ++i) {
-        const float v0 = p0[i];
-        const float v1 = p1[i];
-        const float v2 = static_cast<float>(v0 + sc0 * v1);  // aten.add.Tensor
-        const float v3 = static_cast<float>(v2 < 0 ? 0 : v2);  // aten.relu.default
-        q0[i] = v3;
-      }
+#pragma omp parallel for schedule(static) if (outer * inner >= 32768)
+  for (int64_t t = 0; t < tasks; ++t) {
+    const int64_t o = t / chunks;
+    const int64_t i0 = (t % chunks) * 4096;
+    const int64_t i1 = inner - i0 < 4096 ? inner : i0 + 4096;
+    const auto* p0 = in0;
+    const auto* p1 = in1;
+    int64_t rem = o;
+    { const int64_t ix = rem % sizes[0]; rem /= sizes[0]; p0 += ix * strides[0]; p1 += ix * strides[2]; }
+    auto* q0 = out0 + o * inner;
+    for (int64_t i = i0; i < i1; ++i) {
+      const float v0 = p0[i];
+      const float v1 = p1[i];
+      const float v2 = static_cast<float>(v0 + sc0 * v1);  // aten.add.Tensor
+      const float v3 = static_cast<float>(v2 < 0 ? 0 : v2);  // aten.relu.default
+      q0[i] = v3;
     }
   }
 }
@@ -99,48 +79,25 @@ extern "C" void kernel0(const char* const* in, char* const* out, const int64_t* 
   const int64_t outer = sizes[0] * 1;
   const int64_t chunks = (inner + 4096 - 1) / 4096;
   const int64_t tasks = outer * chunks;
-  if (outer * inner >= 32768) {
-#pragma omp parallel for schedule(static)
-    for (int64_t t = 0; t < tasks; ++t) {
-      const int64_t o = t / chunks;
-      const int64_t i0 = (t % chunks) * 4096;
-      const int64_t i1 = inner - i0 < 4096 ? inner : i0 + 4096;
-      const auto* p0 = in0;
-      const int64_t st0 = strides[1];
-      const auto* p1 = in1;
-      int64_t rem = o;
-      { const int64_t ix = rem % sizes[0]; rem /= sizes[0]; p0 += ix * strides[0]; p1 += ix * strides[2]; }
-      auto* q0 = out0 + o * inner;
-      auto* q1 = out1 + o * inner;
-      for (int64_t i = i0; i < i1; ++i) {
-        const double v2 = p0[i * st0];
-        const bool v1 = p1[i] != 0;
-        const bool v3 = static_cast<bool>(v2 > sc0);  // aten.gt.Scalar
-        const double v4 = static_cast<double>(v1 ? sc1 : v2);  // aten.masked_fill.Scalar
-        q0[i] = v3;
-        q1[i] = v4;
-      }
-    }
-  } else {
-    for (int64_t t = 0; t < tasks; ++t) {
-      const int64_t o = t / chunks;
-      const int64_t i0 = (t % chunks) * 4096;
-      const int64_t i1 = inner - i0 < 4096 ? inner : i0 + 4096;
-      const auto* p0 = in0;
-      const int64_t st0 = strides[1];
-      const auto* p1 = in1;
-      int64_t rem = o;
-      { const int64_t ix = rem % sizes[0]; rem /= sizes[0]; p0 += ix * strides[0]; p1 += ix * strides[2]; }
-      auto* q0 = out0 + o * inner;
-      auto* q1 = out1 + o * inner;
-      for (int64_t i = i0; i < i1; ++i) {
-        const double v2 = p0[i * st0];
-        const bool v1 = p1[i] != 0;
-        const bool v3 = static_cast<bool>(v2 > sc0);  // aten.gt.Scalar
-        const double v4 = static_cast<double>(v1 ? sc1 : v2);  // aten.masked_fill.Scalar
-        q0[i] = v3;
-        q1[i] = v4;
-      }
+#pragma omp parallel for schedule(static) if (outer * inner >= 32768)
+  for (int64_t t = 0; t < tasks; ++t) {
+    const int64_t o = t / chunks;
+    const int64_t i0 = (t % chunks) * 4096;
+    const int64_t i1 = inner - i0 < 4096 ? inner : i0 + 4096;
+    const auto* p0 = in0;
+    const int64_t st0 = strides[1];
+    const auto* p1 = in1;
+    int64_t rem = o;
+    { const int64_t ix = rem % sizes[0]; rem /= sizes[0]; p0 += ix * strides[0]; p1 += ix * strides[2]; }
+    auto* q0 = out0 + o * inner;
+    auto* q1 = out1 + o * inner;
+    for (int64_t i = i0; i < i1; ++i) {
+      const double v2 = p0[i * st0];
+      const bool v1 = p1[i] != 0;
+      const bool v3 = static_cast<bool>(v2 > sc0);  // aten.gt.Scalar
+      const double v4 = static_cast<double>(v1 ? sc1 : v2);  // aten.masked_fill.Scalar
+      q0[i] = v3;
+      q1[i] = v4;
     }
   }
 }
@@ -167,53 +124,28 @@ extern "C" void kernel0(const char* const* in, char* const* out, const int64_t* 
   const float sc1 = (float)scalars[1];
   const int64_t inner = sizes[2];
   const int64_t outer = sizes[0] * sizes[1] * 1;
-  if (outer * inner >= 32768) {
-#pragma omp parallel for schedule(static)
-    for (int64_t o = 0; o < outer; ++o) {
-      const auto* p0 = in0;
-      const auto* p1 = in1;
-      int64_t rem = o;
-      { const int64_t ix = rem % sizes[1]; rem /= sizes[1]; p0 += ix * strides[1]; p1 += ix * strides[4]; }
-      { const int64_t ix = rem % sizes[0]; rem /= sizes[0]; p0 += ix * strides[0]; p1 += ix * strides[3]; }
-      auto* r = out0 + o * inner;
-      float acc = -INFINITY;
-      for (int64_t i = 0; i < inner; ++i) {
-        const float v0 = p0[i];
-        const bool v1 = p1[i] != 0;
-        const float v2 = static_cast<float>(v0 * sc0);  // aten.mul.Scalar
-        const float v3 = static_cast<float>(v1 ? sc1 : v2);  // aten.masked_fill.Scalar
-        acc = (v3 > acc || v3 != v3) ? v3 : acc;
-        r[i] = v3;
-      }
-      float sum = 0;
-  #pragma omp simd reduction(+ : sum)
-      for (int64_t i = 0; i < inner; ++i) { r[i] = std::exp(r[i] - acc); sum += r[i]; }
-      const float scale = 1 / sum;
-      for (int64_t i = 0; i < inner; ++i) r[i] *= scale;
+#pragma omp parallel for schedule(static) if (outer * inner >= 32768)
+  for (int64_t o = 0; o < outer; ++o) {
+    const auto* p0 = in0;
+    const auto* p1 = in1;
+    int64_t rem = o;
+    { const int64_t ix = rem % sizes[1]; rem /= sizes[1]; p0 += ix * strides[1]; p1 += ix * strides[4]; }
+    { const int64_t ix = rem % sizes[0]; rem /= sizes[0]; p0 += ix * strides[0]; p1 += ix * strides[3]; }
+    auto* r = out0 + o * inner;
+    float acc = -INFINITY;
+    for (int64_t i = 0; i < inner; ++i) {
+      const float v0 = p0[i];
+      const bool v1 = p1[i] != 0;
+      const float v2 = static_cast<float>(v0 * sc0);  // aten.mul.Scalar
+      const float v3 = static_cast<float>(v1 ? sc1 : v2);  // aten.masked_fill.Scalar
+      acc = (v3 > acc || v3 != v3) ? v3 : acc;
+      r[i] = v3;
     }
-  } else {
-    for (int64_t o = 0; o < outer; ++o) {
-      const auto* p0 = in0;
-      const auto* p1 = in1;
-      int64_t rem = o;
-      { const int64_t ix = rem % sizes[1]; rem /= sizes[1]; p0 += ix * strides[1]; p1 += ix * strides[4]; }
-      { const int64_t ix = rem % sizes[0]; rem /= sizes[0]; p0 += ix * strides[0]; p1 += ix * strides[3]; }
-      auto* r = out0 + o * inner;
-      float acc = -INFINITY;
-      for (int64_t i = 0; i < inner; ++i) {
-        const float v0 = p0[i];
-        const bool v1 = p1[i] != 0;
-        const float v2 = static_cast<float>(v0 * sc0);  // aten.mul.Scalar
-        const float v3 = static_cast<float>(v1 ? sc1 : v2);  // aten.masked_fill.Scalar
-        acc = (v3 > acc || v3 != v3) ? v3 : acc;
-        r[i] = v3;
-      }
-      float sum = 0;
-  #pragma omp simd reduction(+ : sum)
-      for (int64_t i = 0; i < inner; ++i) { r[i] = std::exp(r[i] - acc); sum += r[i]; }
-      const float scale = 1 / sum;
-      for (int64_t i = 0; i < inner; ++i) r[i] *= scale;
-    }
+    float sum = 0;
+#pragma omp simd reduction(+ : sum)
+    for (int64_t i = 0; i < inner; ++i) { r[i] = std::exp(r[i] - acc); sum += r[i]; }
+    const float scale = 1 / sum;
+    for (int64_t i = 0; i < inner; ++i) r[i] *= scale;
   }
 }
 )");
