@@ -7,9 +7,11 @@
 // that length per input), `scalars` the kernel's scalar arguments. Outputs are contiguous.
 // Shapes and scalars are arguments, not constants; only the rank, dtypes and which inputs are
 // broadcast or unit-stride in the innermost loop are baked in. The outer loops run under
-// `#pragma omp parallel for` when the kernel has at least kParallelGrain elements; the inner
-// loop is left to the compiler's auto-vectorizer. The text depends only on the graph, so equal
-// graphs give equal sources (and hit the build cache).
+// `#pragma omp parallel for` when the kernel has at least kParallelGrain elements (else inline,
+// without an OpenMP region); the inner loop is left to the compiler's auto-vectorizer, with f32
+// exp, erf and tanh as inline branch-free code it can vectorize (codegen.cpp, kMathHelpers).
+// The text depends only on the graph, so equal graphs give equal sources (and hit the build
+// cache).
 #pragma once
 
 #include <string>
