@@ -33,8 +33,10 @@ struct KernelCall {
   std::vector<uint32_t> outputs;
   std::vector<ops::TensorMeta> output_metas;  // contiguous: k.shape, or a reduction's result
   std::vector<double> scalars;
-  std::vector<uint32_t> nodes;  // the group's nodes: the fallback when an input's layout differs
-  std::vector<int32_t> reuse;   // per output: the input whose buffer it may take (memory_plan.h)
+  // The fallback when an input's layout differs: the folded expands feeding the kernel, then the
+  // group's nodes.
+  std::vector<uint32_t> nodes;
+  std::vector<int32_t> reuse;  // per output: the input whose buffer it may take (memory_plan.h)
 };
 
 // A product with its epilogue (gemm_fusion.h); `nodes` are the fallback when oneDNN cannot.
@@ -215,13 +217,14 @@ std::shared_ptr<Program> build(const graph::Graph& g, const CppOptions& options)
     for (size_t d = 0; d < c.dim_groups.size(); ++d)
       for (int64_t dim : c.dim_groups[d]) c.loop_sizes[d] *= c.shape[dim];
     for (const cpp::KernelInput& in : k.inputs) {
-      c.inputs.push_back(in.value);
+      c.inputs.push_back(in.read_from);  // a folded expand's source, read with broadcast strides
       c.inner.push_back(in.inner);
+      if (in.folded_node >= 0) c.nodes.push_back(static_cast<uint32_t>(in.folded_node));
     }
     c.outputs = k.outputs;
     for (uint32_t v : k.outputs) c.output_metas.push_back(g.value(graph::ValueId{v}).meta);
     c.scalars = k.scalars;
-    c.nodes = k.nodes;
+    c.nodes.insert(c.nodes.end(), k.nodes.begin(), k.nodes.end());  // after the folded expands
     c.reuse = k.reuse;
     if (k.reduction_node >= 0) c.nodes.push_back(static_cast<uint32_t>(k.reduction_node));
     p->kernels.push_back(std::move(c));
