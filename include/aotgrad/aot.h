@@ -21,7 +21,8 @@
 // hashed; a call whose key was compiled before runs that specialization. At most
 // AotConfig::cache_size_limit keys are compiled (like torch._dynamo.config.cache_size_limit);
 // calls with a new key after that run the function eagerly (or throw, with on_cache_limit =
-// error), and a message saying why the function recompiled is printed once. stats() counts hits, misses, compilations and eager fallbacks.
+// error), and a message saying why the function recompiled is printed once. stats() counts hits,
+// misses, compilations and eager fallbacks.
 //
 // Concurrency. An AotFunction (and every copy of it, which shares its cache) may be called from any
 // number of threads at once, and graphs(), num_compilations() and stats() may be called while
@@ -82,10 +83,10 @@ enum class CacheLimitAction {
 // inference_compiler, partition_fn). A callable, when set, is used instead of the name; the
 // artifact still records the names, so instantiate(artifact) without a config uses those.
 struct AotConfig {
-  std::string fw_compiler = "interpreter";
-  std::string bw_compiler;              // empty: same as fw_compiler
-  std::string inference_compiler;       // empty: same as fw_compiler
-  std::string partitioner = "default";  // or "min_cut"
+  std::string fw_compiler = default_compiler();  // "cpp", or "interpreter" without a C++ compiler
+  std::string bw_compiler;                       // empty: same as fw_compiler
+  std::string inference_compiler;                // empty: same as fw_compiler
+  std::string partitioner = "default";           // or "min_cut"
   // Set: used instead of the name beside it. The backward (inference) graph goes to
   // bw_compiler_fn (inference_compiler_fn), else the compiler bw_compiler (inference_compiler)
   // names, else the forward's: fw_compiler_fn, else the one fw_compiler names.

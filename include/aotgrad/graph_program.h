@@ -22,6 +22,7 @@
 #include <string_view>
 #include <vector>
 
+#include "aotgrad/compiler.h"
 #include "aotgrad/tensor.h"
 
 namespace aotgrad {
@@ -53,8 +54,8 @@ struct GraphRunOptions {
   double activation_memory_budget = 1.0;
   // Input positions that never require grad, even when floating.
   std::vector<size_t> no_grad;
-  // The compiler every graph is handed to (backends registry: "interpreter").
-  std::string compiler = "interpreter";
+  // The compiler every graph is handed to (compiler.h: "cpp" or "interpreter").
+  std::string compiler = default_compiler();
 };
 
 struct GraphRunResult {

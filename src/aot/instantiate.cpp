@@ -126,8 +126,7 @@ backends::Compiler or_default(const backends::Compiler& c, const backends::Compi
 }  // namespace
 
 Compilers named_compilers(const ArtifactConfig& config) {
-  const std::string& fw =
-      config.fw_compiler.empty() ? std::string("interpreter") : config.fw_compiler;
+  const std::string& fw = config.fw_compiler.empty() ? default_compiler() : config.fw_compiler;
   Compilers c;
   c.forward = backends::compiler(fw);
   c.backward = backends::compiler(config.bw_compiler.empty() ? fw : config.bw_compiler);

@@ -2,11 +2,13 @@
 // are registered through the same call as a user's, once, on first use; to add one, add a line to
 // register_builtins. Thread-safety: one mutex guards the map; lookups copy the function out, so a
 // compile never runs under the lock.
+#include <cstdlib>
 #include <map>
 #include <mutex>
 #include <stdexcept>
 
 #include "backends/backend.h"
+#include "backends/cpp/build.h"
 #include "backends/cpp/cpp_backend.h"
 #include "backends/interpreter.h"
 #include "tensor/message_text.h"
@@ -34,6 +36,22 @@ Registry& registry() {
 }
 
 }  // namespace
+
+namespace backends {
+std::string choose_default_compiler(const char* env, bool cpp_compiler_runs) {
+  if (env && *env) return env;
+  return cpp_compiler_runs ? "cpp" : "interpreter";
+}
+}  // namespace backends
+
+const std::string& default_compiler() {
+  static const std::string name =
+      backends::choose_default_compiler(std::getenv("AOTGRAD_COMPILER"), [] {
+        const char* env = std::getenv("AOTGRAD_COMPILER");
+        return env && *env ? false : backends::cpp::compiler_runs();
+      }());
+  return name;
+}
 
 void register_compiler(const std::string& name, CompilerFn compiler) {
   if (name.empty()) throw std::invalid_argument("register_compiler: the name is empty");
