@@ -17,7 +17,7 @@ namespace {
 // The head gradients of an attention backward, joined into the qkv gradient: q and v are
 // transposed heads copied by a clone kernel (written in place), k a strided view of a graph input
 // (copied by the cat step). %kept is a kernel result the graph also returns, so its cat must
-// stay a plain extern call.
+// stay a plain extern call; the kernel computing it also writes two parts of %cat_2 in place.
 constexpr const char* kQkvGrad =
     R"(graph qkv_grad(%gq: f32[4,4,3], %gk: f32[4,3,4], %gv: f32[4,4,3]) {
   %v1: f32[2,2,4,3] = aten.view.default(%gq, size=[2, 2, 4, 3])
@@ -35,8 +35,11 @@ constexpr const char* kQkvGrad =
   %u3: f32[2,4,6] = aten._unsafe_view.default(%s3, size=[2, 4, 6])
   %cat: f32[2,4,18] = aten.cat.default([%u1, %w2, %u3], dim=2)
   %kept: f32[4,4,3] = aten.neg.default(%gq)
+  %a: f32[4,4,3] = aten.abs.default(%gv)
+  %h: f32[4,4,3] = aten.mul.Scalar(%gv, other=0.5)
   %cat_1: f32[8,4,3] = aten.cat.default([%kept, %gv], dim=0)
-  return (%cat, %cat_1, %kept)
+  %cat_2: f32[12,4,3] = aten.cat.default([%h, %gq, %a], dim=-3)
+  return (%cat, %cat_1, %kept, %cat_2)
 })";
 
 std::vector<float> values(const ag::Tensor& t) {
@@ -52,10 +55,13 @@ TEST(CppCatFusion, ScheduleWritesOnlySingleUseKernelResultsInPlace) {
       << code;
   EXPECT_TRUE(ag::testing::contains(code, "-> %c1 (into %cat)")) << code;
   EXPECT_TRUE(ag::testing::contains(code, "extern aten.cat.default -> %cat_1")) << code;
+  EXPECT_TRUE(ag::testing::contains(code, "-> %kept %a (into %cat_2) %h (into %cat_2)")) << code;
+  EXPECT_TRUE(ag::testing::contains(code, "cat -> %cat_2 (%h in place, %gq copied, %a in place)"))
+      << code;
   // The views into the cat run no step of their own.
   EXPECT_FALSE(ag::testing::contains(code, "extern aten._unsafe_view.default")) << code;
   ag::backends::cpp::Schedule s = ag::backends::cpp::schedule_graph(g);
-  ASSERT_EQ(s.cats.size(), 1u);
+  ASSERT_EQ(s.cats.size(), 2u);
   // %u3 sits at column 12 of each row of 18; the kernel loops over [2,4,2,3] dim by dim.
   const ag::backends::cpp::CatPart& v = s.cats[0].parts[2];
   ASSERT_GE(v.kernel, 0);
