@@ -576,7 +576,10 @@ const OpDef kRows[] = {
      .vjp = sigmoid_vjp,
      .saves = kOutput0,
      .recompute = Recompute::pointwise,
-     .fusion_expr = "1 / (1 + std::exp(-a))"},
+     // e / (1 + e) with e = exp(-|a|) below 0, so that a very negative input gives its tiny
+     // (even subnormal) value as the eager kernel does rather than 1 / inf = 0; the compiler
+     // computes the repeated exp once.
+     .fusion_expr = "(a >= 0 ? 1 : std::exp(-std::abs(a))) / (1 + std::exp(-std::abs(a)))"},
     {.name = "aten.relu.default",
      .schema = "relu(Tensor self) -> Tensor",
      .meta = relu_meta,

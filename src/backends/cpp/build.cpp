@@ -116,9 +116,12 @@ std::string first_error(const std::string& log) {
 
 const std::string& compile_flags() {
   // -fno-math-errno lets sqrt and friends vectorize; no -ffast-math: NaN and inf must behave as
-  // in the eager kernels (relu of NaN, comparisons).
+  // in the eager kernels (relu of NaN, comparisons). Full-width vectors: gcc's default for
+  // AVX-512 CPUs is 256-bit, which halves the throughput of the math-heavy loops (exp, erf in
+  // the generated code; measured: gelu 1.5x, masked softmax 1.5x faster at 512).
   static const std::string flags =
-      "-std=c++17 -O3 -march=native -fno-math-errno -fopenmp -fPIC -shared -w -lmvec";
+      "-std=c++17 -O3 -march=native -mprefer-vector-width=512 -fno-math-errno -fopenmp -fPIC "
+      "-shared -w -lmvec";
   return flags;
 }
 

@@ -9,9 +9,11 @@
 // row per output after the inputs' rows, and such an output steps by its row (unit inner stride).
 // Shapes and scalars are arguments, not constants; only the rank, dtypes and which inputs are
 // broadcast or unit-stride in the innermost loop are baked in. The outer loops run under
-// `#pragma omp parallel for` when the kernel has at least kParallelGrain elements; the inner
-// loop is left to the compiler's auto-vectorizer. The text depends only on the graph, so equal
-// graphs give equal sources (and hit the build cache).
+// `#pragma omp parallel for` when the kernel has at least kParallelGrain elements (else inline,
+// without an OpenMP region); the inner loop is left to the compiler's auto-vectorizer, with f32
+// exp, erf and tanh as inline branch-free code it can vectorize (codegen.cpp, kMathHelpers).
+// The text depends only on the graph, so equal graphs give equal sources (and hit the build
+// cache).
 #pragma once
 
 #include <string>
