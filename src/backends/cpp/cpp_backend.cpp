@@ -93,8 +93,9 @@ char* cat_slice(const CatSlice& c, std::vector<Tensor>& slots, int64_t* strides_
 
 // The cat step of a cat fusion: copies the parts no kernel wrote in place (another producer's
 // value, or a kernel that ran its nodes unfused: then its views run first) into their slices.
-void run_cat(const Program& p, const cpp::CatFusion& c, std::vector<Tensor>& slots) {
-  const ops::TensorMeta& m = p.cat_metas[&c - p.cats.data()];
+void run_cat(const Program& p, uint32_t index, std::vector<Tensor>& slots) {
+  const cpp::CatFusion& c = p.cats[index];
+  const ops::TensorMeta& m = p.cat_metas[index];
   Tensor& cat = slots[c.output];
   if (!cat.defined()) cat = make_tensor(m.sizes, m.dtype);
   CurrentOpScope scope("cpp.cat");
@@ -184,8 +185,7 @@ std::string value_name(const graph::Graph& g, int64_t v) {
 }
 
 void describe_cat(std::ostream& o, const graph::Graph& g, const cpp::CatFusion& c) {
-  o << "cat ->"
-    << " " << value_name(g, c.output) << " (";
+  o << "cat -> " << value_name(g, c.output) << " (";
   for (size_t i = 0; i < c.parts.size(); ++i)
     o << (i ? ", " : "") << value_name(g, c.parts[i].value)
       << (c.parts[i].kernel >= 0 ? " in place" : " copied");
@@ -303,7 +303,7 @@ CompiledGraph compile_cpp(const graph::Graph& g, const CppOptions& options) {
       if (s.is_gemm) {
         run_gemm(*prog, prog->gemms[s.index], slots);
       } else if (s.is_cat) {
-        run_cat(*prog, prog->cats[s.index], slots);
+        run_cat(*prog, s.index, slots);
       } else if (!s.is_kernel) {
         run_node_call(prog->externs[s.index], slots);
       } else if (!run_kernel(prog->kernels[s.index], slots)) {
