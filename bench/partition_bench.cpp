@@ -7,7 +7,8 @@
 // and against PyTorch 1.13 on these exact model definitions (measured by
 // bench/partition_torch_reference.py; issue 5's quoted figures are printed alongside).
 //
-//   OMP_NUM_THREADS=1 ./build/partition_bench [reps]   (default 15 timed steps per configuration;
+//   OMP_NUM_THREADS=1 ./build/partition_bench [reps] [interpreter|cpp]
+//                                                       (default 15 timed steps per configuration;
 //                                                        4 blocks: a third of that)
 #include <algorithm>
 #include <chrono>
@@ -113,7 +114,7 @@ double median(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
-void run_model(const Model& m, int reps) {
+void run_model(const Model& m, int reps, const std::string& compiler) {
   std::vector<Tensor> in = m.inputs();
   std::vector<std::function<void()>> steps;
   std::vector<Result> results(std::size(kConfigs));
@@ -122,9 +123,11 @@ void run_model(const Model& m, int reps) {
     for (Tensor& t : in) t.set_grad(Tensor());
   };
   for (size_t c = 0; c < std::size(kConfigs); ++c) {
-    auto fn = ag::aot_function(m.loss, {.partitioner = kConfigs[c].partitioner,
-                                        .activation_memory_budget = kConfigs[c].budget,
-                                        .name = m.name});
+    ag::AotConfig config{.partitioner = kConfigs[c].partitioner,
+                         .activation_memory_budget = kConfigs[c].budget,
+                         .name = m.name};
+    config.fw_compiler = compiler;
+    auto fn = ag::aot_function(m.loss, config);
     fn(in).backward();
     zero_grads();
     classify_saved(fn.graphs(), results[c]);
@@ -176,6 +179,12 @@ void run_model(const Model& m, int reps) {
 
 int main(int argc, char** argv) {
   int reps = argc > 1 ? std::max(1, std::atoi(argv[1])) : 15;
+  const std::string compiler = argc > 2 ? argv[2] : "interpreter";
+  if (compiler != "interpreter" && compiler != "cpp") {
+    std::fprintf(stderr, "partition_bench: compiler '%s' is neither interpreter nor cpp\n",
+                 compiler.c_str());
+    return 2;
+  }
   const Model models[] = {
       {"mlp", [] { return partition_models::mlp_inputs(); },
        [](const std::vector<Tensor>& in) { return partition_models::mlp_loss(in); }, 1.75, 1.00, 7,
@@ -199,6 +208,6 @@ int main(int argc, char** argv) {
               "act MiB", "v", "v MiB", "in MiB", "wall ms", "cpu ms", "act/def", "t/def", "t/b1",
               "act/pt");
   for (const Model& m : models)
-    run_model(m, m.name == std::string("4 blocks") ? std::max(1, reps / 3) : reps);
+    run_model(m, m.name == std::string("4 blocks") ? std::max(1, reps / 3) : reps, compiler);
   return 0;
 }

@@ -16,6 +16,7 @@
 #include <optional>
 #include <sstream>
 #include <stdexcept>
+#include <string_view>
 
 #include "aotgrad/version.h"
 #include "cache/disk_cache.h"
@@ -119,9 +120,23 @@ const std::string& compile_flags() {
   // in the eager kernels (relu of NaN, comparisons). Full-width vectors: gcc's default for
   // AVX-512 CPUs is 256-bit, which halves the throughput of the math-heavy loops (exp, erf in
   // the generated code; measured: gelu 1.5x, masked softmax 1.5x faster at 512).
-  static const std::string flags =
-      "-std=c++17 -O3 -march=native -mprefer-vector-width=512 -fno-math-errno -fopenmp -fPIC "
-      "-shared -w -lmvec";
+  // A process built with AddressSanitizer (the asan preset) checks the generated kernels too,
+  // as does any process run with AOTGRAD_CPP_SANITIZE=1: out-of-bounds loads and stores of a
+  // kernel and undefined behaviour in it stop the process with the sanitizer's report. The
+  // flags are part of the cache key, so sanitized and plain objects never mix.
+  static const std::string flags = [] {
+    std::string f =
+        "-std=c++17 -O3 -march=native -mprefer-vector-width=512 -fno-math-errno -fopenmp -fPIC "
+        "-shared -w -lmvec";
+    const char* env = std::getenv("AOTGRAD_CPP_SANITIZE");
+    bool sanitize = env && std::string_view(env) == "1";
+#if defined(__SANITIZE_ADDRESS__)
+    sanitize = true;
+#endif
+    if (sanitize)
+      f += " -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer";
+    return f;
+  }();
   return flags;
 }
 

@@ -1,6 +1,9 @@
 #include "backends/cpp/codegen.h"
 
+#include <algorithm>
+#include <cctype>
 #include <sstream>
+#include <unordered_map>
 #include <vector>
 
 namespace aotgrad::backends::cpp {
@@ -373,6 +376,36 @@ void emit_kernel(std::ostream& o, const graph::Graph& g, const Kernel& k) {
   o << "}\n";
 }
 
+// `code` with the kernel's own name and its value variables (v17, ...) renamed in order of first
+// appearance: equal for two kernels that compute the same thing on different values.
+std::string canonical_code(const std::string& code, const std::string& name) {
+  auto is_word = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
+  std::unordered_map<std::string, std::string> renamed;
+  std::string out;
+  out.reserve(code.size());
+  for (size_t i = 0; i < code.size();) {
+    if (is_word(code[i]) && (i == 0 || !is_word(code[i - 1]))) {
+      size_t end = i;
+      while (end < code.size() && is_word(code[end])) ++end;
+      std::string word = code.substr(i, end - i);
+      const bool value = word.size() > 1 && word[0] == 'v' &&
+                         std::all_of(word.begin() + 1, word.end(), [](char c) {
+                           return std::isdigit(static_cast<unsigned char>(c));
+                         });
+      if (word == name)
+        out += "KERNEL";
+      else if (value)
+        out += renamed.try_emplace(word, "v" + std::to_string(renamed.size())).first->second;
+      else
+        out += word;
+      i = end;
+    } else {
+      out += code[i++];
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 std::string generate_source(const graph::Graph& g, const Schedule& s) {
@@ -393,9 +426,19 @@ std::string generate_source(const graph::Graph& g, const Schedule& s) {
   o << "#define __FAST_MATH__ 1\n#include <cmath>\n#include <cstdint>\n";
   if (math || gelu) o << kMathHelpers;
   if (gelu) o << kGeluHelpers;
+  // Kernels whose code is the same up to names (each block of a model stacked N times gives N
+  // copies) are compiled once: the later ones are aliases of the first.
+  std::unordered_map<std::string, std::string> first_of;
   for (const Kernel& k : s.kernels) {
+    std::ostringstream code;
+    emit_kernel(code, g, k);
+    auto [it, fresh] = first_of.try_emplace(canonical_code(code.str(), k.name), k.name);
     o << "\n";
-    emit_kernel(o, g, k);
+    if (fresh)
+      o << code.str();
+    else
+      o << "extern \"C\" void " << k.name << "(const char* const*, char* const*, const int64_t*, "
+        << "const int64_t*, const double*) __attribute__((alias(\"" << it->second << "\")));\n";
   }
   return o.str();
 }

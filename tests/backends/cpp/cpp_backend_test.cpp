@@ -28,6 +28,18 @@ TEST(CppBackend, FusesAPointwiseChainWithBroadcasting) {
 })");
 }
 
+TEST(CppBackend, RepeatedKernelsShareOneBodyAndStillComputeTheirOwnValues) {
+  expect_cpp_matches_interpreter(R"(graph f(%x: f32[4,8], %b: f32[8], %w: f32[8,8]) {
+  %a: f32[4,8] = aten.add.Tensor(%x, %b)
+  %r: f32[4,8] = aten.relu.default(%a)
+  %m: f32[4,8] = aten.mm.default(%r, %w)
+  %a2: f32[4,8] = aten.add.Tensor(%m, %b)
+  %r2: f32[4,8] = aten.relu.default(%a2)
+  return (%r2, %r)
+})",
+                                 ag::testing::kF32Tolerances);
+}
+
 TEST(CppBackend, OnlyTheValuesNeededOutsideAKernelGetBuffers) {
   ag::graph::Graph g = ag::graph::parse_graph(R"(graph f(%x: f32[4,8], %w: f32[8,3]) {
   %e: f32[4,8] = aten.exp.default(%x)

@@ -1,6 +1,7 @@
 // Golden generated code for three tiny graphs: a bias-add + relu (broadcast load, scalar argument,
 // one kernel), a transposed input next to a mask (strided load, b8 load and store), and a scaled,
-// masked softmax (a last-dim reduction fused with its producers, vectorized max, own exp).
+// masked softmax (a last-dim reduction fused with its producers, vectorized max, own exp); and
+// a graph whose second kernel repeats the first (compiled once, as an alias).
 #include <gtest/gtest.h>
 
 #include "backends/cpp/codegen.h"
@@ -181,3 +182,23 @@ extern "C" void kernel0(const char* const* in, char* const* out, const int64_t* 
 }
 
 }  // namespace
+
+// Two blocks computing the same thing on different values (as the layers of a stacked model do):
+// the second kernel is an alias of the first, so its code is compiled once.
+TEST(CppGoldenCode, RepeatedKernelsAreCompiledOnce) {
+  const std::string code = code_of(R"(graph f(%x: f32[4,8], %b: f32[8], %w: f32[8,8]) {
+  %a: f32[4,8] = aten.add.Tensor(%x, %b)
+  %r: f32[4,8] = aten.relu.default(%a)
+  %m: f32[4,8] = aten.mm.default(%r, %w)
+  %a2: f32[4,8] = aten.add.Tensor(%m, %b)
+  %r2: f32[4,8] = aten.relu.default(%a2)
+  return (%r2)
+})");
+  EXPECT_EQ(code.find("extern \"C\" void kernel0(const char* const* in"),
+            code.rfind("extern \"C\" void kernel0"));
+  EXPECT_NE(code.find("extern \"C\" void kernel1(const char* const*, char* const*, const int64_t*, "
+                      "const int64_t*, const double*) __attribute__((alias(\"kernel0\")));"),
+            std::string::npos)
+      << code;
+  EXPECT_EQ(code.find("auto task"), code.rfind("auto task")) << code;  // one loop nest
+}
