@@ -1,5 +1,6 @@
 // aot_function against eager, measured in one run: the spirals MLP training step, and the
-// per-call overhead of a tiny compiled forward+backward. Prints medians and ratios.
+// per-call overhead of a tiny compiled forward+backward (interpreter and cpp). Prints medians and
+// ratios.
 //
 // `aot_bench calls eager|compiled|cpp N` runs only the tiny call, N times after a warm-up, inside
 // `measured_calls` so that an instruction count per call needs no wall clock (the machine is
@@ -112,6 +113,9 @@ int main(int argc, char** argv) {
 
   Tensor a = ag::randn({8}).requires_grad_(), b = ag::randn({8}).requires_grad_();
   auto tiny = ag::aot_function(tiny_fn);
+  ag::AotConfig cpp_config;
+  cpp_config.fw_compiler = "cpp";
+  auto tiny_cpp = ag::aot_function(tiny_fn, cpp_config);
   auto tiny_eager = [&] {
     tiny_fn(a, b).backward();
     a.set_grad(Tensor());
@@ -122,13 +126,21 @@ int main(int argc, char** argv) {
     a.set_grad(Tensor());
     b.set_grad(Tensor());
   };
+  auto tiny_generated = [&] {
+    tiny_cpp(a, b).backward();
+    a.set_grad(Tensor());
+    b.set_grad(Tensor());
+  };
   for (int i = 0; i < 1000; ++i) {
     tiny_eager();
     tiny_compiled();
+    tiny_generated();
   }
-  double te = median_us(tiny_eager, 20000), tc = median_us(tiny_compiled, 20000);
+  double te = median_us(tiny_eager, 20000), tc = median_us(tiny_compiled, 20000),
+         tg = median_us(tiny_generated, 20000);
   std::printf("(a*b).sin().sum() on 8 elements, forward+backward per call:\n");
   std::printf("  eager %.2f us, compiled %.2f us, compiled/eager = %.3f\n", te, tc, tc / te);
+  std::printf("  cpp compiler %.2f us, cpp/eager = %.3f\n", tg, tg / te);
   std::printf("  (reference on this machine: LibTorch eager ~13 us, PyTorch AOTAutograd ~29 us)\n");
   return 0;
 }

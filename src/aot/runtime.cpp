@@ -20,23 +20,20 @@ namespace aotgrad::aot {
 class CompiledBackward final : public autograd::Node {
  public:
   CompiledBackward(std::shared_ptr<const BackwardSpec> spec, std::vector<Tensor> saved)
-      : spec_(std::move(spec)) {
+      : spec_(std::move(spec)), saved_(std::move(saved)) {
     // Detached aliases: a saved value that is also a user output must not hold this node
     // through its grad_fn (a reference cycle). A value nothing else holds (a fresh
     // intermediate: not an input, not an output, not a view, no autograd state) can never gain
     // a history, so it is kept as it is, without the alias's allocations.
-    saved_.reserve(saved.size());
-    versions_.reserve(saved.size());
-    for (Tensor& t : saved) {
+    versions_.reserve(saved_.size());
+    for (Tensor& t : saved_) {
       versions_.push_back(t.version());
       const bool sole =
           t.defined() && t.impl_ptr().use_count() == 1 && !t.impl()->base && !t.impl()->autograd;
-      saved_.push_back(sole ? std::move(t) : autograd::SavedTensor::save(t, true).data);
+      if (!sole) t = autograd::SavedTensor::save(t, true).data;
     }
-    for (const ops::TensorMeta& m : spec_->tangent_metas) {
-      output_sizes.push_back(m.sizes);
-      output_dtypes.push_back(m.dtype);
-    }
+    // No output_sizes: apply() makes the zeros of a missing gradient from tangent_metas itself
+    // (materializes_grads() is false), so the node copies no metadata per call.
   }
 
   std::string name() const override { return "CompiledFunctionBackward(" + spec_->fn_name + ")"; }
@@ -49,6 +46,7 @@ class CompiledBackward final : public autograd::Node {
   uint32_t num_outputs() const override {
     return static_cast<uint32_t>(spec_->tangent_metas.size());
   }
+  bool materializes_grads() const override { return false; }
 
   std::vector<Tensor> apply(std::vector<Tensor>&& grads) override {
     if (released_)

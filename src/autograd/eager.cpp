@@ -54,6 +54,10 @@ TracedAutograd* traced_autograd_for(const Tensor& t) {
   return nullptr;
 }
 
+bool interpreter_stack_empty() {
+  return ops::t_stack.empty();
+}
+
 }  // namespace aotgrad::autograd
 
 namespace aotgrad::autograd {

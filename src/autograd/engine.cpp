@@ -23,6 +23,8 @@
 #include "autograd/grad_mode_scope.h"
 #include "autograd/nodes.h"
 #include "autograd/traced.h"
+#include "kernels/factory.h"
+#include "tensor/current_op.h"
 
 namespace aotgrad::autograd {
 namespace {
@@ -43,14 +45,74 @@ Tensor zeros_for(const Node& n, uint32_t slot) {
   return zeros(n.output_sizes.at(slot), n.output_dtypes.at(slot));
 }
 
-// The nodes among `seen` that must run for grad(): those with an edge, direct or not, to a
+// The implicit gradient of a scalar output: ones. Without an interpreter on the stack the
+// kernel is called directly (what ones() would reach after dispatch, for a tenth of the cost of a
+// small backward); a tracer must see the op, so it is dispatched otherwise.
+Tensor seed_gradient(const Tensor& out) {
+  if (!interpreter_stack_empty() || out.is_fake()) return ones(out.sizes(), out.dtype());
+  CurrentOpScope scope("aten.ones.default");
+  return kernels::full(out.sizes(), 1, out.dtype());
+}
+
+// What one walk knows of a node: dependencies left, its incoming-gradient buffer, the owner
+// that keeps it alive once a gradient reached it.
+struct NodeState {
+  Node* node = nullptr;
+  int deps = 0;  // edges from nodes that have not run yet
+  bool has_buffer = false;
+  bool done = false;
+  bool needed = false;  // grad(): on a path to a requested input
+  std::vector<Tensor> buffer;
+  std::shared_ptr<Node> owner;
+};
+
+// The walk's nodes in discovery order. A backward of a few nodes (the per-call case: a compiled
+// function's node and its leaves) finds a node by scanning this short vector instead of
+// maintaining a hash map per field; past kLinearLimit nodes an index map takes over.
+class NodeTable {
+ public:
+  static constexpr size_t kLinearLimit = 16;
+
+  NodeTable() { states_.reserve(8); }  // a compiled call's backward: its node and a few leaves
+
+  // The index of `n`'s state, added if new; second: whether it was.
+  std::pair<uint32_t, bool> insert(Node* n) {
+    if (std::optional<uint32_t> i = find(n)) return {*i, false};
+    auto i = static_cast<uint32_t>(states_.size());
+    states_.push_back(NodeState{});
+    states_.back().node = n;
+    if (!index_.empty()) {
+      index_.emplace(n, i);
+    } else if (states_.size() > kLinearLimit) {
+      for (uint32_t k = 0; k < states_.size(); ++k) index_.emplace(states_[k].node, k);
+    }
+    return {i, true};
+  }
+  std::optional<uint32_t> find(Node* n) const {
+    if (index_.empty()) {
+      for (uint32_t k = 0; k < states_.size(); ++k)
+        if (states_[k].node == n) return k;
+      return std::nullopt;
+    }
+    auto it = index_.find(n);
+    if (it == index_.end()) return std::nullopt;
+    return it->second;
+  }
+  NodeState& operator[](uint32_t i) { return states_[i]; }
+  std::vector<NodeState>& states() { return states_; }
+
+ private:
+  std::vector<NodeState> states_;
+  std::unordered_map<Node*, uint32_t> index_;  // empty while states_ is short
+};
+
+// Marks the nodes of `table` that must run for grad(): those with an edge, direct or not, to a
 // capture's node. A capture's node itself runs only if it is on the way to another capture.
-std::unordered_set<Node*> nodes_reaching(const std::unordered_set<Node*>& seen,
-                                         const std::vector<Capture>& captures) {
+void mark_nodes_reaching(NodeTable& table, const std::vector<Capture>& captures) {
   std::unordered_map<Node*, std::vector<Node*>> parents;
-  for (Node* n : seen)
-    for (const Edge& e : n->next_edges)
-      if (e.node) parents[e.node.get()].push_back(n);
+  for (const NodeState& s : table.states())
+    for (const Edge& e : s.node->next_edges)
+      if (e.node) parents[e.node.get()].push_back(s.node);
   std::unordered_set<Node*> reach;
   std::vector<Node*> stack;
   for (const Capture& c : captures) stack.push_back(c.node);
@@ -60,7 +122,7 @@ std::unordered_set<Node*> nodes_reaching(const std::unordered_set<Node*>& seen,
     for (Node* p : parents[n])
       if (reach.insert(p).second) stack.push_back(p);
   }
-  return reach;
+  for (NodeState& s : table.states()) s.needed = reach.count(s.node) > 0;
 }
 
 // Gives `results` (what `node` returned for `grads`) a DelayedError grad_fn raising `reason`,
@@ -114,6 +176,8 @@ class GraphTask {
   GraphTask(const std::vector<Tensor>& outputs, const std::vector<Tensor>& grad_outputs,
             bool retain_graph, bool create_graph, const std::vector<Tensor>* inputs)
       : retain_graph_(retain_graph), create_graph_(create_graph), inputs_(inputs) {
+    roots_.reserve(outputs.size());
+    ready_.reserve(8);
     make_roots(outputs, grad_outputs);
     count_dependencies();
     if (inputs_) make_captures();
@@ -127,24 +191,17 @@ class GraphTask {
   void count_dependencies();
   void make_captures();
   void deliver(const std::shared_ptr<Node>& node, uint32_t slot, const Tensor& g);
-  void run_node(Node* n);
+  void run_node(uint32_t i);
+  void make_ready(uint32_t i);
 
   bool retain_graph_, create_graph_;
   const std::vector<Tensor>* inputs_;  // grad()'s inputs; null for backward()
   std::vector<std::pair<Edge, Tensor>> roots_;
-  std::unordered_map<Node*, int> deps_;
-  std::unordered_set<Node*> seen_;
+  NodeTable table_;  // every node reachable from the roots
   std::vector<Capture> captures_;
-  std::unordered_set<Node*> needed_;  // grad(): the nodes on a path to an input
   std::vector<Tensor> result_;
-  std::unordered_map<Node*, std::vector<Tensor>> buffers_;
-  std::unordered_map<Node*, std::shared_ptr<Node>> owners_;
-  std::vector<Node*> ready_;  // a heap, later sequence numbers first
+  std::vector<uint32_t> ready_;  // indices into table_: a heap, later sequence numbers first
 };
-
-bool later_first(Node* a, Node* b) {
-  return a->sequence_nr < b->sequence_nr;
-}
 
 void GraphTask::make_roots(const std::vector<Tensor>& outputs,
                            const std::vector<Tensor>& grad_outputs) {
@@ -163,7 +220,7 @@ void GraphTask::make_roots(const std::vector<Tensor>& outputs,
         throw std::invalid_argument(
             "grad can be implicitly created only for scalar outputs; output " + std::to_string(i) +
             " has shape " + shape_to_string(out.sizes()) + ": pass a gradient");
-      g = ones(out.sizes(), out.dtype());
+      g = seed_gradient(out);
     } else if (g.sizes() != out.sizes()) {
       throw std::invalid_argument("backward: gradient " + std::to_string(i) + " has shape " +
                                   shape_to_string(g.sizes()) + " but the output has shape " +
@@ -174,16 +231,17 @@ void GraphTask::make_roots(const std::vector<Tensor>& outputs,
 }
 
 void GraphTask::count_dependencies() {
-  std::vector<Node*> stack;
+  std::vector<uint32_t> stack;
   for (auto& [e, g] : roots_)
-    if (seen_.insert(e.node.get()).second) stack.push_back(e.node.get());
+    if (auto [i, added] = table_.insert(e.node.get()); added) stack.push_back(i);
   while (!stack.empty()) {
-    Node* n = stack.back();
+    Node* n = table_[stack.back()].node;
     stack.pop_back();
     for (const Edge& e : n->next_edges) {
       if (!e.node) continue;
-      ++deps_[e.node.get()];
-      if (seen_.insert(e.node.get()).second) stack.push_back(e.node.get());
+      auto [i, added] = table_.insert(e.node.get());
+      ++table_[i].deps;
+      if (added) stack.push_back(i);
     }
   }
 }
@@ -198,20 +256,31 @@ void GraphTask::make_captures() {
   }
   // grad() runs (and frees) only the nodes on a path to an input, as PyTorch's engine does:
   // history upstream of the inputs stays usable without retain_graph.
-  needed_ = nodes_reaching(seen_, captures_);
+  mark_nodes_reaching(table_, captures_);
 }
 
 void GraphTask::deliver(const std::shared_ptr<Node>& node, uint32_t slot, const Tensor& g) {
-  auto& buf = buffers_[node.get()];
-  if (buf.size() < node->num_outputs()) buf.resize(node->num_outputs());
-  buf[slot] = accumulate(buf[slot], g);
-  owners_[node.get()] = node;
+  NodeState& s = table_[table_.insert(node.get()).first];
+  if (s.buffer.size() < node->num_outputs()) s.buffer.resize(node->num_outputs());
+  s.buffer[slot] = accumulate(s.buffer[slot], g);
+  s.has_buffer = true;
+  if (!s.owner) s.owner = node;
 }
 
-void GraphTask::run_node(Node* n) {
-  std::shared_ptr<Node> keep = owners_[n];
-  std::vector<Tensor> grads = std::move(buffers_[n]);
-  buffers_.erase(n);
+void GraphTask::make_ready(uint32_t i) {
+  ready_.push_back(i);
+  std::push_heap(ready_.begin(), ready_.end(), [this](uint32_t a, uint32_t b) {
+    return table_[a].node->sequence_nr < table_[b].node->sequence_nr;
+  });
+}
+
+void GraphTask::run_node(uint32_t i) {
+  std::shared_ptr<Node> keep = table_[i].owner;
+  Node* n = table_[i].node;
+  const bool needed = table_[i].needed;
+  std::vector<Tensor> grads = std::move(table_[i].buffer);
+  table_[i].buffer = {};
+  table_[i].has_buffer = false;
   grads.resize(n->num_outputs());
   for (const Capture& c : captures_)
     if (c.node == n) result_[c.index] = grads[c.slot];
@@ -223,7 +292,7 @@ void GraphTask::run_node(Node* n) {
   bool any = false;
   for (const Tensor& g : grads) any = any || g.defined();
   // grad() does not accumulate into leaves.
-  bool skip = inputs_ && (dynamic_cast<AccumulateGrad*>(n) != nullptr || !needed_.count(n));
+  bool skip = inputs_ && (dynamic_cast<AccumulateGrad*>(n) != nullptr || !needed);
   std::vector<Tensor> grad_inputs;
   if (any && !skip) {
     for (uint32_t s = 0; s < grads.size(); ++s)
@@ -232,15 +301,15 @@ void GraphTask::run_node(Node* n) {
     grad_inputs = apply_node(*n, std::move(grads), create_graph_);
     if (!retain_graph_) n->release_saved();
   }
-  for (size_t i = 0; i < n->next_edges.size(); ++i) {
-    const Edge& e = n->next_edges[i];
+  for (size_t k = 0; k < n->next_edges.size(); ++k) {
+    const Edge& e = n->next_edges[k];
     if (!e.node) continue;
-    if (i < grad_inputs.size() && grad_inputs[i].defined())
-      deliver(e.node, e.input_nr, grad_inputs[i]);
-    if (--deps_[e.node.get()] == 0) {
-      owners_[e.node.get()] = e.node;
-      ready_.push_back(e.node.get());
-      std::push_heap(ready_.begin(), ready_.end(), later_first);
+    if (k < grad_inputs.size() && grad_inputs[k].defined())
+      deliver(e.node, e.input_nr, grad_inputs[k]);
+    uint32_t j = table_.insert(e.node.get()).first;
+    if (--table_[j].deps == 0) {
+      table_[j].owner = e.node;
+      make_ready(j);
     }
   }
 }
@@ -248,17 +317,20 @@ void GraphTask::run_node(Node* n) {
 std::vector<Tensor> GraphTask::execute() {
   GradModeScope grad_mode(create_graph_);
   for (auto& [e, g] : roots_) deliver(e.node, e.input_nr, g);
-  for (auto& [e, g] : roots_)
-    if (deps_[e.node.get()] == 0 && buffers_.count(e.node.get())) {
-      ready_.push_back(e.node.get());
-      std::push_heap(ready_.begin(), ready_.end(), later_first);
-    }
-  std::unordered_set<Node*> done;
+  for (auto& [e, g] : roots_) {
+    uint32_t i = table_.insert(e.node.get()).first;
+    if (table_[i].deps == 0 && table_[i].has_buffer) make_ready(i);
+  }
   while (!ready_.empty()) {
-    std::pop_heap(ready_.begin(), ready_.end(), later_first);
-    Node* n = ready_.back();
+    std::pop_heap(ready_.begin(), ready_.end(), [this](uint32_t a, uint32_t b) {
+      return table_[a].node->sequence_nr < table_[b].node->sequence_nr;
+    });
+    uint32_t i = ready_.back();
     ready_.pop_back();
-    if (done.insert(n).second) run_node(n);
+    if (!table_[i].done) {
+      table_[i].done = true;
+      run_node(i);
+    }
   }
   return std::move(result_);
 }

@@ -386,9 +386,9 @@ Edge gradient_edge(const Tensor& t) {
   std::lock_guard<std::mutex> lock(leaf_mutex(t.impl()));
   auto acc = m.grad_accumulator.lock();
   if (!acc) {
+    // No output_sizes: an accumulator has one output, and the engine materialises zeros only
+    // for nodes with several.
     acc = std::make_shared<AccumulateGrad>(t.impl_ptr());
-    acc->output_sizes.push_back(t.sizes());
-    acc->output_dtypes.push_back(t.dtype());
     m.grad_accumulator = acc;
   }
   return {acc, 0};

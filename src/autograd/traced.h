@@ -30,4 +30,8 @@ class TracedAutograd {
 // The innermost interpreter on this thread's stack that owns `t`, or null.
 TracedAutograd* traced_autograd_for(const Tensor& t);
 
+// Whether this thread's interpreter stack is empty: an op called now runs on real tensors in the
+// eager interpreter, and no tracer sees it (so the engine may call a kernel directly).
+bool interpreter_stack_empty();
+
 }  // namespace aotgrad::autograd

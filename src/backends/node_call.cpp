@@ -43,15 +43,55 @@ NodeCall make_node_call(const graph::Graph& g, const graph::Node& n, std::string
   return s;
 }
 
+namespace {
+
+// Argument vectors of finished calls on this thread, kept for their capacity: a call copies its
+// constants into a recycled vector instead of a new one. A stack, so that a kernel that runs
+// another NodeCall on this thread (a custom op calling a compiled function) takes its own.
+thread_local std::vector<ops::OpArgs> t_spare_args;
+
+// One call's argument vector: a copy of `proto`, returned to the spares on destruction with its
+// tensors dropped (so the caller can free dead values at once, and no spare keeps memory alive).
+class ArgsLease {
+ public:
+  explicit ArgsLease(const ops::OpArgs& proto) {
+    if (!t_spare_args.empty()) {
+      args_ = std::move(t_spare_args.back());
+      t_spare_args.pop_back();
+    }
+    args_ = proto;
+  }
+  ~ArgsLease() {
+    for (ops::Arg& a : args_) {
+      if (auto* t = std::get_if<Tensor>(&a))
+        *t = Tensor();
+      else if (auto* list = std::get_if<ops::TensorList>(&a))
+        for (Tensor& e : *list) e = Tensor();
+    }
+    try {
+      t_spare_args.push_back(std::move(args_));
+    } catch (...) {  // out of memory for the spare list: the vector is simply freed
+    }
+  }
+  ArgsLease(const ArgsLease&) = delete;
+  ArgsLease& operator=(const ArgsLease&) = delete;
+  ops::OpArgs& args() { return args_; }
+
+ private:
+  ops::OpArgs args_;
+};
+
+}  // namespace
+
 void run_node_call(const NodeCall& s, std::vector<Tensor>& slots) {
-  ops::OpArgs args = s.args;
+  ArgsLease lease(s.args);
+  ops::OpArgs& args = lease.args();
   for (auto [arg, v] : s.tensor_slots) args[arg] = slots[v];
   for (auto [arg, e, v] : s.list_slots) std::get<ops::TensorList>(args[arg])[e] = slots[v];
   CurrentOpScope scope(s.op->name);  // errors from allocation and size checks name the op
   std::vector<Tensor> outs = s.op->kernel(args);
   if (s.written_arg >= 0) std::get<Tensor>(args[s.written_arg]).storage()->bump_version();
   for (size_t k = 0; k < s.outputs.size(); ++k) slots[s.outputs[k]] = std::move(outs[k]);
-  // `args` dies here, dropping its references, so the caller can free dead values at once.
 }
 
 }  // namespace aotgrad::backends

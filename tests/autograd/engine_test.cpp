@@ -2,6 +2,7 @@
 // detach, retain_grad, node names, version checks of saved tensors and in-place rules.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <string>
 
 #include "aotgrad/aotgrad.h"
@@ -168,6 +169,25 @@ TEST(Engine, DeepChainAndSharedSubexpression) {
   double d = 1.0;
   for (int i = 0; i < 50; ++i) d = 1.01 * d + 1.0;
   EXPECT_TRUE(allclose(x.grad(), vec({d, d}), 1e-12, 1e-12));
+}
+
+TEST(Engine, GradPastTheNodeTableLinearLimitRunsOnlyThePathToItsInput) {
+  // 30 nodes before `mid` and 30 after: the engine's node table switches from scanning to an
+  // index map past 16 nodes. grad() must run only the nodes between the output and `mid`, so the
+  // history before `mid` is still there (not freed) for a backward afterwards.
+  Tensor x = vec({0.5, -1.5}).requires_grad_();
+  Tensor mid = x;
+  for (int i = 0; i < 30; ++i) mid = mid * 1.02;
+  Tensor y = mid;
+  for (int i = 0; i < 30; ++i) y = y * 0.99 + mid;
+  double dy = 1.0;  // dy_n/dmid = 0.99 * dy_{n-1}/dmid + 1, dy_0/dmid = 1
+  for (int i = 0; i < 30; ++i) dy = 0.99 * dy + 1.0;
+  std::vector<Tensor> g = ag::autograd::grad({y.sum()}, {mid});
+  ASSERT_EQ(g.size(), 1u);
+  EXPECT_TRUE(allclose(g[0], vec({dy, dy}), 1e-12, 1e-12));
+  EXPECT_FALSE(x.grad().defined());
+  mid.sum().backward();  // the 30 nodes before mid were neither run nor released by grad()
+  EXPECT_TRUE(allclose(x.grad(), vec({std::pow(1.02, 30), std::pow(1.02, 30)}), 1e-12, 1e-12));
 }
 
 TEST(Engine, NoGradGuardStopsRecording) {

@@ -11,6 +11,7 @@
 #include "backends/cpp/memory_plan.h"
 #include "backends/cpp/schedule.h"
 #include "backends/node_call.h"
+#include "backends/small_buffer.h"
 #include "kernels/copy.h"
 #include "kernels/gemm.h"
 #include "tensor/current_op.h"
@@ -36,14 +37,17 @@ struct KernelCall {
   KernelFn fn = nullptr;
   IntList shape;
   std::vector<IntList> dim_groups;
+  IntList loop_sizes;  // per dim group: the product of its dims of `shape` (the kernel's sizes)
   std::vector<uint32_t> inputs;
   std::vector<InnerStride> inner;
   std::vector<uint32_t> outputs;
   std::vector<ops::TensorMeta> output_metas;  // contiguous: k.shape, or a reduction's result
   std::vector<double> scalars;
-  std::vector<uint32_t> nodes;  // the group's nodes: the fallback when an input's layout differs
-  std::vector<int32_t> reuse;   // per output: the input whose buffer it may take (memory_plan.h)
-  std::vector<CatSlice> into;   // per output, or empty: none goes into a cat (cat_fusion.h)
+  // The fallback when an input's layout differs: the folded expands feeding the kernel, then the
+  // group's nodes.
+  std::vector<uint32_t> nodes;
+  std::vector<int32_t> reuse;  // per output: the input whose buffer it may take (memory_plan.h)
+  std::vector<CatSlice> into;  // per output, or empty: none goes into a cat (cat_fusion.h)
 };
 
 // A product with its epilogue (gemm_fusion.h); `nodes` are the fallback when oneDNN cannot.
@@ -110,17 +114,30 @@ void run_cat(const Program& p, uint32_t index, std::vector<Tensor>& slots) {
   }
 }
 
+// `t`'s stride along each dim of `shape` it broadcasts to (0 where it broadcasts), into `out`
+// (shape.size() elements): cpp::broadcast_strides without a vector per call.
+void broadcast_strides_into(const Tensor& t, const IntList& shape, int64_t* out) {
+  const IntList& sizes = t.sizes();
+  const IntList& strides = t.strides();
+  const size_t lead = shape.size() - sizes.size();
+  std::fill_n(out, lead, 0);
+  for (size_t d = 0; d < sizes.size(); ++d)
+    out[lead + d] = sizes[d] != 1 && shape[lead + d] != 1 ? strides[d] : 0;
+}
+
 // Runs a generated kernel; false (nothing written) when an input's actual layout does not fit
 // the loop nest the code was specialized for (a graph input with other strides than traced).
+// Its argument arrays live on the stack (SmallBuffer) for the usual few inputs and dims.
 bool run_kernel(const KernelCall& k, std::vector<Tensor>& slots) {
   const size_t rank = k.dim_groups.size();
-  IntList sizes(rank, 1), strides(rank * (k.inputs.size() + k.into.size()), 0);
-  for (size_t d = 0; d < rank; ++d)
-    for (int64_t dim : k.dim_groups[d]) sizes[d] *= k.shape[dim];
-  std::vector<const char*> in(k.inputs.size());
-  for (size_t i = 0; i < k.inputs.size(); ++i) {
+  const size_t num_in = k.inputs.size(), num_out = k.output_metas.size();
+  // A kernel writing into a cat has a strides row per output after the inputs' (codegen.h).
+  SmallBuffer<int64_t, 32> strides(rank * (num_in + k.into.size()), 0);
+  SmallBuffer<int64_t, 8> bs(k.shape.size(), 0);
+  SmallBuffer<const char*, 16> in(num_in, nullptr);
+  for (size_t i = 0; i < num_in; ++i) {
     const Tensor& t = slots[k.inputs[i]];
-    IntList bs = cpp::broadcast_strides(t.sizes(), t.strides(), k.shape);
+    broadcast_strides_into(t, k.shape, bs.data());
     for (size_t d = 0; d < rank; ++d) {
       const IntList& dims = k.dim_groups[d];
       for (size_t j = 1; j < dims.size(); ++j)
@@ -134,22 +151,22 @@ bool run_kernel(const KernelCall& k, std::vector<Tensor>& slots) {
     in[i] = t.impl()->data_bytes();
   }
   CurrentOpScope scope(k.name);
-  std::vector<Tensor> outs;
-  std::vector<char*> out;
-  for (size_t j = 0; j < k.output_metas.size(); ++j) {
+  SmallBuffer<Tensor, 8> outs(num_out);
+  SmallBuffer<char*, 8> out(num_out, nullptr);
+  for (size_t j = 0; j < num_out; ++j) {
     const ops::TensorMeta& m = k.output_metas[j];
     const Tensor* dying = k.reuse[j] >= 0 ? &slots[k.inputs[k.reuse[j]]] : nullptr;
     if (j < k.into.size() && k.into[j].cat_value >= 0) {
-      outs.emplace_back();  // the slot stays empty: the cat step knows the part is in place
-      out.push_back(cat_slice(k.into[j], slots, &strides[(k.inputs.size() + j) * rank]));
+      // outs[j] stays empty, and so does the slot: the cat step knows the part is in place.
+      out[j] = cat_slice(k.into[j], slots, &strides[(num_in + j) * rank]);
       continue;
     }
-    outs.push_back(dying && may_take_buffer(*dying, m) ? *dying : make_tensor(m.sizes, m.dtype));
-    out.push_back(outs.back().impl()->data_bytes());
+    outs[j] = dying && may_take_buffer(*dying, m) ? *dying : make_tensor(m.sizes, m.dtype);
+    out[j] = outs[j].impl()->data_bytes();
   }
-  k.fn(in.data(), out.data(), sizes.data(), strides.data(), k.scalars.data());
-  for (size_t i = 0; i < outs.size(); ++i)
-    if (outs[i].defined()) slots[k.outputs[i]] = std::move(outs[i]);
+  k.fn(in.data(), out.data(), k.loop_sizes.data(), strides.data(), k.scalars.data());
+  for (size_t j = 0; j < num_out; ++j)
+    if (outs[j].defined()) slots[k.outputs[j]] = std::move(outs[j]);
   return true;
 }
 
@@ -257,14 +274,18 @@ std::shared_ptr<Program> build(const graph::Graph& g, const CppOptions& options)
     c.fn = reinterpret_cast<KernelFn>(p->library->symbol(k.name));
     c.shape = k.shape;
     c.dim_groups = k.dim_groups;
+    c.loop_sizes.assign(c.dim_groups.size(), 1);
+    for (size_t d = 0; d < c.dim_groups.size(); ++d)
+      for (int64_t dim : c.dim_groups[d]) c.loop_sizes[d] *= c.shape[dim];
     for (const cpp::KernelInput& in : k.inputs) {
-      c.inputs.push_back(in.value);
+      c.inputs.push_back(in.read_from);  // a folded expand's source, read with broadcast strides
       c.inner.push_back(in.inner);
+      if (in.folded_node >= 0) c.nodes.push_back(static_cast<uint32_t>(in.folded_node));
     }
     c.outputs = k.outputs;
     for (uint32_t v : k.outputs) c.output_metas.push_back(g.value(graph::ValueId{v}).meta);
     c.scalars = k.scalars;
-    c.nodes = k.nodes;
+    c.nodes.insert(c.nodes.end(), k.nodes.begin(), k.nodes.end());  // after the folded expands
     c.reuse = k.reuse;
     for (const cpp::CatTarget& t : k.out_cat) {
       CatSlice& slice = c.into.emplace_back();

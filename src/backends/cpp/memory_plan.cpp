@@ -21,7 +21,7 @@ std::vector<StepValues> step_values(const graph::Graph& g, const Schedule& s) {
       u.writes = {s.cats[st.index].output};
     } else if (st.is_kernel) {
       const Kernel& k = s.kernels[st.index];
-      for (const KernelInput& in : k.inputs) u.reads.push_back(in.value);
+      for (const KernelInput& in : k.inputs) u.reads.push_back(in.read_from);
       u.writes = k.outputs;
     } else {
       const graph::Node& n = g.nodes()[st.index];
@@ -38,9 +38,9 @@ bool may_reuse(const graph::Graph& g, const Kernel& k, const Liveness& live, siz
                const KernelInput& in, uint32_t out) {
   const graph::Value& iv = g.value(graph::ValueId{in.value});
   const ops::TensorMeta& om = g.value(graph::ValueId{out}).meta;
-  return iv.producer >= 0 && live.last_use[in.value] == static_cast<int64_t>(step) &&
-         in.inner == InnerStride::unit && iv.meta.dtype == om.dtype && iv.meta.sizes == om.sizes &&
-         om.sizes == k.shape;
+  return in.read_from == in.value && iv.producer >= 0 &&
+         live.last_use[in.value] == static_cast<int64_t>(step) && in.inner == InnerStride::unit &&
+         iv.meta.dtype == om.dtype && iv.meta.sizes == om.sizes && om.sizes == k.shape;
 }
 
 }  // namespace

@@ -142,6 +142,17 @@ Reduction fusable_reduction(const graph::Graph& g, const graph::Node& n) {
                 : name == "aten._softmax.default"     ? Reduction::softmax
                 : name == "aten._log_softmax.default" ? Reduction::log_softmax
                                                       : Reduction::none;
+  if (name == "aten.sum.default" && n.outputs.size() == 1 && n.args.size() == 2 &&
+      std::holds_alternative<std::monostate>(n.args[1])) {
+    const auto* in = std::get_if<graph::ValueId>(&n.args[0]);
+    if (!in) return Reduction::none;
+    const ops::TensorMeta& x = g.value(*in).meta;
+    const bool small_1d = x.sizes.size() == 1 && x.sizes[0] > 1 && x.sizes[0] <= kFullSumLimit;
+    return small_1d && (x.dtype == DType::f32 || x.dtype == DType::f64) &&
+                   g.value(n.outputs[0]).meta.dtype == x.dtype
+               ? Reduction::sum
+               : Reduction::none;
+  }
   if (r == Reduction::none || n.outputs.size() != 1) return Reduction::none;
   const auto* in = std::get_if<graph::ValueId>(&n.args[0]);
   if (!in) return Reduction::none;
@@ -201,7 +212,8 @@ namespace {
 
 // Fills each kernel's inputs (values read from outside it), outputs (values needed outside it:
 // by another step or as graph outputs; a reduction's result last); loops are planned later.
-void connect_kernels(const graph::Graph& g, const std::vector<int>& group_of, Schedule& sched) {
+void connect_kernels(const graph::Graph& g, const std::vector<int>& group_of,
+                     const std::vector<int32_t>& folded_from, Schedule& sched) {
   const auto& nodes = g.nodes();
   std::vector<std::vector<int>> users(g.values().size());
   for (uint32_t i = 0; i < nodes.size(); ++i)
@@ -241,7 +253,44 @@ void connect_kernels(const graph::Graph& g, const std::vector<int>& group_of, Sc
       if (!inside && !seen) kern.inputs.push_back({in.index, InnerStride::any});
       kern.outputs.push_back(nodes[kern.reduction_node].outputs[0].index);
     }
+    for (KernelInput& in : kern.inputs) {
+      in.read_from = in.value;
+      if (int32_t src = folded_from[in.value]; src >= 0) {
+        in.read_from = static_cast<uint32_t>(src);
+        in.folded_node = g.value(graph::ValueId{in.value}).producer;
+      }
+    }
   }
+}
+
+// Per value: the source of the `expand` producing it when that expand is folded into its users
+// (all of them pointwise nodes or fusable reductions outside any GEMM fusion, the view not a graph
+// output), else -1.
+std::vector<int32_t> folded_expands(const graph::Graph& g, const std::vector<int>& gemm_of_node) {
+  const auto& nodes = g.nodes();
+  std::vector<int32_t> from(g.values().size(), -1);
+  std::vector<std::vector<uint32_t>> users(g.values().size());
+  for (uint32_t i = 0; i < nodes.size(); ++i)
+    for (const graph::NodeArg& a : nodes[i].args)
+      for (graph::ValueId v : graph::arg_values(a)) users[v.index].push_back(i);
+  std::vector<bool> is_output(g.values().size(), false);
+  for (graph::ValueId v : g.outputs()) is_output[v.index] = true;
+  for (uint32_t i = 0; i < nodes.size(); ++i) {
+    const graph::Node& n = nodes[i];
+    if (n.op->name != "aten.expand.default" || n.outputs.size() != 1 || gemm_of_node[i] >= 0)
+      continue;
+    const auto* src = std::get_if<graph::ValueId>(&n.args[0]);
+    const uint32_t out = n.outputs[0].index;
+    if (!src || is_output[out] || users[out].empty() ||
+        !broadcastable_to(g.value(*src).meta.sizes, g.value(n.outputs[0]).meta.sizes))
+      continue;
+    const bool all_fused = std::all_of(users[out].begin(), users[out].end(), [&](uint32_t u) {
+      return gemm_of_node[u] < 0 &&
+             (is_fusable(g, nodes[u]) || fusable_reduction(g, nodes[u]) != Reduction::none);
+    });
+    if (all_fused) from[out] = static_cast<int32_t>(src->index);
+  }
+  return from;
 }
 
 }  // namespace
@@ -279,8 +328,10 @@ Schedule schedule_graph(const graph::Graph& g, bool gemm_epilogues, bool cat_fus
   std::vector<int> gemm_of_node(nodes.size(), -1);
   for (size_t f = 0; f < sched.gemms.size(); ++f)
     for (uint32_t i : sched.gemms[f].nodes) gemm_of_node[i] = static_cast<int>(f);
+  const std::vector<int32_t> folded_from = folded_expands(g, gemm_of_node);
   for (uint32_t i = 0; i < nodes.size(); ++i) {
     const graph::Node& n = nodes[i];
+    if (n.outputs.size() == 1 && folded_from[n.outputs[0].index] >= 0) continue;  // no step
     if (int f = gemm_of_node[i]; f >= 0) {
       const GemmFusion& gf = sched.gemms[f];
       if (i != gf.nodes.back()) continue;  // the fused step runs at its last node
@@ -328,7 +379,7 @@ Schedule schedule_graph(const graph::Graph& g, bool gemm_epilogues, bool cat_fus
     group_of[n.outputs[0].index] = mine;
   }
   close_all();
-  connect_kernels(g, group_of, sched);
+  connect_kernels(g, group_of, folded_from, sched);
   if (cat_fusion) fuse_cats(g, sched);
   for (Kernel& k : sched.kernels) plan_loops(g, k);
   return sched;

@@ -4,7 +4,9 @@
 // steps, run in order, compute every graph output as the graph's node order would. A kernel is
 // a group of pointwise nodes (rows with a fusion_expr, f32/f64 with b8 masks, contiguous result)
 // of one output shape, optionally ended by a last-dim reduction of that shape (sum, mean, amax,
-// softmax, log_softmax), which closes it; values used only inside the group get no buffer. A node
+// softmax, log_softmax), which closes it; values used only inside the group get no buffer. An
+// `expand` whose every user is such a pointwise node gets no step: the kernels read its source
+// with broadcast strides (the same elements the view shows). A node
 // joins the open group of its shape; a group is emitted when something outside it needs one of its
 // values, when an in-place node runs, or at the end. A matrix product whose result only feeds an
 // activation and/or a residual add is one GEMM step with them as oneDNN post-ops (gemm_fusion.h).
@@ -31,10 +33,16 @@ enum class InnerStride : uint8_t { zero, unit, any };
 struct KernelInput {
   uint32_t value = 0;
   InnerStride inner = InnerStride::any;
+  // The value whose buffer the kernel reads: `value` itself, or for an `expand` folded into its
+  // users (no step of its own: broadcasting in the loop is the same view) the expand's source.
+  uint32_t read_from = 0;
+  // The folded expand node to run first when the kernel falls back to its nodes, else -1.
+  int32_t folded_node = -1;
 };
 
 // A reduction along the last dim that ends a kernel (its input computed by the kernel's pointwise
-// nodes, row by row, without a buffer).
+// nodes, row by row, without a buffer). A full `sum` of a 1-D value of at most kFullSumLimit
+// elements is the same one-row reduction.
 enum class Reduction : uint8_t { none, sum, mean, amax, softmax, log_softmax };
 
 struct Kernel {
@@ -86,8 +94,12 @@ IntList broadcast_strides(const IntList& sizes, const IntList& strides, const In
 // the generated source defines. Empty when the node has none.
 std::string_view fusion_expr_of(const graph::Node& n);
 
+// Elements up to which a full sum (`aten.sum.default` of a 1-D value) is fused: it runs on one
+// thread, as one row.
+inline constexpr int64_t kFullSumLimit = 32768;
+
 // The reduction node `n` is, when the cpp backend can fuse it (f32/f64, over the last dim only,
-// that dim longer than 1, contiguous result); Reduction::none otherwise.
+// that dim longer than 1, contiguous result; or a small 1-D full sum); Reduction::none otherwise.
 Reduction fusable_reduction(const graph::Graph& g, const graph::Node& n);
 
 // Whether node `n` can be part of a generated kernel (and why not, for the golden tests).

@@ -140,6 +140,55 @@ TEST(CppBackend, AnInputWithAnotherLayoutThanTracedStillComputesTheSame) {
   expect_cpp_matches_interpreter(g, {xt, y});
 }
 
+// The backward of a sum starts with the tangent expanded to the input's shape: the kernels read
+// the tangent with a zero stride instead of a step materializing the view, and a small 1-D full
+// sum ends the forward kernel instead of an extern call (issue 13's per-call path).
+TEST(CppBackend, FoldsExpandsIntoTheirUsersAndFusesASmallFullSum) {
+  ag::graph::Graph g = ag::graph::parse_graph(R"(graph f(%x: f64[8], %t: f64[]) {
+  %e: f64[8]{0} = aten.expand.default(%t, size=[8])
+  %m: f64[8] = aten.mul.Tensor(%x, %e)
+  %c: f64[8] = aten.cos.default(%m)
+  %s: f64[] = aten.sum.default(%c)
+  return (%s, %m)
+})");
+  ag::backends::cpp::Schedule s = ag::backends::cpp::schedule_graph(g);
+  ASSERT_EQ(s.steps.size(), 1u);
+  ASSERT_TRUE(s.steps[0].is_kernel);
+  const ag::backends::cpp::Kernel& k = s.kernels[0];
+  EXPECT_EQ(k.reduction, ag::backends::cpp::Reduction::sum);
+  ASSERT_EQ(k.inputs.size(), 2u);
+  EXPECT_EQ(k.inputs[1].value, 2u);      // %e, as the code names it
+  EXPECT_EQ(k.inputs[1].read_from, 1u);  // %t's buffer
+  expect_cpp_matches_interpreter(g, ag::testing::graph_inputs(g, 4));
+}
+
+TEST(CppBackend, AnExpandAnExternAlsoReadsKeepsItsStep) {
+  ag::graph::Graph g = ag::graph::parse_graph(R"(graph f(%x: f64[4,8], %b: f64[8], %w: f64[8,3]) {
+  %e: f64[4,8]{0,1} = aten.expand.default(%b, size=[4, 8])
+  %m: f64[4,8] = aten.mul.Tensor(%x, %e)
+  %p: f64[4,3] = aten.mm.default(%e, %w)
+  return (%m, %p)
+})");
+  ag::backends::cpp::Schedule s = ag::backends::cpp::schedule_graph(g);
+  ASSERT_FALSE(s.steps.empty());
+  EXPECT_FALSE(s.steps[0].is_kernel);  // the expand, as before
+  expect_cpp_matches_interpreter(g, ag::testing::graph_inputs(g, 5));
+}
+
+TEST(CppBackend, AFoldedExpandRunsAgainWhenTheKernelFallsBack) {
+  // Traced contiguous, called with a transposed %x: the kernel falls back to its nodes, and the
+  // expand it had folded must run first.
+  ag::graph::Graph g = ag::graph::parse_graph(R"(graph f(%x: f64[4,6], %y: f64[4,6]) {
+  %e: f64[4,6] = aten.expand.default(%x, size=[4, 6])
+  %a: f64[4,6] = aten.add.Tensor(%e, %y)
+  %c: f64[4,6] = aten.cos.default(%a)
+  return (%c)
+})");
+  ag::Tensor xt = ag::testing::test_input({6, 4}, -1.0, 1.0, 5, false).t();
+  ag::Tensor y = ag::testing::test_input({4, 6}, -1.0, 1.0, 6, false);
+  expect_cpp_matches_interpreter(g, {xt, y});
+}
+
 TEST(CppBackend, AotgradDumpWritesTheGeneratedSource) {
   std::string dir = (std::filesystem::temp_directory_path() / "aotgrad_cpp_dump_XXXXXX").string();
   ASSERT_NE(mkdtemp(dir.data()), nullptr);
