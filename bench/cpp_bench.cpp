@@ -4,8 +4,9 @@
 //   build/cpp_bench [iterations_scale] [mlp|block|gpt4] [eager|interp|cpp]
 //
 // (a variant name runs only that variant in the timed loop: for `perf record`.)
-//   build/cpp_bench [iterations_scale] ablate
-// times the block step under cpp with each of its optimizations switched off in turn.
+//   build/cpp_bench [iterations_scale] ablate [variant]
+// times the block step under cpp with each of its optimizations switched off in turn (only
+// `variant`, 0-3, when given: for callgrind).
 // One step = grads set to None, forward, MSE loss, backward. The three variants alternate inside
 // one loop so they see the same machine noise; the table prints the best step of each (on a
 // shared machine the best is the least disturbed; at least 5 repetitions) and the ratios
@@ -122,15 +123,19 @@ void tiny_call() {
 }
 
 // The cpp backend's optimizations one at a time on the transformer block's training step, in one
-// loop: default, without GEMM epilogues (oneDNN post-ops), without in-place buffer reuse. Prints
+// loop: default, without GEMM epilogues (oneDNN post-ops), without in-place buffer reuse, without
+// kernels writing into cat slices. Prints
 // the best step and the step's peak bytes above what was live before it.
-void ablation(int iterations) {
+void ablation(int iterations, int only) {
   auto block = std::make_shared<nn::TransformerBlock>(256, 4, 128, 1024);
   Tensor x = ag::randn({8, 128, 256}), target = ag::randn({8, 128, 256});
-  const char* names[3] = {"cpp", "cpp, no GEMM epilogues", "cpp, no buffer reuse"};
-  ag::backends::CppOptions options[3];
+  constexpr int kVariants = 4;
+  const char* names[kVariants] = {"cpp", "cpp, no GEMM epilogues", "cpp, no buffer reuse",
+                                  "cpp, no cat fusion"};
+  ag::backends::CppOptions options[kVariants];
   options[1].gemm_epilogues = false;
   options[2].reuse_buffers = false;
+  options[3].cat_fusion = false;
   std::vector<std::function<Tensor(const Tensor&)>> variants;
   for (const ag::backends::CppOptions& o : options) {
     ag::AotConfig cfg;
@@ -140,10 +145,11 @@ void ablation(int iterations) {
     auto compiled = ag::aot_module(block, cfg);
     variants.push_back([compiled](const Tensor& in) mutable { return compiled(in); });
   }
-  std::vector<double> t[3];
-  size_t peak[3] = {0, 0, 0};
+  std::vector<double> t[kVariants];
+  size_t peak[kVariants] = {};
   for (int i = 0; i < iterations + 2; ++i)
-    for (int v = 0; v < 3; ++v) {
+    for (int v = 0; v < kVariants; ++v) {
+      if (only >= 0 && v != only) continue;
       block->zero_grad(/*set_to_none=*/true);
       ag::reset_peak_memory_stats();
       size_t before = ag::memory_stats().bytes_in_use;
@@ -153,9 +159,10 @@ void ablation(int iterations) {
       peak[v] = ag::memory_stats().peak_bytes_in_use - before;
     }
   std::printf("transformer block step, best of %d:\n", iterations);
-  for (int v = 0; v < 3; ++v)
-    std::printf("  %-24s %8.2f ms  peak %7.2f MiB\n", names[v], min_of(t[v]),
-                static_cast<double>(peak[v]) / (1 << 20));
+  for (int v = 0; v < kVariants; ++v)
+    if (only < 0 || v == only)
+      std::printf("  %-24s %8.2f ms  peak %7.2f MiB\n", names[v], min_of(t[v]),
+                  static_cast<double>(peak[v]) / (1 << 20));
 }
 
 }  // namespace
@@ -168,7 +175,7 @@ int main(int argc, char** argv) {
   auto iters = [&](int n) { return std::max(5, static_cast<int>(n * scale)); };
   ag::manual_seed(0);
   if (only == "ablate") {
-    ablation(iters(10));
+    ablation(iters(10), argc > 3 ? std::atoi(argv[3]) : -1);
     return 0;
   }
   std::printf("%-22s %8s %8s %8s %12s %12s   %7s %7s\n", "best step ms", "eager", "interp", "cpp",

@@ -220,6 +220,25 @@ void emit_row_offsets(std::ostream& o, const Kernel& k, const std::string& pad) 
   }
 }
 
+// Output pointers advanced to outer index `o`: contiguous rows, or for an output written into a
+// cat's slice (cat_fusion.h) its strides row, after the inputs' rows (unit stride within a row).
+void emit_output_rows(std::ostream& o, const Kernel& k, const std::string& pad) {
+  const size_t rank = k.dim_groups.size();
+  for (size_t j = 0; j < k.outputs.size(); ++j) {
+    if (j >= k.out_cat.size() || k.out_cat[j].cat < 0) {
+      o << pad << "auto* q" << j << " = out" << j << " + o * inner;\n";
+      continue;
+    }
+    o << pad << "auto* q" << j << " = out" << j << ";\n";
+    if (rank < 2) continue;
+    o << pad << "{ int64_t rem = o;";
+    for (size_t d = rank - 1; d-- > 0;)
+      o << " q" << j << " += rem % sizes[" << d << "] * strides["
+        << (k.inputs.size() + j) * rank + d << "]; rem /= sizes[" << d << "];";
+    o << " }\n";
+  }
+}
+
 // Runs `task` for 0..count-1: over OpenMP threads when the kernel has kParallelGrain elements,
 // else inline. (An `omp parallel if (false)` region still creates and joins a team: thousands of
 // instructions, most of the work of a kernel over a few elements.)
@@ -241,8 +260,7 @@ void emit_pointwise_loops(std::ostream& o, const graph::Graph& g, const Kernel& 
   o << "    const int64_t i1 = inner - i0 < " << kInnerChunk << " ? inner : i0 + " << kInnerChunk
     << ";\n";
   emit_row_offsets(o, k, "    ");
-  for (size_t i = 0; i < k.outputs.size(); ++i)
-    o << "    auto* q" << i << " = out" << i << " + o * inner;\n";
+  emit_output_rows(o, k, "    ");
   o << "    for (int64_t i = i0; i < i1; ++i) {\n";
   emit_element(o, g, k, "      ");
   o << "    }\n  };\n";

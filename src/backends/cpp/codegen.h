@@ -4,7 +4,9 @@
 // `extern "C" void NAME(const char* const* in, char* const* out, const int64_t* sizes,
 // const int64_t* strides, const double* scalars)`: `sizes` holds the collapsed loop sizes
 // (dim_groups.size() of them), `strides` the inputs' collapsed strides in elements (one row of
-// that length per input), `scalars` the kernel's scalar arguments. Outputs are contiguous.
+// that length per input), `scalars` the kernel's scalar arguments. Outputs are contiguous, but
+// for one written into a cat's slice (Kernel::out_cat): when a kernel has one, `strides` holds a
+// row per output after the inputs' rows, and such an output steps by its row (unit inner stride).
 // Shapes and scalars are arguments, not constants; only the rank, dtypes and which inputs are
 // broadcast or unit-stride in the innermost loop are baked in. The outer loops run under
 // `#pragma omp parallel for` when the kernel has at least kParallelGrain elements (else inline,

@@ -12,6 +12,7 @@
 #include "backends/cpp/schedule.h"
 #include "backends/node_call.h"
 #include "backends/small_buffer.h"
+#include "kernels/copy.h"
 #include "kernels/gemm.h"
 #include "tensor/current_op.h"
 
@@ -21,6 +22,15 @@ namespace {
 using cpp::InnerStride;
 using KernelFn = void (*)(const char* const*, char* const*, const int64_t*, const int64_t*,
                           const double*);
+
+// A kernel output's place in a cat's result (cat_fusion.h): allocated by the first kernel that
+// writes into it, as the cat's traced (contiguous) result.
+struct CatSlice {
+  int64_t cat_value = -1;  // the cat's result; -1: the output has its own buffer
+  ops::TensorMeta cat_meta;
+  int64_t offset = 0;  // elements
+  IntList strides;     // per dim group
+};
 
 struct KernelCall {
   std::string name;
@@ -37,6 +47,7 @@ struct KernelCall {
   // group's nodes.
   std::vector<uint32_t> nodes;
   std::vector<int32_t> reuse;  // per output: the input whose buffer it may take (memory_plan.h)
+  std::vector<CatSlice> into;  // per output, or empty: none goes into a cat (cat_fusion.h)
 };
 
 // A product with its epilogue (gemm_fusion.h); `nodes` are the fallback when oneDNN cannot.
@@ -49,7 +60,8 @@ struct Program {
   struct Step {
     bool is_kernel = false;
     bool is_gemm = false;
-    uint32_t index = 0;                // into externs (node index), kernels or gemms
+    bool is_cat = false;
+    uint32_t index = 0;                // into externs (node index), kernels, gemms or cats
     std::vector<uint32_t> free_after;  // values whose last use is this step
   };
   size_t num_values = 0;
@@ -58,6 +70,8 @@ struct Program {
   std::vector<NodeCall> externs;        // one per node
   std::vector<KernelCall> kernels;
   std::vector<GemmCall> gemms;
+  std::vector<cpp::CatFusion> cats;
+  std::vector<ops::TensorMeta> cat_metas;  // per cat: its result
   std::vector<Step> steps;
   std::shared_ptr<const cpp::SharedObject> library;  // keeps the kernels loaded
 };
@@ -70,6 +84,34 @@ bool may_take_buffer(const Tensor& t, const ops::TensorMeta& m) {
   return t.impl_ptr().use_count() == 1 && t.storage().use_count() == 1 && !impl->base &&
          !impl->autograd && t.dtype() == m.dtype && t.sizes() == m.sizes && t.is_contiguous() &&
          t.storage_offset() == 0;
+}
+
+// The address kernel output `c` is written at, its strides row filled in; the cat's result is
+// allocated by the first kernel that writes into it.
+char* cat_slice(const CatSlice& c, std::vector<Tensor>& slots, int64_t* strides_row) {
+  Tensor& cat = slots[c.cat_value];
+  if (!cat.defined()) cat = make_tensor(c.cat_meta.sizes, c.cat_meta.dtype);
+  std::copy(c.strides.begin(), c.strides.end(), strides_row);
+  return cat.impl()->data_bytes() + c.offset * cat.element_size();
+}
+
+// The cat step of a cat fusion: copies the parts no kernel wrote in place (another producer's
+// value, or a kernel that ran its nodes unfused: then its views run first) into their slices.
+void run_cat(const Program& p, uint32_t index, std::vector<Tensor>& slots) {
+  const cpp::CatFusion& c = p.cats[index];
+  const ops::TensorMeta& m = p.cat_metas[index];
+  Tensor& cat = slots[c.output];
+  if (!cat.defined()) cat = make_tensor(m.sizes, m.dtype);
+  CurrentOpScope scope("cpp.cat");
+  for (const cpp::CatPart& part : c.parts) {
+    if (part.kernel >= 0) {
+      if (!slots[part.kernel_output].defined()) continue;  // written in place
+      for (uint32_t n : part.chain) run_node_call(p.externs[n], slots);
+    }
+    kernels::copy_into(cat.slice(c.dim, part.start, part.start + part.size), slots[part.value]);
+    for (uint32_t n : part.chain)
+      for (uint32_t v : p.externs[n].outputs) slots[v] = Tensor();
+  }
 }
 
 // `t`'s stride along each dim of `shape` it broadcasts to (0 where it broadcasts), into `out`
@@ -89,7 +131,8 @@ void broadcast_strides_into(const Tensor& t, const IntList& shape, int64_t* out)
 bool run_kernel(const KernelCall& k, std::vector<Tensor>& slots) {
   const size_t rank = k.dim_groups.size();
   const size_t num_in = k.inputs.size(), num_out = k.output_metas.size();
-  SmallBuffer<int64_t, 32> strides(rank * num_in, 0);
+  // A kernel writing into a cat has a strides row per output after the inputs' (codegen.h).
+  SmallBuffer<int64_t, 32> strides(rank * (num_in + k.into.size()), 0);
   SmallBuffer<int64_t, 8> bs(k.shape.size(), 0);
   SmallBuffer<const char*, 16> in(num_in, nullptr);
   for (size_t i = 0; i < num_in; ++i) {
@@ -113,11 +156,17 @@ bool run_kernel(const KernelCall& k, std::vector<Tensor>& slots) {
   for (size_t j = 0; j < num_out; ++j) {
     const ops::TensorMeta& m = k.output_metas[j];
     const Tensor* dying = k.reuse[j] >= 0 ? &slots[k.inputs[k.reuse[j]]] : nullptr;
+    if (j < k.into.size() && k.into[j].cat_value >= 0) {
+      // outs[j] stays empty, and so does the slot: the cat step knows the part is in place.
+      out[j] = cat_slice(k.into[j], slots, &strides[(num_in + j) * rank]);
+      continue;
+    }
     outs[j] = dying && may_take_buffer(*dying, m) ? *dying : make_tensor(m.sizes, m.dtype);
     out[j] = outs[j].impl()->data_bytes();
   }
   k.fn(in.data(), out.data(), k.loop_sizes.data(), strides.data(), k.scalars.data());
-  for (size_t j = 0; j < num_out; ++j) slots[k.outputs[j]] = std::move(outs[j]);
+  for (size_t j = 0; j < num_out; ++j)
+    if (outs[j].defined()) slots[k.outputs[j]] = std::move(outs[j]);
   return true;
 }
 
@@ -152,6 +201,14 @@ std::string value_name(const graph::Graph& g, int64_t v) {
   return "%" + g.value(graph::ValueId{static_cast<uint32_t>(v)}).name;
 }
 
+void describe_cat(std::ostream& o, const graph::Graph& g, const cpp::CatFusion& c) {
+  o << "cat -> " << value_name(g, c.output) << " (";
+  for (size_t i = 0; i < c.parts.size(); ++i)
+    o << (i ? ", " : "") << value_name(g, c.parts[i].value)
+      << (c.parts[i].kernel >= 0 ? " in place" : " copied");
+  o << ")";
+}
+
 // The comment block cpp_code starts with: the steps in run order.
 std::string describe_steps(const graph::Graph& g, const cpp::Schedule& sched) {
   static const char* activations[] = {"", " + relu", " + gelu", " + gelu(tanh)"};
@@ -165,11 +222,15 @@ std::string describe_steps(const graph::Graph& g, const cpp::Schedule& sched) {
       o << "gemm " << g.nodes()[f.nodes[0]].op->name << activations[static_cast<int>(f.activation)];
       if (f.residual >= 0) o << " + residual " << value_name(g, f.residual);
       o << " (oneDNN post-ops) -> " << value_name(g, f.output);
+    } else if (st.is_cat) {
+      describe_cat(o, g, sched.cats[st.index]);
     } else if (st.is_kernel) {
       const cpp::Kernel& k = sched.kernels[st.index];
       o << k.name << " (" << k.nodes.size() + (k.reduction_node >= 0) << " nodes) ->";
       for (size_t j = 0; j < k.outputs.size(); ++j) {
         o << " " << value_name(g, k.outputs[j]);
+        if (j < k.out_cat.size() && k.out_cat[j].cat >= 0)
+          o << " (into " << value_name(g, sched.cats[k.out_cat[j].cat].output) << ")";
         if (j < k.reuse.size() && k.reuse[j] >= 0)
           o << " (in the buffer of " << value_name(g, k.inputs[k.reuse[j]].value) << ")";
       }
@@ -195,7 +256,7 @@ std::shared_ptr<Program> build(const graph::Graph& g, const CppOptions& options)
   for (graph::ValueId v : g.inputs()) p->inputs.push_back(v.index);
   for (graph::ValueId v : g.outputs()) p->outputs.push_back(v.index);
   for (const graph::Node& n : g.nodes()) p->externs.push_back(make_node_call(g, n, "cpp"));
-  cpp::Schedule sched = cpp::schedule_graph(g, options.gemm_epilogues);
+  cpp::Schedule sched = cpp::schedule_graph(g, options.gemm_epilogues, options.cat_fusion);
   Liveness live = cpp::plan_memory(g, sched, options.reuse_buffers);
   for (const cpp::GemmFusion& f : sched.gemms)
     p->gemms.push_back({f, g.value(graph::ValueId{f.output}).meta.sizes});
@@ -226,13 +287,24 @@ std::shared_ptr<Program> build(const graph::Graph& g, const CppOptions& options)
     c.scalars = k.scalars;
     c.nodes.insert(c.nodes.end(), k.nodes.begin(), k.nodes.end());  // after the folded expands
     c.reuse = k.reuse;
+    for (const cpp::CatTarget& t : k.out_cat) {
+      CatSlice& slice = c.into.emplace_back();
+      if (t.cat < 0) continue;
+      slice.cat_value = sched.cats[t.cat].output;
+      slice.cat_meta = g.value(graph::ValueId{sched.cats[t.cat].output}).meta;
+      slice.offset = t.offset;
+      slice.strides = t.strides;
+    }
     if (k.reduction_node >= 0) c.nodes.push_back(static_cast<uint32_t>(k.reduction_node));
     p->kernels.push_back(std::move(c));
   }
+  p->cats = sched.cats;
+  for (const cpp::CatFusion& c : sched.cats)
+    p->cat_metas.push_back(g.value(graph::ValueId{c.output}).meta);
   p->free_at_start = std::move(live.free_at_start);
   for (size_t i = 0; i < sched.steps.size(); ++i)
-    p->steps.push_back({sched.steps[i].is_kernel, sched.steps[i].is_gemm, sched.steps[i].index,
-                        std::move(live.free_after[i])});
+    p->steps.push_back({sched.steps[i].is_kernel, sched.steps[i].is_gemm, sched.steps[i].is_cat,
+                        sched.steps[i].index, std::move(live.free_after[i])});
   return p;
 }
 
@@ -251,6 +323,8 @@ CompiledGraph compile_cpp(const graph::Graph& g, const CppOptions& options) {
     for (const Program::Step& s : prog->steps) {
       if (s.is_gemm) {
         run_gemm(*prog, prog->gemms[s.index], slots);
+      } else if (s.is_cat) {
+        run_cat(*prog, s.index, slots);
       } else if (!s.is_kernel) {
         run_node_call(prog->externs[s.index], slots);
       } else if (!run_kernel(prog->kernels[s.index], slots)) {
@@ -266,7 +340,7 @@ CompiledGraph compile_cpp(const graph::Graph& g, const CppOptions& options) {
 }
 
 std::string cpp_code(const graph::Graph& g, const CppOptions& options) {
-  cpp::Schedule sched = cpp::schedule_graph(g, options.gemm_epilogues);
+  cpp::Schedule sched = cpp::schedule_graph(g, options.gemm_epilogues, options.cat_fusion);
   cpp::plan_memory(g, sched, options.reuse_buffers);
   return code_of(g, sched);
 }

@@ -18,6 +18,7 @@ namespace aotgrad::backends {
 struct CppOptions {
   bool gemm_epilogues = true;  // products with their activation / residual add as post-ops
   bool reuse_buffers = true;   // kernels writing over an input that dies there
+  bool cat_fusion = true;      // kernels writing into their slice of a cat's result
 };
 
 CompiledGraph compile_cpp(const graph::Graph& g, const CppOptions& options = {});

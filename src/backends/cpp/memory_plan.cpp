@@ -14,6 +14,11 @@ std::vector<StepValues> step_values(const graph::Graph& g, const Schedule& s) {
       for (int64_t v : {f.bias, int64_t{f.a}, int64_t{f.b}, f.residual})
         if (v >= 0) u.reads.push_back(static_cast<uint32_t>(v));
       u.writes = {f.output};
+    } else if (st.is_cat) {
+      // Reads the kernel outputs it may have to copy when their kernel fell back at run time.
+      for (const CatPart& part : s.cats[st.index].parts)
+        u.reads.push_back(part.kernel >= 0 ? part.kernel_output : part.value);
+      u.writes = {s.cats[st.index].output};
     } else if (st.is_kernel) {
       const Kernel& k = s.kernels[st.index];
       for (const KernelInput& in : k.inputs) u.reads.push_back(in.read_from);
@@ -49,7 +54,8 @@ Liveness plan_memory(const graph::Graph& g, Schedule& s, bool reuse_buffers) {
     if (!reuse_buffers || k.reduction != Reduction::none) continue;
     std::vector<bool> taken(k.inputs.size(), false);
     for (size_t j = 0; j < k.outputs.size(); ++j)
-      for (size_t i = 0; i < k.inputs.size(); ++i)
+      for (size_t i = 0; i < k.inputs.size() && !(j < k.out_cat.size() && k.out_cat[j].cat >= 0);
+           ++i)
         if (!taken[i] && may_reuse(g, k, live, step, k.inputs[i], k.outputs[j])) {
           k.reuse[j] = static_cast<int32_t>(i);
           taken[i] = true;

@@ -8,7 +8,9 @@
 // being written), the input is computed inside the graph (never a caller's tensor), its last use
 // is this kernel, and its traced dtype and shape are the output's with unit inner stride. The
 // runner still checks the actual tensor (contiguous, sole owner of its storage, not a view) and
-// allocates when it does not fit; codegen drops __restrict on both pointers of such a pair.
+// allocates when it does not fit; codegen drops __restrict on both pointers of such a pair. An
+// output written into a cat's slice (cat_fusion.h) takes no input's buffer; a cat step reads its
+// parts' kernel outputs (the fallback copies them) and writes the cat's result.
 // Outputs and saved values are the buffers their step wrote: nothing is copied on the way out.
 // The caching allocator (tensor/allocator.h) already hands a freed block to the next request of
 // its size class, so buffers freed at last use are reused across steps without a plan here.

@@ -61,6 +61,9 @@ void plan_loops(const graph::Graph& g, Kernel& k) {
     IntList st = m.strides.empty() ? contiguous_strides(m.sizes) : m.strides;
     in_strides.push_back(broadcast_strides(m.sizes, st, k.shape));
   }
+  // An output written into a cat's slice steps through the dims as its strides say, too.
+  for (const CatTarget& t : k.out_cat)
+    if (t.cat >= 0) in_strides.push_back(t.strides);
   for (int64_t d = 0; d < static_cast<int64_t>(k.shape.size()); ++d) {
     if (k.shape[d] == 1) continue;
     // A reduction walks the last dim as its own loop.
@@ -81,6 +84,13 @@ void plan_loops(const graph::Graph& g, Kernel& k) {
     const IntList& last = k.dim_groups.back();
     int64_t s = last.empty() ? 0 : in_strides[i][last.back()];
     k.inputs[i].inner = s == 0 ? InnerStride::zero : s == 1 ? InnerStride::unit : InnerStride::any;
+  }
+  for (CatTarget& t : k.out_cat) {
+    if (t.cat < 0) continue;
+    IntList collapsed;
+    for (const IntList& dims : k.dim_groups)
+      collapsed.push_back(dims.empty() ? 0 : t.strides[dims.back()]);
+    t.strides = std::move(collapsed);
   }
 }
 
@@ -201,7 +211,7 @@ bool is_fusable(const graph::Graph& g, const graph::Node& n) {
 namespace {
 
 // Fills each kernel's inputs (values read from outside it), outputs (values needed outside it:
-// by another step or as graph outputs; a reduction's result last) and loop plan.
+// by another step or as graph outputs; a reduction's result last); loops are planned later.
 void connect_kernels(const graph::Graph& g, const std::vector<int>& group_of,
                      const std::vector<int32_t>& folded_from, Schedule& sched) {
   const auto& nodes = g.nodes();
@@ -250,7 +260,6 @@ void connect_kernels(const graph::Graph& g, const std::vector<int>& group_of,
         in.folded_node = g.value(graph::ValueId{in.value}).producer;
       }
     }
-    plan_loops(g, kern);
   }
 }
 
@@ -286,7 +295,7 @@ std::vector<int32_t> folded_expands(const graph::Graph& g, const std::vector<int
 
 }  // namespace
 
-Schedule schedule_graph(const graph::Graph& g, bool gemm_epilogues) {
+Schedule schedule_graph(const graph::Graph& g, bool gemm_epilogues, bool cat_fusion) {
   Schedule sched;
   const auto& nodes = g.nodes();
   std::vector<int> group_of(g.values().size(), -1);  // kernel producing each value
@@ -371,6 +380,8 @@ Schedule schedule_graph(const graph::Graph& g, bool gemm_epilogues) {
   }
   close_all();
   connect_kernels(g, group_of, folded_from, sched);
+  if (cat_fusion) fuse_cats(g, sched);
+  for (Kernel& k : sched.kernels) plan_loops(g, k);
   return sched;
 }
 

@@ -10,14 +10,17 @@
 // joins the open group of its shape; a group is emitted when something outside it needs one of its
 // values, when an in-place node runs, or at the end. A matrix product whose result only feeds an
 // activation and/or a residual add is one GEMM step with them as oneDNN post-ops (gemm_fusion.h).
+// A cat whose inputs are kernel results gets them written straight into its result (cat_fusion.h).
 // Every other node is an extern step: its
 // op-table kernel is called exactly as the interpreter calls it, so every graph compiles.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
 
+#include "backends/cpp/cat_fusion.h"
 #include "backends/cpp/gemm_fusion.h"
 #include "graph/graph.h"
 
@@ -55,17 +58,26 @@ struct Kernel {
   int32_t reduction_node = -1;  // node index of the reduction (its input: the last dim)
   // Per output: the input whose buffer it may take, or -1 (set by plan_memory, memory_plan.h).
   std::vector<int32_t> reuse;
+  // Per output (or empty: none): the cat slice it is written into instead of its own buffer
+  // (cat_fusion.h); its strides are per dim group, passed at run time after the inputs' rows.
+  std::vector<CatTarget> out_cat;
+  bool writes_into_cat() const {
+    return std::any_of(out_cat.begin(), out_cat.end(),
+                       [](const CatTarget& t) { return t.cat >= 0; });
+  }
 };
 
 struct Step {
   bool is_kernel = false;
   uint32_t index = 0;    // node index (extern), kernel index, or GEMM fusion index
   bool is_gemm = false;  // a product with its epilogue (gemm_fusion.h), run at its last node
+  bool is_cat = false;   // a cat whose kernel parts are already in place (index into cats)
 };
 
 struct Schedule {
   std::vector<Kernel> kernels;
   std::vector<GemmFusion> gemms;
+  std::vector<CatFusion> cats;
   std::vector<Step> steps;
 };
 
@@ -93,7 +105,8 @@ Reduction fusable_reduction(const graph::Graph& g, const graph::Node& n);
 // Whether node `n` can be part of a generated kernel (and why not, for the golden tests).
 bool is_fusable(const graph::Graph& g, const graph::Node& n);
 
-// `gemm_epilogues` false: no GEMM steps (every product an extern call), to measure them.
-Schedule schedule_graph(const graph::Graph& g, bool gemm_epilogues = true);
+// `gemm_epilogues` false: no GEMM steps (every product an extern call), to measure them;
+// `cat_fusion` false: every cat an extern call (cat_fusion.h).
+Schedule schedule_graph(const graph::Graph& g, bool gemm_epilogues = true, bool cat_fusion = true);
 
 }  // namespace aotgrad::backends::cpp
