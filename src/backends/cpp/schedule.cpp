@@ -344,6 +344,8 @@ Schedule schedule_graph(const graph::Graph& g, bool gemm_epilogues, bool cat_fus
     if (Reduction r = fusable_reduction(g, n); r != Reduction::none) {
       graph::ValueId in = std::get<graph::ValueId>(n.args[0]);
       const IntList& shape = g.value(in).meta.sizes;
+      // A folded expand is read from its source's buffer: that kernel must have run.
+      if (int32_t src = folded_from[in.index]; src >= 0 && group_of[src] >= 0) close(group_of[src]);
       int mine = group_of[in.index];
       if (mine < 0 || emitted[mine] || sched.kernels[mine].shape != shape) {
         if (mine >= 0) close(mine);
@@ -366,9 +368,14 @@ Schedule schedule_graph(const graph::Graph& g, bool gemm_epilogues, bool cat_fus
     auto it = open.find(shape);
     int mine = it == open.end() ? -1 : it->second;
     for (const graph::NodeArg& a : n.args)
-      for (graph::ValueId v : graph::arg_values(a))
+      for (graph::ValueId v : graph::arg_values(a)) {
         if (group_of[v.index] >= 0 && group_of[v.index] != mine) close(group_of[v.index]);
-    if (mine < 0) mine = new_kernel(shape);
+        // A folded expand is read from its source's buffer, so the kernel computing the source
+        // must have run, even when it is this node's own open kernel.
+        if (int32_t src = folded_from[v.index]; src >= 0 && group_of[src] >= 0)
+          close(group_of[src]);
+      }
+    if (mine < 0 || emitted[mine]) mine = new_kernel(shape);
     Kernel& k = sched.kernels[mine];
     k.nodes.push_back(i);
     k.scalar_base.push_back(static_cast<uint32_t>(k.scalars.size()));

@@ -162,6 +162,23 @@ TEST(CppBackend, FoldsExpandsIntoTheirUsersAndFusesASmallFullSum) {
   expect_cpp_matches_interpreter(g, ag::testing::graph_inputs(g, 4));
 }
 
+// The source of a folded expand computed by a kernel of the same shape as its consumer, or of
+// another shape, runs before the consumer reads it (the mean backward of a pooled head: a
+// [2,4,1,1] division expanded over [2,4,4,4]).
+TEST(CppBackend, AFoldedExpandsSourceKernelRunsBeforeItsReaders) {
+  ag::graph::Graph g =
+      ag::graph::parse_graph(R"(graph f(%g: f64[2,4,1,1], %r: f64[2,4,4,4], %y: f64[2,4,4,4]) {
+  %d: f64[2,4,1,1] = aten.div.Scalar(%g, other=16)
+  %e: f64[2,4,4,4]{4,1,0,0} = aten.expand.default(%d, size=[2, 4, 4, 4])
+  %t: f64[2,4,4,4] = aten.threshold_backward.default(%e, %r, threshold=0)
+  %n: f64[2,4,4,4] = aten.neg.default(%y)
+  %e2: f64[2,4,4,4] = aten.expand.default(%n, size=[2, 4, 4, 4])
+  %m: f64[2,4,4,4] = aten.mul.Tensor(%e2, %t)
+  return (%m)
+})");
+  expect_cpp_matches_interpreter(g, ag::testing::graph_inputs(g, 6));
+}
+
 TEST(CppBackend, AnExpandAnExternAlsoReadsKeepsItsStep) {
   ag::graph::Graph g = ag::graph::parse_graph(R"(graph f(%x: f64[4,8], %b: f64[8], %w: f64[8,3]) {
   %e: f64[4,8]{0,1} = aten.expand.default(%b, size=[4, 8])
