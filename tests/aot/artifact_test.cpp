@@ -13,6 +13,7 @@
 #include "aot/runtime.h"
 #include "aotgrad/aotgrad.h"
 #include "graph/printer.h"
+#include "testing/exactness.h"
 #include "testing/gradcheck.h"
 
 namespace ag = aotgrad;
@@ -24,10 +25,11 @@ Tensor leaf(const ag::IntList& sizes, uint64_t seed, bool requires_grad = true) 
   return ag::testing::test_input(sizes, -1.0, 1.0, seed, requires_grad);
 }
 
-// Bitwise equality of two tensors' values (both defined, same dtype and sizes).
+// Bitwise equality of two tensors' values (both defined, same dtype and sizes); under a fusing
+// default compiler, a few ulp (testing/exactness.h).
 bool same_values(const Tensor& a, const Tensor& b) {
   return a.defined() && b.defined() && a.dtype() == b.dtype() && a.sizes() == b.sizes() &&
-         ag::testing::allclose(a, b, 0.0, 0.0);
+         ag::testing::allclose(a, b, 0.0, ag::testing::compiled_rtol());
 }
 
 // A training function that mutates its first input, returns a view of it and a reduction.
