@@ -83,7 +83,7 @@ enum class CacheLimitAction {
 // inference_compiler, partition_fn). A callable, when set, is used instead of the name; the
 // artifact still records the names, so instantiate(artifact) without a config uses those.
 struct AotConfig {
-  std::string fw_compiler = default_compiler();  // "interpreter" unless $AOTGRAD_COMPILER says
+  std::string fw_compiler = default_compiler();  // "cpp", or "interpreter" without a C++ compiler
   std::string bw_compiler;                       // empty: same as fw_compiler
   std::string inference_compiler;                // empty: same as fw_compiler
   std::string partitioner = "default";           // or "min_cut"

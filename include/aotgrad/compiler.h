@@ -225,8 +225,9 @@ void register_compiler(const std::string& name, CompilerFn compiler);
 // The registered names, sorted.
 std::vector<std::string> compiler_names();
 // The compiler AotConfig and GraphRunOptions name unless told otherwise: $AOTGRAD_COMPILER when
-// it is set (e.g. "cpp": `AOTGRAD_COMPILER=cpp ./build/aotgrad_tests` runs the whole suite on the
-// code generator), else "interpreter". Decided once per process, on first use.
+// it is set, else "cpp" (the fusing code generator) when the system C++ compiler ($AOTGRAD_CXX,
+// else c++) runs, else "interpreter". Decided once per process, on first use. (The test binary
+// sets AOTGRAD_COMPILER=interpreter before main unless the environment chose.)
 const std::string& default_compiler();
 // The compiler registered as `name`; throws std::invalid_argument naming the known ones.
 CompilerFn registered_compiler(const std::string& name);

@@ -54,7 +54,7 @@ struct GraphRunOptions {
   double activation_memory_budget = 1.0;
   // Input positions that never require grad, even when floating.
   std::vector<size_t> no_grad;
-  // The compiler every graph is handed to (compiler.h, default_compiler: "interpreter").
+  // The compiler every graph is handed to (compiler.h: "cpp" or "interpreter").
   std::string compiler = default_compiler();
 };
 

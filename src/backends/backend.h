@@ -24,8 +24,8 @@ Compiler compiler(const std::string& name);
 std::vector<std::string> compiler_names();
 
 // default_compiler()'s choice (aotgrad/compiler.h) from the value of $AOTGRAD_COMPILER (null or
-// empty: unset).
-std::string choose_default_compiler(const char* env);
+// empty: unset) and whether the cpp backend's C++ compiler runs.
+std::string choose_default_compiler(const char* env, bool cpp_compiler_runs);
 
 // A public compiler (which sees a GraphView, aotgrad/compiler.h) as one over the IR. The view it
 // is handed owns a copy of the graph, so the compiler may keep it past the call.

@@ -8,6 +8,7 @@
 #include <stdexcept>
 
 #include "backends/backend.h"
+#include "backends/cpp/build.h"
 #include "backends/cpp/cpp_backend.h"
 #include "backends/interpreter.h"
 #include "tensor/message_text.h"
@@ -37,14 +38,18 @@ Registry& registry() {
 }  // namespace
 
 namespace backends {
-std::string choose_default_compiler(const char* env) {
-  return env && *env ? env : "interpreter";
+std::string choose_default_compiler(const char* env, bool cpp_compiler_runs) {
+  if (env && *env) return env;
+  return cpp_compiler_runs ? "cpp" : "interpreter";
 }
 }  // namespace backends
 
 const std::string& default_compiler() {
   static const std::string name =
-      backends::choose_default_compiler(std::getenv("AOTGRAD_COMPILER"));
+      backends::choose_default_compiler(std::getenv("AOTGRAD_COMPILER"), [] {
+        const char* env = std::getenv("AOTGRAD_COMPILER");
+        return env && *env ? false : backends::cpp::compiler_runs();
+      }());
   return name;
 }
 

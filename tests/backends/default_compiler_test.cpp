@@ -1,6 +1,6 @@
-// default_compiler(): what AotConfig{} and GraphRunOptions{} name. The interpreter, unless
-// $AOTGRAD_COMPILER names another (`AOTGRAD_COMPILER=cpp ./build/aotgrad_tests` runs the whole
-// suite on the code generator).
+// default_compiler(): what AotConfig{} and GraphRunOptions{} name. The code generator wherever a
+// C++ compiler runs, the interpreter otherwise, and $AOTGRAD_COMPILER over both (this test binary
+// sets it to "interpreter" before main unless the environment chose: default_compiler_env.cpp).
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -12,18 +12,19 @@
 
 namespace ag = aotgrad;
 
-TEST(DefaultCompiler, TheInterpreterUnlessTheEnvironmentNamesAnother) {
-  EXPECT_EQ(ag::backends::choose_default_compiler(nullptr), "interpreter");
-  EXPECT_EQ(ag::backends::choose_default_compiler(""), "interpreter");
-  EXPECT_EQ(ag::backends::choose_default_compiler("cpp"), "cpp");
-  EXPECT_EQ(ag::backends::choose_default_compiler("mine"), "mine");
+TEST(DefaultCompiler, CppWhereACompilerRunsElseTheInterpreterAndTheEnvironmentOverBoth) {
+  EXPECT_EQ(ag::backends::choose_default_compiler(nullptr, true), "cpp");
+  EXPECT_EQ(ag::backends::choose_default_compiler("", true), "cpp");
+  EXPECT_EQ(ag::backends::choose_default_compiler(nullptr, false), "interpreter");
+  EXPECT_EQ(ag::backends::choose_default_compiler("interpreter", true), "interpreter");
+  EXPECT_EQ(ag::backends::choose_default_compiler("mine", false), "mine");
 }
 
-TEST(DefaultCompiler, ConfigsNameIt) {
+TEST(DefaultCompiler, ConfigsNameItAndThisBinaryTakesItFromTheEnvironment) {
   const char* env = std::getenv("AOTGRAD_COMPILER");
-  const std::string expected = env && *env ? env : "interpreter";
-  EXPECT_EQ(ag::default_compiler(), expected);
-  EXPECT_EQ(ag::AotConfig{}.fw_compiler, expected);
-  EXPECT_EQ(ag::GraphRunOptions{}.compiler, expected);
-  EXPECT_EQ(ag::AotConfig{.name = "f"}.fw_compiler, expected);  // designated initializers too
+  ASSERT_NE(env, nullptr);  // set before main unless the environment had it
+  EXPECT_EQ(ag::default_compiler(), env);
+  EXPECT_EQ(ag::AotConfig{}.fw_compiler, env);
+  EXPECT_EQ(ag::GraphRunOptions{}.compiler, env);
+  EXPECT_EQ(ag::AotConfig{.name = "f"}.fw_compiler, env);  // designated initializers too
 }

@@ -115,6 +115,15 @@ std::string first_error(const std::string& log) {
 
 }  // namespace
 
+bool compiler_runs() {
+  try {
+    toolchain();
+    return true;
+  } catch (const std::runtime_error&) {
+    return false;
+  }
+}
+
 const std::string& compile_flags() {
   // -fno-math-errno lets sqrt and friends vectorize; no -ffast-math: NaN and inf must behave as
   // in the eager kernels (relu of NaN, comparisons). Full-width vectors: gcc's default for

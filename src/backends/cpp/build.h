@@ -37,6 +37,9 @@ class SharedObject {
 // compiler (then stored in the cache).
 std::shared_ptr<const SharedObject> load_shared_object(const std::string& source);
 
+// Whether the C++ compiler ($AOTGRAD_CXX, else c++) can be run (asked once per command).
+bool compiler_runs();
+
 // The compiler flags used for generated code (part of the cache key).
 const std::string& compile_flags();
 
