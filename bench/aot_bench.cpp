@@ -58,8 +58,8 @@ int calls_only(const char* which, int n) {
     std::fprintf(stderr, "aot_bench calls: expected eager, compiled or cpp, got '%s'\n", which);
     return 2;
   }
-  ag::AotConfig config;  // compiled: the default compiler (the interpreter); cpp: generated code
-  if (cpp) config.fw_compiler = "cpp";
+  ag::AotConfig config;  // compiled: the interpreter; cpp: generated code
+  config.fw_compiler = cpp ? "cpp" : "interpreter";
   auto tiny = ag::aot_function(tiny_fn, config);
   std::function<void()> call = [&] {
     (compiled ? tiny(a, b) : tiny_fn(a, b)).backward();
@@ -80,7 +80,9 @@ int main(int argc, char** argv) {
     return calls_only(argv[2], std::atoi(argv[3]));
   auto [x, y] = spirals::make_spirals();
   std::vector<Tensor> params = spirals::init_params();
-  auto step = ag::aot_function(spirals::loss_fn);
+  ag::AotConfig interpreter;  // "compiled" lines: the interpreter; "cpp" lines: generated code
+  interpreter.fw_compiler = "interpreter";
+  auto step = ag::aot_function(spirals::loss_fn, interpreter);
   auto eager = [&] {
     spirals::loss_fn(params, x, y).backward();
     zero_grads(params);
@@ -112,7 +114,7 @@ int main(int argc, char** argv) {
               g.saved_bytes, g.saved_activation_bytes);
 
   Tensor a = ag::randn({8}).requires_grad_(), b = ag::randn({8}).requires_grad_();
-  auto tiny = ag::aot_function(tiny_fn);
+  auto tiny = ag::aot_function(tiny_fn, interpreter);
   ag::AotConfig cpp_config;
   cpp_config.fw_compiler = "cpp";
   auto tiny_cpp = ag::aot_function(tiny_fn, cpp_config);
