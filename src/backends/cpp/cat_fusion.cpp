@@ -43,9 +43,7 @@ IntList slice_strides(const IntList& shape, const IntList& part, const IntList& 
   return st;
 }
 
-struct Uses {
-  std::vector<std::vector<uint32_t>> users;  // per value: reading nodes (one per argument use)
-  std::vector<bool> is_output;
+struct Uses : ValueUses {
   std::vector<int> extern_step;  // per node: its extern step, or -1
 };
 
@@ -135,16 +133,9 @@ void target_kernels(const graph::Graph& g, Schedule& s, int32_t ci) {
 
 }  // namespace
 
-void fuse_cats(const graph::Graph& g, Schedule& s) {
+void fuse_cats(const graph::Graph& g, const ValueUses& uses, Schedule& s) {
   const auto& nodes = g.nodes();
-  Uses u;
-  u.users.resize(g.values().size());
-  u.is_output.assign(g.values().size(), false);
-  u.extern_step.assign(nodes.size(), -1);
-  for (uint32_t i = 0; i < nodes.size(); ++i)
-    for (const graph::NodeArg& a : nodes[i].args)
-      for (graph::ValueId v : graph::arg_values(a)) u.users[v.index].push_back(i);
-  for (graph::ValueId v : g.outputs()) u.is_output[v.index] = true;
+  Uses u{uses, std::vector<int>(nodes.size(), -1)};
   for (size_t st = 0; st < s.steps.size(); ++st)
     if (!s.steps[st].is_kernel && !s.steps[st].is_gemm)
       u.extern_step[s.steps[st].index] = static_cast<int>(st);

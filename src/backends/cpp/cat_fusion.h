@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "backends/cpp/value_uses.h"
 #include "graph/graph.h"
 
 namespace aotgrad::backends::cpp {
@@ -46,6 +47,6 @@ struct CatTarget {
 };
 
 // Finds the cats to fuse and rewrites `s` (steps, Kernel::out_cat, Schedule::cats) accordingly.
-void fuse_cats(const graph::Graph& g, Schedule& s);
+void fuse_cats(const graph::Graph& g, const ValueUses& uses, Schedule& s);
 
 }  // namespace aotgrad::backends::cpp

@@ -116,14 +116,9 @@ bool extend(const graph::Graph& g, uint32_t i, const std::vector<std::vector<uin
 
 }  // namespace
 
-std::vector<GemmFusion> find_gemm_fusions(const graph::Graph& g) {
+std::vector<GemmFusion> find_gemm_fusions(const graph::Graph& g, const ValueUses& uses) {
   const auto& nodes = g.nodes();
-  std::vector<std::vector<uint32_t>> users(g.values().size());
-  for (uint32_t i = 0; i < nodes.size(); ++i)
-    for (const graph::NodeArg& a : nodes[i].args)
-      for (graph::ValueId v : graph::arg_values(a)) users[v.index].push_back(i);
-  std::vector<bool> is_output(g.values().size(), false);
-  for (graph::ValueId v : g.outputs()) is_output[v.index] = true;
+  const auto& [users, is_output] = uses;
   std::vector<GemmFusion> fusions;
   for (uint32_t i = 0; i < nodes.size(); ++i) {
     GemmFusion f;

@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "backends/cpp/value_uses.h"
 #include "graph/graph.h"
 #include "kernels/gemm.h"
 
@@ -28,6 +29,6 @@ struct GemmFusion {
   uint32_t output = 0;  // the last node's value
 };
 
-std::vector<GemmFusion> find_gemm_fusions(const graph::Graph& g);
+std::vector<GemmFusion> find_gemm_fusions(const graph::Graph& g, const ValueUses& uses);
 
 }  // namespace aotgrad::backends::cpp

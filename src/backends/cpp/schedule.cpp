@@ -212,21 +212,16 @@ namespace {
 
 // Fills each kernel's inputs (values read from outside it), outputs (values needed outside it:
 // by another step or as graph outputs; a reduction's result last); loops are planned later.
-void connect_kernels(const graph::Graph& g, const std::vector<int>& group_of,
+void connect_kernels(const graph::Graph& g, const ValueUses& uses, const std::vector<int>& group_of,
                      const std::vector<int32_t>& folded_from, Schedule& sched) {
   const auto& nodes = g.nodes();
-  std::vector<std::vector<int>> users(g.values().size());
-  for (uint32_t i = 0; i < nodes.size(); ++i)
-    for (const graph::NodeArg& a : nodes[i].args)
-      for (graph::ValueId v : graph::arg_values(a)) users[v.index].push_back(static_cast<int>(i));
+  const auto& [users, is_output] = uses;
   std::vector<int> kernel_of_node(nodes.size(), -1);
   for (size_t k = 0; k < sched.kernels.size(); ++k) {
     for (uint32_t i : sched.kernels[k].nodes) kernel_of_node[i] = static_cast<int>(k);
     if (sched.kernels[k].reduction_node >= 0)
       kernel_of_node[sched.kernels[k].reduction_node] = static_cast<int>(k);
   }
-  std::vector<bool> is_output(g.values().size(), false);
-  for (graph::ValueId v : g.outputs()) is_output[v.index] = true;
   for (size_t k = 0; k < sched.kernels.size(); ++k) {
     Kernel& kern = sched.kernels[k];
     for (uint32_t i : kern.nodes) {
@@ -238,9 +233,10 @@ void connect_kernels(const graph::Graph& g, const std::vector<int>& group_of,
           if (!seen) kern.inputs.push_back({v.index, InnerStride::any});
         }
       uint32_t out = nodes[i].outputs[0].index;
-      bool outside = is_output[out] ||
-                     std::any_of(users[out].begin(), users[out].end(),
-                                 [&](int u) { return kernel_of_node[u] != static_cast<int>(k); });
+      bool outside =
+          is_output[out] || std::any_of(users[out].begin(), users[out].end(), [&](uint32_t u) {
+            return kernel_of_node[u] != static_cast<int>(k);
+          });
       if (outside) kern.outputs.push_back(out);
     }
     if (kern.reduction_node >= 0) {
@@ -266,15 +262,11 @@ void connect_kernels(const graph::Graph& g, const std::vector<int>& group_of,
 // Per value: the source of the `expand` producing it when that expand is folded into its users
 // (all of them pointwise nodes or fusable reductions outside any GEMM fusion, the view not a graph
 // output), else -1.
-std::vector<int32_t> folded_expands(const graph::Graph& g, const std::vector<int>& gemm_of_node) {
+std::vector<int32_t> folded_expands(const graph::Graph& g, const ValueUses& uses,
+                                    const std::vector<int>& gemm_of_node) {
   const auto& nodes = g.nodes();
+  const auto& [users, is_output] = uses;
   std::vector<int32_t> from(g.values().size(), -1);
-  std::vector<std::vector<uint32_t>> users(g.values().size());
-  for (uint32_t i = 0; i < nodes.size(); ++i)
-    for (const graph::NodeArg& a : nodes[i].args)
-      for (graph::ValueId v : graph::arg_values(a)) users[v.index].push_back(i);
-  std::vector<bool> is_output(g.values().size(), false);
-  for (graph::ValueId v : g.outputs()) is_output[v.index] = true;
   for (uint32_t i = 0; i < nodes.size(); ++i) {
     const graph::Node& n = nodes[i];
     if (n.op->name != "aten.expand.default" || n.outputs.size() != 1 || gemm_of_node[i] >= 0)
@@ -324,11 +316,12 @@ Schedule schedule_graph(const graph::Graph& g, bool gemm_epilogues, bool cat_fus
     std::sort(ks.begin(), ks.end());
     for (int k : ks) close(k);
   };
-  if (gemm_epilogues) sched.gemms = find_gemm_fusions(g);
+  const ValueUses uses = value_uses(g);
+  if (gemm_epilogues) sched.gemms = find_gemm_fusions(g, uses);
   std::vector<int> gemm_of_node(nodes.size(), -1);
   for (size_t f = 0; f < sched.gemms.size(); ++f)
     for (uint32_t i : sched.gemms[f].nodes) gemm_of_node[i] = static_cast<int>(f);
-  const std::vector<int32_t> folded_from = folded_expands(g, gemm_of_node);
+  const std::vector<int32_t> folded_from = folded_expands(g, uses, gemm_of_node);
   for (uint32_t i = 0; i < nodes.size(); ++i) {
     const graph::Node& n = nodes[i];
     if (n.outputs.size() == 1 && folded_from[n.outputs[0].index] >= 0) continue;  // no step
@@ -386,8 +379,8 @@ Schedule schedule_graph(const graph::Graph& g, bool gemm_epilogues, bool cat_fus
     group_of[n.outputs[0].index] = mine;
   }
   close_all();
-  connect_kernels(g, group_of, folded_from, sched);
-  if (cat_fusion) fuse_cats(g, sched);
+  connect_kernels(g, uses, group_of, folded_from, sched);
+  if (cat_fusion) fuse_cats(g, uses, sched);
   for (Kernel& k : sched.kernels) plan_loops(g, k);
   return sched;
 }
