@@ -193,6 +193,16 @@ struct Primitive {
   dnnl::primitive prim;
   // backward_weights only: its operands in oneDNN's preferred (blocked) layouts.
   Blocked src, diff_dst, diff_weights;
+  int residual_index = -1;  // forward with an epilogue: the residual's post-op
+};
+
+// A forward primitive's epilogue (GemmEpilogue without its tensors).
+struct PostOps {
+  GemmActivation activation = GemmActivation::none;
+  bool residual = false, residual_first = false;
+  int64_t key() const {
+    return static_cast<int64_t>(activation) * 4 + residual * 2 + residual_first;
+  }
 };
 
 using Key = std::array<int64_t, 18>;
@@ -228,11 +238,12 @@ Descs descs(const Geometry& g, bool with_bias) {
   return d;
 }
 
-dnnl::convolution_forward::primitive_desc forward_pd(const Descs& d) {
+dnnl::convolution_forward::primitive_desc forward_pd(
+    const Descs& d, const dnnl::primitive_attr& attr = dnnl::primitive_attr()) {
   dnnl::convolution_forward::desc desc(dnnl::prop_kind::forward_training,
                                        dnnl::algorithm::convolution_direct, d.src, d.weights,
                                        d.bias, d.dst, d.strides, d.dilates, d.pad_l, d.pad_r);
-  return {desc, onednn_engine()};
+  return {desc, attr, onednn_engine()};
 }
 
 Blocked blocked(const dnnl::memory::desc& plain, const dnnl::memory::desc& wanted, bool into) {
@@ -268,7 +279,8 @@ void accept(Primitive& p, const PD& pd) {
 }
 
 // `with_bias`: the forward adds a bias / backward_weights also computes the bias gradient.
-const Primitive& primitive(const Geometry& g, Pass pass, bool with_bias) {
+// `post`: the forward's epilogue.
+const Primitive& primitive(const Geometry& g, Pass pass, bool with_bias, const PostOps& post = {}) {
   // A long-running program with ever-changing shapes must not grow the cache without bound.
   constexpr size_t kMaxCached = 256;
   thread_local std::unordered_map<Key, std::unique_ptr<Primitive>, KeyHash> cache;
@@ -292,7 +304,7 @@ const Primitive& primitive(const Geometry& g, Pass pass, bool with_bias) {
           g.G,
           with_bias,
           omp_get_max_threads(),
-          0};
+          post.key()};
   auto it = cache.find(key);
   if (it != cache.end()) return *it->second;
   if (cache.size() >= kMaxCached) cache.clear();
@@ -300,7 +312,14 @@ const Primitive& primitive(const Geometry& g, Pass pass, bool with_bias) {
   try {
     Descs d = descs(g, with_bias && pass != Pass::backward_data);
     auto fwd = forward_pd(d);
-    if (pass == Pass::forward) {
+    if (pass == Pass::forward && post.key() != 0) {
+      dnnl::primitive_attr attr;
+      attr.set_post_ops(epilogue_post_ops(post.activation, post.residual, post.residual_first,
+                                          d.dst, &prim->residual_index));
+      auto pd = forward_pd(d, attr);
+      accept(*prim, pd);
+      if (prim->usable) prim->prim = dnnl::convolution_forward(pd);
+    } else if (pass == Pass::forward) {
       accept(*prim, fwd);
       if (prim->usable) prim->prim = dnnl::convolution_forward(fwd);
     } else if (pass == Pass::backward_data) {
@@ -439,6 +458,41 @@ Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias,
   }
   execute(prim, args);
   return input.dtype() == DType::f32 ? out : contiguous_copy(out, input.dtype());
+}
+
+Tensor conv2d_epilogue(const Tensor& input, const Tensor& weight, const Conv2dParams& p,
+                       const GemmEpilogue& e) {
+  const Tensor& bias = e.bias;
+  const Tensor& residual = e.residual;
+  if (input.dtype() != DType::f32 || weight.dtype() != DType::f32 ||
+      (bias.defined() && bias.dtype() != DType::f32) ||
+      (residual.defined() && residual.dtype() != DType::f32) || input.dim() != 4 ||
+      weight.dim() != 4)
+    return {};
+  Geometry g = geometry(input, weight, p);
+  if (!onednn_eligible(g)) return {};
+  const IntList out_sizes{g.N, g.O, g.oH, g.oW};
+  if (residual.defined() && (!residual.is_contiguous() || residual.sizes() != out_sizes))
+    return {};
+  const PostOps post{e.activation, residual.defined(), residual.defined() && e.residual_first};
+  const Primitive& prim = primitive(g, Pass::forward, bias.defined(), post);
+  if (!prim.usable) return {};
+  Descs d = descs(g, bias.defined());
+  Tensor in = dense(input, DType::f32), w = dense(weight, DType::f32);
+  Tensor out = make_tensor(out_sizes, DType::f32);
+  std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_SRC, mem(d.src, in)},
+                                             {DNNL_ARG_WEIGHTS, mem(d.weights, w)},
+                                             {DNNL_ARG_DST, mem(d.dst, out)}};
+  Tensor b;
+  if (bias.defined()) {
+    b = dense(bias, DType::f32);
+    args.emplace(DNNL_ARG_BIAS, mem(d.bias, b));
+  }
+  if (residual.defined())
+    args.emplace(DNNL_ARG_ATTR_MULTIPLE_POST_OP(prim.residual_index) | DNNL_ARG_SRC_1,
+                 mem(d.dst, residual));
+  execute(prim, args);
+  return out;
 }
 
 std::array<Tensor, 3> conv2d_backward(const Tensor& grad_output, const Tensor& input,

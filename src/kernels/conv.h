@@ -13,6 +13,7 @@
 #include <string>
 
 #include "aotgrad/tensor.h"
+#include "kernels/gemm.h"
 
 namespace aotgrad::kernels {
 
@@ -28,6 +29,15 @@ int64_t conv_output_size(int64_t in, int64_t kernel, int64_t stride, int64_t pad
 
 // input [N, C, H, W], weight [O, C / groups, kH, kW], bias [O] or undefined -> [N, O, oH, oW].
 Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias, const Conv2dParams& p);
+
+// conv2d with its epilogue as oneDNN post-ops (the cpp backend's fused steps): `e.bias` is the
+// convolution's bias [O] (or undefined), then e.activation and e.residual (f32, the result's
+// sizes, contiguous) in e's order. f32 only, into a fresh contiguous [N, O, oH, oW]. Returns an
+// undefined tensor when oneDNN cannot run it fused (another dtype, a problem the loop nest
+// serves, a residual of another layout, only oneDNN's reference implementation): the caller runs
+// the ops unfused.
+Tensor conv2d_epilogue(const Tensor& input, const Tensor& weight, const Conv2dParams& p,
+                       const GemmEpilogue& e);
 
 // {grad_input, grad_weight, grad_bias} of conv2d; entry i is undefined unless need[i].
 std::array<Tensor, 3> conv2d_backward(const Tensor& grad_output, const Tensor& input,

@@ -402,28 +402,16 @@ namespace {
 
 struct EpiloguePrimitive {
   bool usable = false;
+  int residual_index = -1;  // the residual's post-op
   dnnl::matmul matmul;
   dnnl::memory::desc a_md, b_md, c_md, bias_md;
 };
 
-dnnl::algorithm eltwise_of(GemmActivation act) {
-  switch (act) {
-    case GemmActivation::relu:
-      return dnnl::algorithm::eltwise_relu;
-    case GemmActivation::gelu_erf:
-      return dnnl::algorithm::eltwise_gelu_erf;
-    case GemmActivation::gelu_tanh:
-      return dnnl::algorithm::eltwise_gelu_tanh;
-    case GemmActivation::none:
-      break;
-  }
-  return dnnl::algorithm::undef;
-}
-
-// One primitive per (shapes, strides, bias shape, activation, residual) and thread, as for the
-// plain products (onednn_primitive).
+// One primitive per (shapes, strides, bias shape, post-ops) and thread, as for the plain products
+// (onednn_primitive).
 const EpiloguePrimitive& epilogue_primitive(const Operand& a, const Operand& b, const Bias& bias,
-                                            GemmActivation act, bool residual) {
+                                            GemmActivation act, bool residual,
+                                            bool residual_first) {
   constexpr size_t kMaxCached = 256;
   thread_local std::unordered_map<Key, std::unique_ptr<EpiloguePrimitive>, KeyHash> cache;
   Key key{a.rows,
@@ -438,7 +426,7 @@ const EpiloguePrimitive& epilogue_primitive(const Operand& a, const Operand& b, 
           bias.rows,
           bias.cols,
           static_cast<int64_t>(act),
-          residual};
+          residual + 2 * residual_first};
   auto it = cache.find(key);
   if (it != cache.end()) return *it->second;
   if (cache.size() >= kMaxCached) cache.clear();
@@ -449,11 +437,8 @@ const EpiloguePrimitive& epilogue_primitive(const Operand& a, const Operand& b, 
     p->c_md = f32_desc(1, a.rows, b.cols, a.rows * b.cols, b.cols, 1);
     if (bias.data)
       p->bias_md = f32_desc(1, bias.rows, bias.cols, bias.rows * bias.cols, bias.cols, 1);
-    dnnl::post_ops ops;
-    if (act != GemmActivation::none) ops.append_eltwise(1.0f, eltwise_of(act), 0.0f, 0.0f);
-    if (residual) ops.append_binary(dnnl::algorithm::binary_add, p->c_md);
     dnnl::primitive_attr attr;
-    attr.set_post_ops(ops);
+    attr.set_post_ops(epilogue_post_ops(act, residual, residual_first, p->c_md, &p->residual_index));
     dnnl::matmul::desc desc = bias.data ? dnnl::matmul::desc(p->a_md, p->b_md, p->bias_md, p->c_md)
                                         : dnnl::matmul::desc(p->a_md, p->b_md, p->c_md);
     dnnl::matmul::primitive_desc pd(desc, attr, onednn_engine());
@@ -504,8 +489,8 @@ Tensor mm_epilogue(const Tensor& a, const Tensor& b, const GemmEpilogue& epilogu
     make_plain(ob);
   }
   SmallProductScope threads(saturating_product({M, K, N}));
-  const EpiloguePrimitive& p =
-      epilogue_primitive(oa, ob, bias, epilogue.activation, residual.defined());
+  const EpiloguePrimitive& p = epilogue_primitive(oa, ob, bias, epilogue.activation,
+                                                  residual.defined(), epilogue.residual_first);
   if (!p.usable) return {};
   Tensor out = make_tensor(out_sizes, DType::f32);
   const dnnl::engine& engine = onednn_engine();
@@ -516,8 +501,7 @@ Tensor mm_epilogue(const Tensor& a, const Tensor& b, const GemmEpilogue& epilogu
   if (bias.data)
     args.emplace(DNNL_ARG_BIAS, dnnl::memory(p.bias_md, engine, const_cast<char*>(bias.data)));
   if (residual.defined()) {
-    const int index = epilogue.activation == GemmActivation::none ? 0 : 1;
-    args.emplace(DNNL_ARG_ATTR_MULTIPLE_POST_OP(index) | DNNL_ARG_SRC_1,
+    args.emplace(DNNL_ARG_ATTR_MULTIPLE_POST_OP(p.residual_index) | DNNL_ARG_SRC_1,
                  dnnl::memory(p.c_md, engine, residual.impl()->data_bytes()));
   }
   dnnl::stream& stream = onednn_stream();

@@ -33,13 +33,16 @@ std::string gemm_backend(const Tensor& a, const Tensor& b);
 
 enum class GemmActivation : uint8_t { none, relu, gelu_erf, gelu_tanh };
 
-// What runs on the product before it is stored, as oneDNN post-ops: bias (addmm's self with
-// beta == alpha == 1: f32 [N] or [rows, N] with rows 1 or M), then the activation, then a
-// residual (f32, M * N elements, contiguous) added last. Undefined tensors mean none.
+// What runs on a product (a matmul here, or a convolution: conv.h) before it is stored, as oneDNN
+// post-ops: the bias (addmm's self with beta == alpha == 1: f32 [N] or [rows, N] with rows 1 or M;
+// a convolution's [O]), then the activation and the residual (f32, as many elements as the
+// result, contiguous) in either order: added after the activation, or before it when
+// `residual_first` (relu(conv(x) + x)). Undefined tensors mean none.
 struct GemmEpilogue {
   Tensor bias;
   GemmActivation activation = GemmActivation::none;
   Tensor residual;
+  bool residual_first = false;
 };
 
 // activation(a @ b + bias) + residual for f32 [M, K] @ [K, N], into a fresh contiguous tensor of

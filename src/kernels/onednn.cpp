@@ -12,4 +12,37 @@ dnnl::stream& onednn_stream() {
   return stream;
 }
 
+namespace {
+
+dnnl::algorithm eltwise_of(GemmActivation act) {
+  switch (act) {
+    case GemmActivation::relu:
+      return dnnl::algorithm::eltwise_relu;
+    case GemmActivation::gelu_erf:
+      return dnnl::algorithm::eltwise_gelu_erf;
+    case GemmActivation::gelu_tanh:
+      return dnnl::algorithm::eltwise_gelu_tanh;
+    case GemmActivation::none:
+      break;
+  }
+  return dnnl::algorithm::undef;
+}
+
+}  // namespace
+
+dnnl::post_ops epilogue_post_ops(GemmActivation activation, bool residual, bool residual_first,
+                                 const dnnl::memory::desc& dst, int* residual_index) {
+  dnnl::post_ops ops;
+  *residual_index = -1;
+  auto add = [&] {
+    *residual_index = ops.len();
+    ops.append_binary(dnnl::algorithm::binary_add, dst);
+  };
+  if (residual && residual_first) add();
+  if (activation != GemmActivation::none)
+    ops.append_eltwise(1.0f, eltwise_of(activation), 0.0f, 0.0f);
+  if (residual && !residual_first) add();
+  return ops;
+}
+
 }  // namespace aotgrad::kernels

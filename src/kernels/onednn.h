@@ -6,6 +6,8 @@
 #include <limits>
 #include <oneapi/dnnl/dnnl.hpp>
 
+#include "kernels/gemm.h"
+
 namespace aotgrad::kernels {
 
 dnnl::engine& onednn_engine();
@@ -21,5 +23,12 @@ inline bool fits_onednn_int(std::initializer_list<int64_t> sizes) {
     if (s < 0 || s > std::numeric_limits<int32_t>::max()) return false;
   return true;
 }
+
+// A product's epilogue (GemmEpilogue) as oneDNN post-ops, in the order they run, for a matmul or a
+// convolution whose result is described by `dst`: the activation and a binary add of a tensor
+// laid out as `dst`, the add first when `residual_first`. `residual_index` receives the add's
+// position (for DNNL_ARG_ATTR_MULTIPLE_POST_OP), or -1 without a residual.
+dnnl::post_ops epilogue_post_ops(GemmActivation activation, bool residual, bool residual_first,
+                                 const dnnl::memory::desc& dst, int* residual_index);
 
 }  // namespace aotgrad::kernels

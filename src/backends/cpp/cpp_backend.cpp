@@ -183,8 +183,12 @@ void run_gemm(const Program& p, const GemmCall& c, std::vector<Tensor>& slots) {
   if (f.bias >= 0) e.bias = slots[f.bias];
   e.activation = f.activation;
   if (f.residual >= 0) e.residual = slots[f.residual];
+  e.residual_first = f.residual_first;
   Tensor out;
-  {
+  if (f.conv) {
+    CurrentOpScope scope("cpp.conv_epilogue");
+    out = kernels::conv2d_epilogue(slots[f.a], slots[f.b], f.conv_params, e);
+  } else {
     CurrentOpScope scope("cpp.gemm_epilogue");
     out = kernels::mm_epilogue(slots[f.a], slots[f.b], e, c.out_sizes);
   }
@@ -219,8 +223,10 @@ std::string describe_steps(const graph::Graph& g, const cpp::Schedule& sched) {
     o << "//   " << i << ": ";
     if (st.is_gemm) {
       const cpp::GemmFusion& f = sched.gemms[st.index];
-      o << "gemm " << g.nodes()[f.nodes[0]].op->name << activations[static_cast<int>(f.activation)];
-      if (f.residual >= 0) o << " + residual " << value_name(g, f.residual);
+      o << (f.conv ? "conv " : "gemm ") << g.nodes()[f.nodes[0]].op->name;
+      if (f.residual >= 0 && f.residual_first) o << " + residual " << value_name(g, f.residual);
+      o << activations[static_cast<int>(f.activation)];
+      if (f.residual >= 0 && !f.residual_first) o << " + residual " << value_name(g, f.residual);
       o << " (oneDNN post-ops) -> " << value_name(g, f.output);
     } else if (st.is_cat) {
       describe_cat(o, g, sched.cats[st.index]);

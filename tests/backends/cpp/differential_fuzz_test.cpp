@@ -81,7 +81,7 @@ class GraphFuzzer {
 
   const FuzzValue& define(const ag::IntList& sizes, const ag::IntList& strides, bool is_bool,
                           const std::string& call) {
-    values_.push_back({"v" + std::to_string(values_.size()), sizes, strides, is_bool});
+    values_.push_back({"v" + std::to_string(defined_++), sizes, strides, is_bool});
     body_ << "  %" << values_.back().name << ": " << type(values_.back()) << " = " << call << "\n";
     return values_.back();
   }
@@ -180,25 +180,46 @@ class GraphFuzzer {
     (void)i;
   }
 
-  // A linear layer's product, maybe an activation, maybe a residual add: what the cpp backend
-  // fuses into one oneDNN matmul with post-ops when the intermediates are used only there.
+  // A linear layer's product, maybe an activation, maybe a residual add (before or after the
+  // activation; sometimes another product, so that two products meet at one add): what the cpp
+  // backend fuses into one oneDNN matmul with post-ops when the intermediates are used only there.
   void linear_chain() {
     const ag::IntList full{m_, n_}, contiguous = ag::contiguous_strides(full);
-    std::string x = operand(true).name;
-    std::string v = define(full, contiguous, false,
-                           pick(0, 1) ? "aten.addmm.default(%bn, %" + x + ", %wsq)"
-                                      : "aten.mm.default(%" + x + ", %wsq)")
-                        .name;
-    static const char* act[] = {"aten.relu.default(%", "aten.gelu.default(%",
-                                "aten.gelu.default(%"};
-    if (int64_t a = pick(0, 3); a < 3)
-      v = define(full, contiguous, false, act[a] + v + (a == 2 ? ", approximate=\"tanh\")" : ")"))
+    const size_t first = values_.size();
+    auto product = [&] {
+      std::string x = operand(true).name;
+      return define(full, contiguous, false,
+                    pick(0, 1) ? "aten.addmm.default(%bn, %" + x + ", %wsq)"
+                               : "aten.mm.default(%" + x + ", %wsq)")
+          .name;
+    };
+    std::string v = product();
+    auto activation = [&] {
+      static const char* act[] = {"aten.relu.default(%", "aten.gelu.default(%",
+                                  "aten.gelu.default(%"};
+      if (int64_t a = pick(0, 3); a < 3)
+        v = define(full, contiguous, false,
+                   act[a] + v + (a == 2 ? ", approximate=\"tanh\")" : ")"))
+                .name;
+    };
+    auto residual = [&] {
+      if (pick(0, 2) == 0) return;
+      std::string r = pick(0, 2) == 0 ? product() : operand(true).name;
+      v = define(full, contiguous, false,
+                 "aten.add.Tensor(%" + (pick(0, 1) ? v + ", %" + r : r + ", %" + v) + ")")
               .name;
-    if (pick(0, 2) > 0) {
-      std::string r = operand(true).name;
-      define(full, contiguous, false,
-             "aten.add.Tensor(%" + (pick(0, 1) ? v + ", %" + r : r + ", %" + v) + ")");
+    };
+    if (pick(0, 1)) {
+      residual();
+      activation();
+    } else {
+      activation();
+      residual();
     }
+    // Half the time the chain's intermediates are used nowhere else (nor returned): the case
+    // where the whole chain fuses.
+    if (pick(0, 1) && values_.size() > first + 1)
+      values_.erase(values_.begin() + static_cast<std::ptrdiff_t>(first), values_.end() - 1);
   }
 
   std::string sum_of_row() {
@@ -208,6 +229,7 @@ class GraphFuzzer {
   }
 
   std::mt19937_64 rng_;
+  int64_t defined_ = 0;  // values defined so far (values_ leaves out a fused chain's inside)
   std::string t_;
   int64_t m_, n_, p_;
   std::vector<FuzzValue> values_;
