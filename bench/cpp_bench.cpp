@@ -12,7 +12,9 @@
 // shared machine the best is the least disturbed; at least 5 repetitions) and the ratios
 // eager / compiled (above 1: compiling helps). The first compiled calls trace and compile (the
 // cpp backend's build cache makes a second run of the bench skip the C++ compiler); the cold
-// compile time of each variant is printed too.
+// compile time of each variant is printed too. After the table row, a few cpp steps run with the
+// step profile on (backends/cpp/step_profile.h) and the row below says how much of a step the
+// matrix products take, measured: the best step / that time is the "step / GEMM-only" figure.
 #include <omp.h>
 #include <time.h>
 
@@ -27,6 +29,7 @@
 #include "aotgrad/aotgrad.h"
 #include "aotgrad/nn.h"
 #include "backends/cpp/cpp_backend.h"
+#include "backends/cpp/step_profile.h"
 #include "torch_peer.h"
 
 namespace ag = aotgrad;
@@ -90,6 +93,23 @@ void bench(const std::string& name, std::shared_ptr<M> model, const Tensor& x, c
   double e = min_of(t[0]), in = min_of(t[1]), c = min_of(t[2]);
   std::printf("%-22s %8.2f %8.2f %8.2f %12.2f %12.2f   %7.0f %7.0f\n", name.c_str(), e, in, c,
               e / in, e / c, first_ms[1], first_ms[2]);
+  if (!only_variant.empty()) return;
+  // Then a few more cpp steps with the step profile on: how much of a step its matrix products
+  // (oneDNN, fused or extern) take, measured rather than estimated from a GEMM rate.
+  namespace prof = ag::backends::cpp;
+  const int profiled = std::max(3, iterations / 4);
+  prof::reset_step_profile();
+  prof::set_step_profiling(true);
+  for (int i = 0; i < profiled; ++i) step(variants[2]);
+  prof::set_step_profiling(false);
+  double products = 0, all = 0;
+  for (const prof::StepTime& r : prof::step_profile()) {
+    all += r.ms;
+    if (r.product) products += r.ms;
+  }
+  prof::reset_step_profile();
+  std::printf("  cpp steps: products %.2f ms of %.2f ms per step (%.0f%%); best step / products %.2f\n",
+              products / profiled, all / profiled, 100 * products / all, c / (products / profiled));
 }
 
 // Per-call overhead: (a*b).sin().sum() on 8 elements, forward + backward, median of 20000.

@@ -1,6 +1,7 @@
 #include "backends/cpp/cpp_backend.h"
 
 #include <algorithm>
+#include <chrono>
 #include <memory>
 #include <sstream>
 #include <stdexcept>
@@ -10,6 +11,7 @@
 #include "backends/cpp/codegen.h"
 #include "backends/cpp/memory_plan.h"
 #include "backends/cpp/schedule.h"
+#include "backends/cpp/step_profile.h"
 #include "backends/node_call.h"
 #include "backends/small_buffer.h"
 #include "kernels/copy.h"
@@ -63,6 +65,8 @@ struct Program {
     bool is_cat = false;
     uint32_t index = 0;                // into externs (node index), kernels, gemms or cats
     std::vector<uint32_t> free_after;  // values whose last use is this step
+    std::string label;                 // for the step profile (step_profile.h)
+    bool product = false;              // a GEMM / convolution, fused or extern
   };
   size_t num_values = 0;
   std::vector<uint32_t> inputs, outputs;
@@ -201,6 +205,9 @@ void run_gemm(const Program& p, const GemmCall& c, std::vector<Tensor>& slots) {
     for (uint32_t v : p.externs[f.nodes[i]].outputs) slots[v] = Tensor();
 }
 
+// A fused product's activation as the schedule text and the step profile show it.
+constexpr const char* activations[] = {"", " + relu", " + gelu", " + gelu(tanh)"};
+
 std::string value_name(const graph::Graph& g, int64_t v) {
   return "%" + g.value(graph::ValueId{static_cast<uint32_t>(v)}).name;
 }
@@ -215,7 +222,6 @@ void describe_cat(std::ostream& o, const graph::Graph& g, const cpp::CatFusion& 
 
 // The comment block cpp_code starts with: the steps in run order.
 std::string describe_steps(const graph::Graph& g, const cpp::Schedule& sched) {
-  static const char* activations[] = {"", " + relu", " + gelu", " + gelu(tanh)"};
   std::ostringstream o;
   o << "// cpp schedule of graph " << g.name() << ": " << sched.steps.size() << " steps\n";
   for (size_t i = 0; i < sched.steps.size(); ++i) {
@@ -247,6 +253,47 @@ std::string describe_steps(const graph::Graph& g, const cpp::Schedule& sched) {
     }
     o << "\n";
   }
+  return o.str();
+}
+
+bool is_product_op(std::string_view op) {
+  return op == "aten.mm.default" || op == "aten.addmm.default" || op == "aten.bmm.default" ||
+         op == "aten.baddbmm.default" || op == "aten.convolution.default" ||
+         op == "aten.convolution_backward.default";
+}
+
+// A step's row in the step profile: graph, kind, ops, result shape.
+std::string step_label(const graph::Graph& g, const cpp::Schedule& sched, const cpp::Step& st,
+                       bool& product) {
+  std::ostringstream o;
+  o << g.name() << ": ";
+  uint32_t result = 0;
+  product = false;
+  if (st.is_gemm) {
+    const cpp::GemmFusion& f = sched.gemms[st.index];
+    o << (f.conv ? "conv " : "gemm ") << g.nodes()[f.nodes[0]].op->name
+      << (f.residual >= 0 && f.residual_first ? " + residual" : "")
+      << activations[static_cast<int>(f.activation)]
+      << (f.residual >= 0 && !f.residual_first ? " + residual" : "");
+    result = f.output;
+    product = true;
+  } else if (st.is_cat) {
+    o << "cat";
+    result = sched.cats[st.index].output;
+  } else if (st.is_kernel) {
+    const cpp::Kernel& k = sched.kernels[st.index];
+    o << "kernel";
+    for (uint32_t n : k.nodes) o << " " << g.nodes()[n].op->name;
+    if (k.reduction_node >= 0) o << " " << g.nodes()[k.reduction_node].op->name;
+    result = k.outputs.empty() ? 0 : k.outputs[0];
+  } else {
+    const graph::Node& n = g.nodes()[st.index];
+    o << "extern " << n.op->name;
+    product = is_product_op(n.op->name);
+    if (n.outputs.empty()) return o.str();
+    result = n.outputs[0].index;
+  }
+  o << " " << shape_to_string(g.value(graph::ValueId{result}).meta.sizes);
   return o.str();
 }
 
@@ -308,9 +355,16 @@ std::shared_ptr<Program> build(const graph::Graph& g, const CppOptions& options)
   for (const cpp::CatFusion& c : sched.cats)
     p->cat_metas.push_back(g.value(graph::ValueId{c.output}).meta);
   p->free_at_start = std::move(live.free_at_start);
-  for (size_t i = 0; i < sched.steps.size(); ++i)
-    p->steps.push_back({sched.steps[i].is_kernel, sched.steps[i].is_gemm, sched.steps[i].is_cat,
-                        sched.steps[i].index, std::move(live.free_after[i])});
+  for (size_t i = 0; i < sched.steps.size(); ++i) {
+    const cpp::Step& st = sched.steps[i];
+    Program::Step& step = p->steps.emplace_back();
+    step.is_kernel = st.is_kernel;
+    step.is_gemm = st.is_gemm;
+    step.is_cat = st.is_cat;
+    step.index = st.index;
+    step.free_after = std::move(live.free_after[i]);
+    step.label = step_label(g, sched, st, step.product);
+  }
   return p;
 }
 
@@ -326,7 +380,10 @@ CompiledGraph compile_cpp(const graph::Graph& g, const CppOptions& options) {
     for (size_t i = 0; i < prog->inputs.size(); ++i) slots[prog->inputs[i]] = std::move(inputs[i]);
     inputs.clear();
     for (uint32_t v : prog->free_at_start) slots[v] = Tensor();
+    const bool profile = cpp::step_profiling();
     for (const Program::Step& s : prog->steps) {
+      const auto start = profile ? std::chrono::steady_clock::now()
+                                 : std::chrono::steady_clock::time_point();
       if (s.is_gemm) {
         run_gemm(*prog, prog->gemms[s.index], slots);
       } else if (s.is_cat) {
@@ -337,6 +394,11 @@ CompiledGraph compile_cpp(const graph::Graph& g, const CppOptions& options) {
         run_group_unfused(*prog, prog->kernels[s.index], slots);
       }
       for (uint32_t v : s.free_after) slots[v] = Tensor();
+      if (profile)
+        cpp::add_step_time(s.label, s.product,
+                           std::chrono::duration<double, std::milli>(
+                               std::chrono::steady_clock::now() - start)
+                               .count());
     }
     std::vector<Tensor> result;
     result.reserve(prog->outputs.size());
