@@ -14,7 +14,8 @@
 // cpp backend's build cache makes a second run of the bench skip the C++ compiler); the cold
 // compile time of each variant is printed too. After the table row, a few cpp steps run with the
 // step profile on (backends/cpp/step_profile.h) and the row below says how much of a step the
-// matrix products take, measured: the best step / that time is the "step / GEMM-only" figure.
+// matrix products take, measured; the profiled steps' mean wall time / that time is the "step /
+// GEMM-only" figure.
 #include <omp.h>
 #include <time.h>
 
@@ -100,7 +101,9 @@ void bench(const std::string& name, std::shared_ptr<M> model, const Tensor& x, c
   const int profiled = std::max(3, iterations / 4);
   prof::reset_step_profile();
   prof::set_step_profiling(true);
+  const double wall0 = now_ms();
   for (int i = 0; i < profiled; ++i) step(variants[2]);
+  const double wall = (now_ms() - wall0) / profiled;
   prof::set_step_profiling(false);
   double products = 0, all = 0;
   for (const prof::StepTime& r : prof::step_profile()) {
@@ -108,8 +111,11 @@ void bench(const std::string& name, std::shared_ptr<M> model, const Tensor& x, c
     if (r.product) products += r.ms;
   }
   prof::reset_step_profile();
-  std::printf("  cpp steps: products %.2f ms of %.2f ms per step (%.0f%%); best step / products %.2f\n",
-              products / profiled, all / profiled, 100 * products / all, c / (products / profiled));
+  std::printf(
+      "  cpp, %d profiled steps: products %.2f ms of %.2f ms in steps (%.0f%%); step %.2f ms; "
+      "step / products %.2f\n",
+      profiled, products / profiled, all / profiled, 100 * products / all, wall,
+      wall / (products / profiled));
 }
 
 // Per-call overhead: (a*b).sin().sum() on 8 elements, forward + backward, median of 20000.

@@ -31,12 +31,16 @@ dnnl::algorithm eltwise_of(GemmActivation act) {
 }  // namespace
 
 dnnl::post_ops epilogue_post_ops(GemmActivation activation, bool residual, bool residual_first,
-                                 const dnnl::memory::desc& dst, int* residual_index) {
+                                 const dnnl::memory::desc& dst, int* residual_index,
+                                 bool residual_in_dst) {
   dnnl::post_ops ops;
   *residual_index = -1;
   auto add = [&] {
     *residual_index = ops.len();
-    ops.append_binary(dnnl::algorithm::binary_add, dst);
+    if (residual_in_dst)
+      ops.append_sum(1.0f);
+    else
+      ops.append_binary(dnnl::algorithm::binary_add, dst);
   };
   if (residual && residual_first) add();
   if (activation != GemmActivation::none)

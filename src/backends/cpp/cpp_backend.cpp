@@ -309,7 +309,7 @@ std::shared_ptr<Program> build(const graph::Graph& g, const CppOptions& options)
   for (graph::ValueId v : g.inputs()) p->inputs.push_back(v.index);
   for (graph::ValueId v : g.outputs()) p->outputs.push_back(v.index);
   for (const graph::Node& n : g.nodes()) p->externs.push_back(make_node_call(g, n, "cpp"));
-  cpp::Schedule sched = cpp::schedule_graph(g, options.gemm_epilogues, options.cat_fusion);
+  cpp::Schedule sched = cpp::schedule_graph(g, options.gemm_epilogues, options.cat_fusion, options.conv_epilogues);
   Liveness live = cpp::plan_memory(g, sched, options.reuse_buffers);
   for (const cpp::GemmFusion& f : sched.gemms)
     p->gemms.push_back({f, g.value(graph::ValueId{f.output}).meta.sizes});
@@ -408,7 +408,7 @@ CompiledGraph compile_cpp(const graph::Graph& g, const CppOptions& options) {
 }
 
 std::string cpp_code(const graph::Graph& g, const CppOptions& options) {
-  cpp::Schedule sched = cpp::schedule_graph(g, options.gemm_epilogues, options.cat_fusion);
+  cpp::Schedule sched = cpp::schedule_graph(g, options.gemm_epilogues, options.cat_fusion, options.conv_epilogues);
   cpp::plan_memory(g, sched, options.reuse_buffers);
   return code_of(g, sched);
 }

@@ -19,6 +19,11 @@ struct CppOptions {
   bool gemm_epilogues = true;  // products with their activation / residual add as post-ops
   bool reuse_buffers = true;   // kernels writing over an input that dies there
   bool cat_fusion = true;      // kernels writing into their slice of a cat's result
+  // Convolutions with their activation / residual add as oneDNN post-ops. Off: with oneDNN 2.6
+  // here the GEMM-based convolution runs post-ops slower than the separate ops (bench/conv_bench:
+  // relu(conv3x3(x)) 0.76x, relu(conv3x3(x) + x) 0.52x of eager), so convolutions stay extern
+  // calls followed by a generated kernel; on for re-measuring with another oneDNN.
+  bool conv_epilogues = false;
 };
 
 CompiledGraph compile_cpp(const graph::Graph& g, const CppOptions& options = {});

@@ -151,13 +151,15 @@ bool extend(const graph::Graph& g, uint32_t i, const std::vector<std::vector<uin
 
 }  // namespace
 
-std::vector<GemmFusion> find_gemm_fusions(const graph::Graph& g, const ValueUses& uses) {
+std::vector<GemmFusion> find_gemm_fusions(const graph::Graph& g, const ValueUses& uses,
+                                          bool convolutions) {
   const auto& nodes = g.nodes();
   const auto& [users, is_output] = uses;
   std::vector<GemmFusion> fusions;
   std::vector<bool> claimed(nodes.size(), false);
   for (uint32_t i = 0; i < nodes.size(); ++i) {
     GemmFusion f;
+    if (!convolutions && nodes[i].op->name == "aten.convolution.default") continue;
     if (nodes[i].outputs.size() == 1 && starts_fusion(g, nodes[i], f) &&
         extend(g, i, users, is_output, claimed, f)) {
       for (uint32_t n : f.nodes) claimed[n] = true;

@@ -2,7 +2,8 @@
 // f32 matrices whose result flows, through views only, into an activation (relu, gelu) and/or a
 // residual add, runs as one oneDNN matmul with those ops as post-ops (kernels::mm_epilogue); a
 // 2-D f32 convolution (not transposed) whose result flows straight into them runs as one oneDNN
-// convolution with the same post-ops (kernels::conv2d_epilogue). The add may come before the
+// convolution with the same post-ops (kernels::conv2d_epilogue) when asked (`convolutions`: off
+// in the default schedule, see CppOptions::conv_epilogues). The add may come before the
 // activation (relu(conv(x) + x), a residual block without batch norm) or after it.
 //
 // Needs: a verified graph. Guarantees: a fusion only swallows values nothing else reads: each
@@ -38,6 +39,8 @@ struct GemmFusion {
   kernels::Conv2dParams conv_params;
 };
 
-std::vector<GemmFusion> find_gemm_fusions(const graph::Graph& g, const ValueUses& uses);
+// `convolutions`: convolutions start fusions too (CppOptions::conv_epilogues).
+std::vector<GemmFusion> find_gemm_fusions(const graph::Graph& g, const ValueUses& uses,
+                                          bool convolutions = false);
 
 }  // namespace aotgrad::backends::cpp

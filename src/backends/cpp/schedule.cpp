@@ -287,7 +287,8 @@ std::vector<int32_t> folded_expands(const graph::Graph& g, const ValueUses& uses
 
 }  // namespace
 
-Schedule schedule_graph(const graph::Graph& g, bool gemm_epilogues, bool cat_fusion) {
+Schedule schedule_graph(const graph::Graph& g, bool gemm_epilogues, bool cat_fusion,
+                        bool conv_epilogues) {
   Schedule sched;
   const auto& nodes = g.nodes();
   std::vector<int> group_of(g.values().size(), -1);  // kernel producing each value
@@ -317,7 +318,7 @@ Schedule schedule_graph(const graph::Graph& g, bool gemm_epilogues, bool cat_fus
     for (int k : ks) close(k);
   };
   const ValueUses uses = value_uses(g);
-  if (gemm_epilogues) sched.gemms = find_gemm_fusions(g, uses);
+  if (gemm_epilogues) sched.gemms = find_gemm_fusions(g, uses, conv_epilogues);
   std::vector<int> gemm_of_node(nodes.size(), -1);
   for (size_t f = 0; f < sched.gemms.size(); ++f)
     for (uint32_t i : sched.gemms[f].nodes) gemm_of_node[i] = static_cast<int>(f);

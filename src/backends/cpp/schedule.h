@@ -106,7 +106,9 @@ Reduction fusable_reduction(const graph::Graph& g, const graph::Node& n);
 bool is_fusable(const graph::Graph& g, const graph::Node& n);
 
 // `gemm_epilogues` false: no GEMM steps (every product an extern call), to measure them;
-// `cat_fusion` false: every cat an extern call (cat_fusion.h).
-Schedule schedule_graph(const graph::Graph& g, bool gemm_epilogues = true, bool cat_fusion = true);
+// `cat_fusion` false: every cat an extern call (cat_fusion.h); `conv_epilogues` true: convolutions
+// take their post-ops too (CppOptions::conv_epilogues).
+Schedule schedule_graph(const graph::Graph& g, bool gemm_epilogues = true, bool cat_fusion = true,
+                        bool conv_epilogues = false);
 
 }  // namespace aotgrad::backends::cpp

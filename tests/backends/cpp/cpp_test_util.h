@@ -37,8 +37,9 @@ inline std::vector<Tensor> graph_inputs(const graph::Graph& g, uint64_t seed) {
 // values within `tol`; bools and integers exactly).
 inline void expect_cpp_matches_interpreter(const graph::Graph& g, const std::vector<Tensor>& inputs,
                                            Tolerances tol = {1e-12, 1e-10},
-                                           const std::string& what = "") {
-  backends::CompiledGraph cpp = backends::compile_cpp(g);
+                                           const std::string& what = "",
+                                           const backends::CppOptions& options = {}) {
+  backends::CompiledGraph cpp = backends::compile_cpp(g, options);
   backends::CompiledGraph ref = backends::compile_interpreter(g);
   std::vector<Tensor> a = inputs, b = inputs;
   std::vector<Tensor> got = cpp(std::move(a));
