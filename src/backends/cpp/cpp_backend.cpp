@@ -285,7 +285,8 @@ std::string step_label(const graph::Graph& g, const cpp::Schedule& sched, const 
     o << "kernel";
     for (uint32_t n : k.nodes) o << " " << g.nodes()[n].op->name;
     if (k.reduction_node >= 0) o << " " << g.nodes()[k.reduction_node].op->name;
-    result = k.outputs.empty() ? 0 : k.outputs[0];
+    if (k.outputs.empty()) return o.str();
+    result = k.outputs[0];
   } else {
     const graph::Node& n = g.nodes()[st.index];
     o << "extern " << n.op->name;

@@ -21,7 +21,7 @@ struct CppOptions {
   bool cat_fusion = true;      // kernels writing into their slice of a cat's result
   // Convolutions with their activation / residual add as oneDNN post-ops. Off: with oneDNN 2.6
   // here the GEMM-based convolution runs post-ops slower than the separate ops (bench/conv_bench:
-  // relu(conv3x3(x)) 0.76x, relu(conv3x3(x) + x) 0.52x of eager), so convolutions stay extern
+  // relu(conv3x3(x)) 0.78x, relu(conv3x3(x) + x) 0.54x of eager), so convolutions stay extern
   // calls followed by a generated kernel; on for re-measuring with another oneDNN.
   bool conv_epilogues = false;
 };

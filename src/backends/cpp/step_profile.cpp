@@ -25,14 +25,22 @@ bool from_environment() {
 struct Table {
   std::mutex mu;
   std::map<std::string, Row> rows;
-  ~Table() {
-    if (from_environment() && !rows.empty()) std::cerr << step_profile_table();
-  }
 };
 
+void print_at_exit() {
+  try {
+    if (!step_profile().empty()) std::cerr << step_profile_table();
+  } catch (...) {  // nothing to report with at exit
+  }
+}
+
+// Never destroyed: a thread or a static destructor may still run a compiled step at exit.
 Table& table() {
-  static Table t;
-  return t;
+  static Table* t = [] {
+    if (from_environment()) std::atexit(print_at_exit);
+    return new Table;
+  }();
+  return *t;
 }
 
 std::atomic<bool>& enabled() {
@@ -47,7 +55,6 @@ bool step_profiling() {
 }
 
 void set_step_profiling(bool on) {
-  table();  // constructed before any caller's statics, so it is destroyed after them
   enabled().store(on, std::memory_order_relaxed);
 }
 

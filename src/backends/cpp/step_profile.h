@@ -26,7 +26,7 @@ void set_step_profiling(bool on);
 
 void add_step_time(const std::string& label, bool product, double ms);
 
-// The table, most time first; and emptied.
+// The table, most time first.
 std::vector<StepTime> step_profile();
 void reset_step_profile();
 
