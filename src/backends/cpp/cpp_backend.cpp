@@ -1,6 +1,7 @@
 #include "backends/cpp/cpp_backend.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <memory>
 #include <sstream>
@@ -316,9 +317,12 @@ std::shared_ptr<Program> build(const graph::Graph& g, const CppOptions& options)
     p->gemms.push_back({f, g.value(graph::ValueId{f.output}).meta.sizes});
   if (!sched.kernels.empty()) {
     std::string source = cpp::generate_source(g, sched);
-    // Named after the function being compiled when there is one: FN_INDEX_cpp_forward_code.txt.
+    // Named after the function being compiled when there is one: FN_INDEX_cpp_forward_code.txt;
+    // else cpp_forward_N_code.txt, N counting this process's such compiles so that graphs of one
+    // name (every model's "forward") do not overwrite each other.
+    static std::atomic<size_t> unscoped{0};
     const aot::CompilingScope* fn = aot::CompilingScope::current();
-    aot::dump_text(fn ? fn->fn_name() : "cpp_" + g.name(), fn ? fn->index() : 0,
+    aot::dump_text(fn ? fn->fn_name() : "cpp_" + g.name(), fn ? fn->index() : unscoped++,
                    fn ? "cpp_" + g.name() + "_code" : "code", describe_steps(g, sched) + source);
     p->library = cpp::load_shared_object(source);
   }
