@@ -60,7 +60,7 @@ TEST(CppStepProfile, EveryStepOfEveryCallIsCountedUnderItsDescription) {
   EXPECT_TRUE(cpp::step_profile().empty());
 }
 
-TEST(CppStepProfileConcurrency, CallsFromSeveralThreadsAllCount) {
+TEST(ConcurrencyCppStepProfile, CallsFromSeveralThreadsAllCount) {
   ag::graph::Graph g = ag::graph::parse_graph(kGraph);
   ag::backends::CompiledGraph run = ag::backends::compile_cpp(g);
   const std::vector<ag::Tensor> inputs = ag::testing::graph_inputs(g, 2);
