@@ -121,3 +121,14 @@ TEST(CppCatFusion, TransformerBlockBackwardIsBitIdenticalToTheUnfusedSchedule) {
       EXPECT_EQ(values(got[i]), values(want[i])) << "output " << i;
     }
 }
+
+TEST(CppCatFusion, AValueTwiceInOneCatFillsBothSlices) {
+  // cat([e, e]): one kernel output, two slices; writing it in place would fill only one.
+  ag::graph::Graph g = ag::graph::parse_graph(R"(graph twice(%x: f32[4,3]) {
+  %e: f32[4,3] = aten.exp.default(%x)
+  %c: f32[8,3] = aten.cat.default([%e, %e], dim=0)
+  return (%c)
+})");
+  ag::testing::expect_cpp_matches_interpreter(g, ag::testing::graph_inputs(g, 1),
+                                              ag::testing::kF32Tolerances);
+}
