@@ -45,11 +45,11 @@ std::string choose_default_compiler(const char* env, bool cpp_compiler_runs) {
 }  // namespace backends
 
 const std::string& default_compiler() {
-  static const std::string name =
-      backends::choose_default_compiler(std::getenv("AOTGRAD_COMPILER"), [] {
-        const char* env = std::getenv("AOTGRAD_COMPILER");
-        return env && *env ? false : backends::cpp::compiler_runs();
-      }());
+  static const std::string name = [] {
+    const char* env = std::getenv("AOTGRAD_COMPILER");
+    // The C++ compiler is only probed when the environment did not choose.
+    return backends::choose_default_compiler(env, !(env && *env) && backends::cpp::compiler_runs());
+  }();
   return name;
 }
 

@@ -194,7 +194,6 @@ struct Primitive {
   dnnl::primitive prim;
   // backward_weights only: its operands in oneDNN's preferred (blocked) layouts.
   Blocked src, diff_dst, diff_weights;
-  int residual_index = -1;  // forward with an epilogue: the residual's post-op
 };
 
 // A forward primitive's epilogue (GemmEpilogue without its tensors).
@@ -318,7 +317,7 @@ const Primitive& primitive(const Geometry& g, Pass pass, bool with_bias, const P
       // The residual is copied into dst and added by a sum post-op: oneDNN's GEMM-based
       // convolution runs a binary post-op about 6x slower than the convolution itself.
       attr.set_post_ops(epilogue_post_ops(post.activation, post.residual, post.residual_first,
-                                          d.dst, &prim->residual_index, true));
+                                          d.dst, nullptr, true));
       auto pd = forward_pd(d, attr);
       accept(*prim, pd);
       if (prim->usable) prim->prim = dnnl::convolution_forward(pd);
@@ -367,6 +366,23 @@ dnnl::memory in_layout(const Blocked& b, const dnnl::memory& user, Tensor& scrat
   dnnl::memory m = mem(b.md, scratch);
   if (copy_in) b.reorder->execute(onednn_stream(), {{DNNL_ARG_FROM, user}, {DNNL_ARG_TO, m}});
   return m;
+}
+
+// Runs a usable forward primitive of `g` (made with bias.defined()) into `out`, f32
+// [N, O, oH, oW]; operands in another dtype or layout are made dense f32 first.
+void run_forward(const Primitive& prim, const Geometry& g, const Tensor& input,
+                 const Tensor& weight, const Tensor& bias, const Tensor& out) {
+  Descs d = descs(g, bias.defined());
+  Tensor in = dense(input, DType::f32), w = dense(weight, DType::f32);
+  std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_SRC, mem(d.src, in)},
+                                             {DNNL_ARG_WEIGHTS, mem(d.weights, w)},
+                                             {DNNL_ARG_DST, mem(d.dst, out)}};
+  Tensor b;
+  if (bias.defined()) {
+    b = dense(bias, DType::f32);
+    args.emplace(DNNL_ARG_BIAS, mem(d.bias, b));
+  }
+  execute(prim, args);
 }
 
 bool onednn_eligible(const Geometry& g) {
@@ -448,18 +464,8 @@ Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias,
     return conv2d_loop(input, weight, bias, p);
   const Primitive& prim = primitive(g, Pass::forward, bias.defined());
   if (!prim.usable) return conv2d_loop(input, weight, bias, p);
-  Descs d = descs(g, bias.defined());
-  Tensor in = dense(input, DType::f32), w = dense(weight, DType::f32);
   Tensor out = make_tensor({g.N, g.O, g.oH, g.oW}, DType::f32);
-  std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_SRC, mem(d.src, in)},
-                                             {DNNL_ARG_WEIGHTS, mem(d.weights, w)},
-                                             {DNNL_ARG_DST, mem(d.dst, out)}};
-  Tensor b;
-  if (bias.defined()) {
-    b = dense(bias, DType::f32);
-    args.emplace(DNNL_ARG_BIAS, mem(d.bias, b));
-  }
-  execute(prim, args);
+  run_forward(prim, g, input, weight, bias, out);
   return input.dtype() == DType::f32 ? out : contiguous_copy(out, input.dtype());
 }
 
@@ -475,26 +481,15 @@ Tensor conv2d_epilogue(const Tensor& input, const Tensor& weight, const Conv2dPa
   Geometry g = geometry(input, weight, p);
   if (!onednn_eligible(g)) return {};
   const IntList out_sizes{g.N, g.O, g.oH, g.oW};
-  if (residual.defined() && (!residual.is_contiguous() || residual.sizes() != out_sizes))
-    return {};
+  if (residual.defined() && (!residual.is_contiguous() || residual.sizes() != out_sizes)) return {};
   const PostOps post{e.activation, residual.defined(), residual.defined() && e.residual_first};
   const Primitive& prim = primitive(g, Pass::forward, bias.defined(), post);
   if (!prim.usable) return {};
-  Descs d = descs(g, bias.defined());
-  Tensor in = dense(input, DType::f32), w = dense(weight, DType::f32);
   Tensor out = make_tensor(out_sizes, DType::f32);
-  std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_SRC, mem(d.src, in)},
-                                             {DNNL_ARG_WEIGHTS, mem(d.weights, w)},
-                                             {DNNL_ARG_DST, mem(d.dst, out)}};
-  Tensor b;
-  if (bias.defined()) {
-    b = dense(bias, DType::f32);
-    args.emplace(DNNL_ARG_BIAS, mem(d.bias, b));
-  }
   if (residual.defined())
     std::memcpy(out.impl()->data_bytes(), residual.impl()->data_bytes(),
                 static_cast<size_t>(residual.numel()) * sizeof(float));  // the sum post-op's
-  execute(prim, args);
+  run_forward(prim, g, input, weight, bias, out);
   return out;
 }
 

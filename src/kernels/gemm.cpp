@@ -438,7 +438,8 @@ const EpiloguePrimitive& epilogue_primitive(const Operand& a, const Operand& b, 
     if (bias.data)
       p->bias_md = f32_desc(1, bias.rows, bias.cols, bias.rows * bias.cols, bias.cols, 1);
     dnnl::primitive_attr attr;
-    attr.set_post_ops(epilogue_post_ops(act, residual, residual_first, p->c_md, &p->residual_index));
+    attr.set_post_ops(
+        epilogue_post_ops(act, residual, residual_first, p->c_md, &p->residual_index));
     dnnl::matmul::desc desc = bias.data ? dnnl::matmul::desc(p->a_md, p->b_md, p->bias_md, p->c_md)
                                         : dnnl::matmul::desc(p->a_md, p->b_md, p->c_md);
     dnnl::matmul::primitive_desc pd(desc, attr, onednn_engine());

@@ -34,9 +34,9 @@ dnnl::post_ops epilogue_post_ops(GemmActivation activation, bool residual, bool 
                                  const dnnl::memory::desc& dst, int* residual_index,
                                  bool residual_in_dst) {
   dnnl::post_ops ops;
-  *residual_index = -1;
+  if (residual_index) *residual_index = -1;
   auto add = [&] {
-    *residual_index = ops.len();
+    if (residual_index) *residual_index = ops.len();
     if (residual_in_dst)
       ops.append_sum(1.0f);
     else

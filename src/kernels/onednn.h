@@ -27,9 +27,9 @@ inline bool fits_onednn_int(std::initializer_list<int64_t> sizes) {
 // A product's epilogue (GemmEpilogue) as oneDNN post-ops, in the order they run, for a matmul or a
 // convolution whose result is described by `dst`: the activation and the residual add, the add
 // first when `residual_first`. The add is a binary post-op reading a tensor laid out as `dst`
-// (`residual_index` receives its position, for DNNL_ARG_ATTR_MULTIPLE_POST_OP; -1 without a
-// residual), or with `residual_in_dst` a sum post-op: the caller has copied the residual into
-// dst (oneDNN's GEMM-based convolution runs a binary post-op ~6x slower than the convolution).
+// (`residual_index`, unless null, receives its position, for DNNL_ARG_ATTR_MULTIPLE_POST_OP; -1
+// without a residual), or with `residual_in_dst` a sum post-op: the caller has copied the residual
+// into dst (oneDNN's GEMM-based convolution runs a binary post-op ~6x slower than the convolution).
 dnnl::post_ops epilogue_post_ops(GemmActivation activation, bool residual, bool residual_first,
                                  const dnnl::memory::desc& dst, int* residual_index,
                                  bool residual_in_dst = false);

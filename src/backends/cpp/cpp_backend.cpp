@@ -206,11 +206,20 @@ void run_gemm(const Program& p, const GemmCall& c, std::vector<Tensor>& slots) {
     for (uint32_t v : p.externs[f.nodes[i]].outputs) slots[v] = Tensor();
 }
 
-// A fused product's activation as the schedule text and the step profile show it.
-constexpr const char* activations[] = {"", " + relu", " + gelu", " + gelu(tanh)"};
-
 std::string value_name(const graph::Graph& g, int64_t v) {
   return "%" + g.value(graph::ValueId{static_cast<uint32_t>(v)}).name;
+}
+
+// A fused product and its post-ops in the order they run, as the schedule text (with the
+// residual's name) and the step profile (without) show it: "gemm aten.addmm.default + gelu".
+void describe_product(std::ostream& o, const graph::Graph& g, const cpp::GemmFusion& f,
+                      bool residual_name) {
+  static const char* activations[] = {"", " + relu", " + gelu", " + gelu(tanh)"};
+  const std::string residual =
+      f.residual < 0 ? "" : " + residual" + (residual_name ? " " + value_name(g, f.residual) : "");
+  o << (f.conv ? "conv " : "gemm ") << g.nodes()[f.nodes[0]].op->name
+    << (f.residual_first ? residual : "") << activations[static_cast<int>(f.activation)]
+    << (f.residual_first ? "" : residual);
 }
 
 void describe_cat(std::ostream& o, const graph::Graph& g, const cpp::CatFusion& c) {
@@ -230,10 +239,7 @@ std::string describe_steps(const graph::Graph& g, const cpp::Schedule& sched) {
     o << "//   " << i << ": ";
     if (st.is_gemm) {
       const cpp::GemmFusion& f = sched.gemms[st.index];
-      o << (f.conv ? "conv " : "gemm ") << g.nodes()[f.nodes[0]].op->name;
-      if (f.residual >= 0 && f.residual_first) o << " + residual " << value_name(g, f.residual);
-      o << activations[static_cast<int>(f.activation)];
-      if (f.residual >= 0 && !f.residual_first) o << " + residual " << value_name(g, f.residual);
+      describe_product(o, g, f, true);
       o << " (oneDNN post-ops) -> " << value_name(g, f.output);
     } else if (st.is_cat) {
       describe_cat(o, g, sched.cats[st.index]);
@@ -272,10 +278,7 @@ std::string step_label(const graph::Graph& g, const cpp::Schedule& sched, const 
   product = false;
   if (st.is_gemm) {
     const cpp::GemmFusion& f = sched.gemms[st.index];
-    o << (f.conv ? "conv " : "gemm ") << g.nodes()[f.nodes[0]].op->name
-      << (f.residual >= 0 && f.residual_first ? " + residual" : "")
-      << activations[static_cast<int>(f.activation)]
-      << (f.residual >= 0 && !f.residual_first ? " + residual" : "");
+    describe_product(o, g, f, false);
     result = f.output;
     product = true;
   } else if (st.is_cat) {
@@ -311,7 +314,8 @@ std::shared_ptr<Program> build(const graph::Graph& g, const CppOptions& options)
   for (graph::ValueId v : g.inputs()) p->inputs.push_back(v.index);
   for (graph::ValueId v : g.outputs()) p->outputs.push_back(v.index);
   for (const graph::Node& n : g.nodes()) p->externs.push_back(make_node_call(g, n, "cpp"));
-  cpp::Schedule sched = cpp::schedule_graph(g, options.gemm_epilogues, options.cat_fusion, options.conv_epilogues);
+  cpp::Schedule sched =
+      cpp::schedule_graph(g, options.gemm_epilogues, options.cat_fusion, options.conv_epilogues);
   Liveness live = cpp::plan_memory(g, sched, options.reuse_buffers);
   for (const cpp::GemmFusion& f : sched.gemms)
     p->gemms.push_back({f, g.value(graph::ValueId{f.output}).meta.sizes});
@@ -387,8 +391,8 @@ CompiledGraph compile_cpp(const graph::Graph& g, const CppOptions& options) {
     for (uint32_t v : prog->free_at_start) slots[v] = Tensor();
     const bool profile = cpp::step_profiling();
     for (const Program::Step& s : prog->steps) {
-      const auto start = profile ? std::chrono::steady_clock::now()
-                                 : std::chrono::steady_clock::time_point();
+      const auto start =
+          profile ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();
       if (s.is_gemm) {
         run_gemm(*prog, prog->gemms[s.index], slots);
       } else if (s.is_cat) {
@@ -400,10 +404,10 @@ CompiledGraph compile_cpp(const graph::Graph& g, const CppOptions& options) {
       }
       for (uint32_t v : s.free_after) slots[v] = Tensor();
       if (profile)
-        cpp::add_step_time(s.label, s.product,
-                           std::chrono::duration<double, std::milli>(
-                               std::chrono::steady_clock::now() - start)
-                               .count());
+        cpp::add_step_time(
+            s.label, s.product,
+            std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+                .count());
     }
     std::vector<Tensor> result;
     result.reserve(prog->outputs.size());
@@ -413,7 +417,8 @@ CompiledGraph compile_cpp(const graph::Graph& g, const CppOptions& options) {
 }
 
 std::string cpp_code(const graph::Graph& g, const CppOptions& options) {
-  cpp::Schedule sched = cpp::schedule_graph(g, options.gemm_epilogues, options.cat_fusion, options.conv_epilogues);
+  cpp::Schedule sched =
+      cpp::schedule_graph(g, options.gemm_epilogues, options.cat_fusion, options.conv_epilogues);
   cpp::plan_memory(g, sched, options.reuse_buffers);
   return code_of(g, sched);
 }
