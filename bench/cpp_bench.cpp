@@ -58,31 +58,37 @@ std::string only_variant;
 template <typename M>
 void bench(const std::string& name, std::shared_ptr<M> model, const Tensor& x, const Tensor& target,
            int iterations) {
-  ag::AotConfig interp_cfg, cpp_cfg;
+  ag::AotConfig interp_cfg, cpp_cfg, attn_cfg;
   interp_cfg.fw_compiler = "interpreter";
   cpp_cfg.fw_compiler = "cpp";
+  attn_cfg.fw_compiler = "cpp";
+  cpp_cfg.fuse_attention = false;
+  attn_cfg.fuse_attention = true;
   auto interp = ag::aot_module(model, interp_cfg);
   auto cpp = ag::aot_module(model, cpp_cfg);
+  auto attn = ag::aot_module(model, attn_cfg);
   auto step = [&](const std::function<Tensor(const Tensor&)>& fwd) {
     model->zero_grad(/*set_to_none=*/true);
     Tensor loss = ag::mse_loss(fwd(x), target);
     loss.backward();
   };
-  std::function<Tensor(const Tensor&)> variants[3] = {
+  constexpr int kVariants = 4;
+  std::function<Tensor(const Tensor&)> variants[kVariants] = {
       [&](const Tensor& in) { return model->forward(in); },
-      [&](const Tensor& in) { return interp(in); }, [&](const Tensor& in) { return cpp(in); }};
-  double first_ms[3];
-  for (int v = 0; v < 3; ++v) {
+      [&](const Tensor& in) { return interp(in); }, [&](const Tensor& in) { return cpp(in); },
+      [&](const Tensor& in) { return attn(in); }};
+  double first_ms[kVariants];
+  for (int v = 0; v < kVariants; ++v) {
     double t0 = now_ms();
     step(variants[v]);
     first_ms[v] = now_ms() - t0;
   }
   for (int i = 0; i < 2; ++i)
     for (auto& f : variants) step(f);
-  std::vector<double> t[3];
+  std::vector<double> t[kVariants];
   for (int i = 0; i < iterations; ++i)
-    for (int v = 0; v < 3; ++v) {
-      static const char* names[3] = {"eager", "interp", "cpp"};
+    for (int v = 0; v < kVariants; ++v) {
+      static const char* names[kVariants] = {"eager", "interp", "cpp", "cpp_attn"};
       if (!only_variant.empty() && only_variant != names[v]) {
         t[v].push_back(0);
         continue;
@@ -91,31 +97,36 @@ void bench(const std::string& name, std::shared_ptr<M> model, const Tensor& x, c
       step(variants[v]);
       t[v].push_back(now_ms() - t0);
     }
-  double e = min_of(t[0]), in = min_of(t[1]), c = min_of(t[2]);
-  std::printf("%-22s %8.2f %8.2f %8.2f %12.2f %12.2f   %7.0f %7.0f\n", name.c_str(), e, in, c,
-              e / in, e / c, first_ms[1], first_ms[2]);
+  double e = min_of(t[0]), in = min_of(t[1]), c = min_of(t[2]), a = min_of(t[3]);
+  std::printf("%-22s %8.2f %8.2f %8.2f %8.2f %12.2f %12.2f %12.2f   %7.0f %7.0f %7.0f\n",
+              name.c_str(), e, in, c, a, e / in, e / c, e / a, first_ms[1], first_ms[2],
+              first_ms[3]);
   if (!only_variant.empty()) return;
-  // Then a few more cpp steps with the step profile on: how much of a step its matrix products
-  // (oneDNN, fused or extern) take, measured rather than estimated from a GEMM rate.
+  // Then a few more steps of each cpp variant with the step profile on: how much of a step its
+  // matrix products (oneDNN, fused or extern) take, measured rather than estimated from a GEMM
+  // rate. The fused attention kernel's products are not counted as products (they run inside it).
   namespace prof = ag::backends::cpp;
   const int profiled = std::max(3, iterations / 4);
-  prof::reset_step_profile();
-  prof::set_step_profiling(true);
-  const double wall0 = now_ms();
-  for (int i = 0; i < profiled; ++i) step(variants[2]);
-  const double wall = (now_ms() - wall0) / profiled;
-  prof::set_step_profiling(false);
-  double products = 0, all = 0;
-  for (const prof::StepTime& r : prof::step_profile()) {
-    all += r.ms;
-    if (r.product) products += r.ms;
+  for (int v : {2, 3}) {
+    prof::reset_step_profile();
+    prof::set_step_profiling(true);
+    const double wall0 = now_ms();
+    for (int i = 0; i < profiled; ++i) step(variants[v]);
+    const double wall = (now_ms() - wall0) / profiled;
+    prof::set_step_profiling(false);
+    double products = 0, all = 0, attention = 0;
+    for (const prof::StepTime& r : prof::step_profile()) {
+      all += r.ms;
+      if (r.product) products += r.ms;
+      if (r.label.find("masked_attention") != std::string::npos) attention += r.ms;
+    }
+    prof::reset_step_profile();
+    std::printf(
+        "  %s, %d profiled steps: products %.2f ms, fused attention %.2f ms, of %.2f ms in steps; "
+        "step %.2f ms; step / products %.2f\n",
+        v == 2 ? "cpp" : "cpp_attn", profiled, products / profiled, attention / profiled,
+        all / profiled, wall, wall / (products / profiled));
   }
-  prof::reset_step_profile();
-  std::printf(
-      "  cpp, %d profiled steps: products %.2f ms of %.2f ms in steps (%.0f%%); step %.2f ms; "
-      "step / products %.2f\n",
-      profiled, products / profiled, all / profiled, 100 * products / all, wall,
-      wall / (products / profiled));
 }
 
 // Per-call overhead: (a*b).sin().sum() on 8 elements, forward + backward, median of 20000.
@@ -204,8 +215,9 @@ int main(int argc, char** argv) {
     ablation(iters(10), argc > 3 ? std::atoi(argv[3]) : -1);
     return 0;
   }
-  std::printf("%-22s %8s %8s %8s %12s %12s   %7s %7s\n", "best step ms", "eager", "interp", "cpp",
-              "eager/interp", "eager/cpp", "1st int", "1st cpp");
+  std::printf("%-22s %8s %8s %8s %8s %12s %12s %12s   %7s %7s %7s\n", "best step ms", "eager",
+              "interp", "cpp", "cpp_attn", "eager/interp", "eager/cpp", "eager/attn", "1st int",
+              "1st cpp", "1st att");
   if (wanted("mlp")) {
     auto m = std::make_shared<nn::SequentialImpl>();
     for (int i = 0; i < 4; ++i) {

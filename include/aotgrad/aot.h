@@ -105,6 +105,12 @@ struct AotConfig {
   // torch._dynamo.config.cache_size_limit); 0 runs every call eagerly.
   size_t cache_size_limit = 8;
   CacheLimitAction on_cache_limit = CacheLimitAction::fallback_to_eager;
+  // Replace each attention composite, softmax(masked_fill((q @ k^T) * scale, mask, -inf)) @ v,
+  // by one fused aotgrad.masked_attention node before the joint graph is built (as Inductor's
+  // attention patterns do), so its forward and backward each run one kernel and the heads are
+  // saved where they lie (graph/fuse_attention.h). Results equal the composite's up to the
+  // products' summation order.
+  bool fuse_attention = false;
 };
 
 // Counts of a compiled function's calls since it was created. Every call that is not traced

@@ -12,7 +12,7 @@ namespace aot {
 ArtifactConfig artifact_config(const AotConfig& c) {
   return {
       c.name,        c.partitioner, c.activation_memory_budget, c.keep_inference_input_mutations,
-      c.fw_compiler, c.bw_compiler, c.inference_compiler};
+      c.fw_compiler, c.bw_compiler, c.inference_compiler,         c.fuse_attention};
 }
 
 std::string guard_key(const Guards& g) {

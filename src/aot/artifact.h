@@ -26,6 +26,7 @@ struct ArtifactConfig {
   double activation_memory_budget = 1.0;
   bool keep_inference_input_mutations = false;
   std::string fw_compiler, bw_compiler, inference_compiler;
+  bool fuse_attention = false;
   bool operator==(const ArtifactConfig&) const = default;
 };
 ArtifactConfig artifact_config(const AotConfig& config);
@@ -63,7 +64,8 @@ CompiledGraphs compiled_graphs(const Artifact& a);
 // version, length and checksum, then every field (graphs parse, verify and print back to the same
 // text; indices are in range), so any artifact it returns can be instantiated; anything else throws
 // ArtifactError with one line naming the problem. serialize(deserialize(s)) == s.
-constexpr uint32_t kArtifactFormatVersion = 2;  // 2: saved values' view_of_primal
+// 2: saved values' view_of_primal; 3: config fuse_attention
+constexpr uint32_t kArtifactFormatVersion = 3;
 std::string serialize_artifact(const Artifact& a);
 // Where the bytes come from. `foreign`: anywhere (a file a user hands over, a fuzzer): every check
 // above. `own_cache`: an entry of this build's artifact cache, whose key already names this

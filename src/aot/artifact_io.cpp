@@ -158,6 +158,7 @@ void write_config(Writer& w, const ArtifactConfig& c) {
   w.str(c.fw_compiler);
   w.str(c.bw_compiler);
   w.str(c.inference_compiler);
+  w.boolean(c.fuse_attention);
 }
 
 ArtifactConfig read_config(Reader& r) {
@@ -169,6 +170,7 @@ ArtifactConfig read_config(Reader& r) {
   c.fw_compiler = r.str("config fw_compiler");
   c.bw_compiler = r.str("config bw_compiler");
   c.inference_compiler = r.str("config inference_compiler");
+  c.fuse_attention = r.boolean("config fuse_attention");
   return c;
 }
 

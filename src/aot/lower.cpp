@@ -3,12 +3,15 @@
 // lower_inference and lower_training finish the Artifact.
 #include "aot/lower.h"
 
+#include <limits>
+
 #include "aot/capture.h"
 #include "aot/joint.h"
 #include "aot/partition_fn.h"
 #include "aot/tracing_state.h"
 #include "aotgrad/autograd.h"
 #include "graph/dce.h"
+#include "graph/fuse_attention.h"
 #include "ops/requires_grad.h"
 #include "trace/decompose.h"
 
@@ -89,6 +92,21 @@ CapturedForward capture_loaded(const LoadedGraph& l, Guards& guards) {
   return c;
 }
 
+// The attention pass (graph/fuse_attention.h) on the captured forward, keeping what is indexed by
+// node (memory budgets) and by value (requires_grad) in step with the rewritten graph.
+void fuse_attention(CapturedForward& c) {
+  std::vector<bool> input_rg;
+  for (graph::ValueId v : c.graph.inputs()) input_rg.push_back(c.value_requires_grad[v.index]);
+  graph::AttentionFusion f = graph::fuse_attention(c.graph);
+  if (f.fused == 0) return;
+  std::vector<double> budgets;
+  for (size_t origin : f.origin)
+    budgets.push_back(origin < c.node_budgets.size() ? c.node_budgets[origin]
+                                                     : std::numeric_limits<double>::quiet_NaN());
+  c.node_budgets = std::move(budgets);
+  c.value_requires_grad = values_requiring_grad(c.graph, input_rg);
+}
+
 void lower_inference(CapturedForward& c, Artifact& a, const GraphHook& on_graph) {
   a.is_inference = true;
   a.inference = std::move(c.graph);
@@ -157,6 +175,7 @@ Captured capture(const LowerInput& input, const AotConfig& config) {
 Artifact finish_lowering(Captured captured, const AotConfig& config, const GraphHook& on_graph) {
   trace::DecompositionScope decompositions(config.decompositions);  // VJPs are traced here
   Artifact a = std::move(captured.artifact);
+  if (config.fuse_attention) fuse_attention(captured.forward);
   if (captured.forward.needs_autograd)
     lower_training(captured.forward, config, a, on_graph);
   else

@@ -33,6 +33,7 @@ std::span<const OpDef> transform_ops();
 std::span<const OpDef> advanced_indexing_ops();
 std::span<const OpDef> nn_extra_ops();  // nn_extra.cpp: leaky_relu, bce, smooth_l1, huber (issue 17)
 std::span<const OpDef> reduce_extra_ops();  // reduce_extra.cpp: norm, all, any, argmin
+std::span<const OpDef> attention_ops();  // attention.cpp: aotgrad.masked_attention and its backward
 std::span<const OpDef> upsample_ops();  // upsample.cpp: upsample_bilinear2d and its backward  // index_tensor.cpp: index.Tensor, index_put(_)  // transform.cpp: constant_pad_nd, roll
 
 }  // namespace aotgrad::ops

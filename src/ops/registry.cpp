@@ -70,7 +70,8 @@ struct Registry {
                         advanced_indexing_ops,
                         upsample_ops,
                         nn_extra_ops,
-                        reduce_extra_ops}) {
+                        reduce_extra_ops,
+                        attention_ops}) {
       for (const OpDef& op : family()) {
         if (by_name.count(op.name))
           throw std::logic_error("op '" + std::string(op.name) + "' is registered twice");

@@ -77,13 +77,14 @@ TEST_F(ArtifactCacheTest, LogsMissStoreThenHit) {
 
 TEST_F(ArtifactCacheTest, AChangedConfigMisses) {
   run_fresh();
-  std::vector<ag::AotConfig> changed(5);
+  std::vector<ag::AotConfig> changed(6);
   changed[0].partitioner = "min_cut";
   changed[1].partitioner = "min_cut";
   changed[1].activation_memory_budget = 0.5;
   changed[2].name = "other";
   changed[3].bw_compiler = "interpreter";  // a compiler name the artifact records
   changed[4].keep_inference_input_mutations = true;
+  changed[5].fuse_attention = true;  // changes the graphs only where attention is
   for (size_t i = 0; i < changed.size(); ++i) {
     SCOPED_TRACE(i);
     Outcome r = run_fresh(changed[i]);

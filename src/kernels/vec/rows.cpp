@@ -399,6 +399,24 @@ void LayerNormBackward(const float* g, const float* x, float mean, float rstd, c
   }
 }
 
+// x[i] = mask[i] ? fill : x[i] * scale (masked_fill after a scale, as attention applies them;
+// a masked element is `fill` whatever x[i] was, NaN included).
+void ScaleOrFill(float* x, const bool* mask, float scale, float fill, int64_t n) {
+  const DF d;
+  const hn::Rebind<uint8_t, DF> d8;
+  const hn::RebindToUnsigned<DF> du;
+  const int64_t L = static_cast<int64_t>(hn::Lanes(d));
+  const VF k = hn::Set(d, scale), f = hn::Set(d, fill);
+  const uint8_t* m = reinterpret_cast<const uint8_t*>(mask);
+  int64_t i = 0;
+  for (; i + L <= n; i += L) {
+    const auto masked =
+        hn::RebindMask(d, hn::Ne(hn::PromoteTo(du, hn::LoadU(d8, m + i)), hn::Zero(du)));
+    hn::StoreU(hn::IfThenElse(masked, f, hn::Mul(hn::LoadU(d, x + i), k)), d, x + i);
+  }
+  for (; i < n; ++i) x[i] = mask[i] ? fill : x[i] * scale;
+}
+
 const RowKernels* GetRowKernels() {
   static const RowKernels kernels{hwy::TargetName(HWY_TARGET),
                                   &Softmax,
@@ -410,7 +428,8 @@ const RowKernels* GetRowKernels() {
                                   &ScaledDifference,
                                   &Moments,
                                   &Normalize,
-                                  &LayerNormBackward};
+                                  &LayerNormBackward,
+                                  &ScaleOrFill};
   return &kernels;
 }
 

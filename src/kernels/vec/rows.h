@@ -45,6 +45,9 @@ struct RowKernels {
   // accumulate in double), and pw += g * xhat, pb += g (pw / pb null: skipped).
   void (*layer_norm_backward)(const float* g, const float* x, float mean, float rstd,
                               const float* w, float* dx, float* pw, float* pb, int64_t n);
+  // x[i] = mask[i] ? fill : x[i] * scale: attention's scale and mask on one row of scores
+  // (kernels/attention.cpp; a masked element is `fill` whatever x[i] was, NaN included).
+  void (*scale_or_fill)(float* x, const bool* mask, float scale, float fill, int64_t n);
 };
 
 const RowKernels& row_kernels();

@@ -1,0 +1,44 @@
+// Masked scaled dot-product attention as one kernel (the rows aotgrad.masked_attention and
+// aotgrad.masked_attention_backward, ops/attention.cpp): what the eager composite
+//
+//   softmax(masked_fill((q @ k^T) * scale, mask, -inf), -1) @ v
+//
+// computes, without the clones that make the heads contiguous and without the [*, T, S] weights
+// leaving the cache. The fuse_attention graph pass (graph/fuse_attention.h) rewrites that
+// composite into these rows.
+//
+// Shapes: q [*, T, D], k [*, S, D], v [*, S, Dv] with the same batch dims *; mask (optional, bool,
+// true = masked out, as masked_fill reads it) broadcastable to [*, T, S]. Any strides: the heads
+// of a fused qkv projection are read where they lie. Results are contiguous.
+//
+// Numerics: each [T, S] block is computed as the composite computes it: the product, then times
+// `scale`, then the mask, then softmax with the row kernels eager softmax uses
+// (kernels/vec/rows.h); the backward recomputes the weights the same way (nothing but q, k, v and
+// the mask is saved) and applies eager softmax's backward, then the mask (0), then `scale`. Only
+// the products' summation order differs from the composite (f32: oneDNN's sgemm per batch entry, in
+// parallel over the batch; other dtypes: a plain loop nest). A row whose every entry is masked
+// gives NaN, as softmax of all -inf does, and a zero gradient, as the composite's masked_fill makes
+// it.
+//
+// Memory: two [T, S] f32 blocks per thread, not tiled over S (fine up to a few thousand
+// positions; flash-style tiling over S is not done).
+#pragma once
+
+#include <array>
+
+#include "aotgrad/tensor.h"
+
+namespace aotgrad::kernels {
+
+// The attention output [*, T, Dv]. f32 and f64 (q, k, v of one dtype; checked by the op row).
+Tensor masked_attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& mask,
+                        double scale);
+
+// Gradients {dq, dk, dv} (each contiguous, shaped like its input) for output gradient `grad_out`
+// [*, T, Dv]; `need` picks which are computed (the others come back undefined).
+std::array<Tensor, 3> masked_attention_backward(const Tensor& grad_out, const Tensor& q,
+                                                const Tensor& k, const Tensor& v,
+                                                const Tensor& mask, double scale,
+                                                std::array<bool, 3> need);
+
+}  // namespace aotgrad::kernels
