@@ -14,7 +14,8 @@
 // optimizer, so every step does the same work). Eager and compiled steps alternate inside one
 // loop so both see the same machine noise; the table prints the best step of each (on a shared
 // machine the best is the least disturbed) and the median. The loss runs eagerly after the
-// compiled module. "compiled" uses the default compiler (the interpreter), "cpp" the cpp backend.
+// compiled module. "compiled" uses the interpreter, "cpp" the cpp backend, "cpp+attn" the cpp
+// backend with AotConfig::fuse_attention (one fused attention row per block).
 // Ratios are PyTorch's time / ours: above 1 we are faster.
 #include <omp.h>
 
@@ -43,7 +44,8 @@ struct Result {
   std::string key, name;
   double gflop;
   double eager_ms, compiled_ms, eager_median, compiled_median;
-  double cpp_ms, cpp_median;  // compiled with the cpp backend
+  double cpp_ms, cpp_median;    // compiled with the cpp backend
+  double attn_ms, attn_median;  // cpp with AotConfig::fuse_attention
 };
 
 template <typename M>
@@ -55,6 +57,9 @@ Result bench(const std::string& key, const std::string& name, double gflop,
   ag::AotConfig cpp_cfg;
   cpp_cfg.fw_compiler = "cpp";
   auto compiled_cpp = ag::aot_module(model, cpp_cfg);
+  ag::AotConfig attn_cfg = cpp_cfg;
+  attn_cfg.fuse_attention = true;
+  auto compiled_attn = ag::aot_module(model, attn_cfg);
   auto step = [&](const std::function<Tensor(const Tensor&)>& fwd) {
     model->zero_grad(/*set_to_none=*/true);
     Tensor loss = ag::mse_loss(fwd(x), target);
@@ -63,12 +68,14 @@ Result bench(const std::string& key, const std::string& name, double gflop,
   auto eager = [&](const Tensor& in) { return model->forward(in); };
   auto aot = [&](const Tensor& in) { return compiled(in); };
   auto aot_cpp = [&](const Tensor& in) { return compiled_cpp(in); };
+  auto aot_attn = [&](const Tensor& in) { return compiled_attn(in); };
   for (int i = 0; i < 3; ++i) {  // warm-up; the first compiled call traces and compiles
     step(eager);
     step(aot);
     step(aot_cpp);
+    step(aot_attn);
   }
-  std::vector<double> te, tc, tp;
+  std::vector<double> te, tc, tp, ta;
   for (int i = 0; i < iterations; ++i) {
     double t0 = now_ms();
     step(eager);
@@ -77,12 +84,15 @@ Result bench(const std::string& key, const std::string& name, double gflop,
     double t2 = now_ms();
     step(aot_cpp);
     double t3 = now_ms();
+    step(aot_attn);
+    double t4 = now_ms();
     te.push_back(t1 - t0);
     tc.push_back(t2 - t1);
     tp.push_back(t3 - t2);
+    ta.push_back(t4 - t3);
   }
-  return {key,           name,          gflop,      min_of(te),   min_of(tc),
-          median_of(te), median_of(tc), min_of(tp), median_of(tp)};
+  return {key,           name,       gflop,         min_of(te), min_of(tc),   median_of(te),
+          median_of(tc), min_of(tp), median_of(tp), min_of(ta), median_of(ta)};
 }
 
 std::shared_ptr<nn::SequentialImpl> mlp() {
@@ -168,24 +178,25 @@ int main(int argc, char** argv) {
       results.push_back(bench("gpt4", "4 blocks + LayerNorm", 4 * block_step_gflop(), blocks(4), x,
                               target, iters(8)));
   }
-  std::printf("%-21s %17s %17s %17s %17s %11s %14s %9s %10s %10s %10s %8s\n",
-              "step ms: min (median)", "eager", "compiled", "cpp", "pytorch eager", "torch/eager",
-              "torch/compiled", "torch/cpp", "comp/eager", "eager/cpp", "eager/mm", "cpp/mm");
+  std::printf("%-21s %17s %17s %17s %17s %17s %11s %14s %9s %10s %10s %10s %10s %8s\n",
+              "step ms: min (median)", "eager", "compiled", "cpp", "cpp+attn", "pytorch eager",
+              "torch/eager", "torch/compiled", "torch/cpp", "torch/attn", "comp/eager", "eager/cpp",
+              "eager/attn", "cpp/mm");
   for (const Result& r : results) {
     const auto tmin = torch.get(r.key + ".step_ms_min");
     const auto tmed = torch.get(r.key + ".step_ms_median");
     const double mm_ms = r.gflop / rate_now * 1e3;
     std::printf(
-        "%-21s %7.2f (%7.2f) %7.2f (%7.2f) %7.2f (%7.2f) %17s %11s %14s %9s %10.2f %10.2f %10.2f "
-        "%8.2f\n",
+        "%-21s %7.2f (%7.2f) %7.2f (%7.2f) %7.2f (%7.2f) %7.2f (%7.2f) %17s %11s %14s %9s %10s "
+        "%10.2f %10.2f %10.2f %8.2f\n",
         r.name.c_str(), r.eager_ms, r.eager_median, r.compiled_ms, r.compiled_median, r.cpp_ms,
-        r.cpp_median, ms_pair(tmin, tmed).c_str(), ratio(tmin, r.eager_ms).c_str(),
-        ratio(tmin, r.compiled_ms).c_str(), ratio(tmin, r.cpp_ms).c_str(),
-        r.compiled_ms / r.eager_ms, r.eager_ms / r.cpp_ms, r.eager_ms / mm_ms, r.cpp_ms / mm_ms);
+        r.cpp_median, r.attn_ms, r.attn_median, ms_pair(tmin, tmed).c_str(),
+        ratio(tmin, r.eager_ms).c_str(), ratio(tmin, r.compiled_ms).c_str(),
+        ratio(tmin, r.cpp_ms).c_str(), ratio(tmin, r.attn_ms).c_str(), r.compiled_ms / r.eager_ms,
+        r.eager_ms / r.cpp_ms, r.eager_ms / r.attn_ms, r.cpp_ms / mm_ms);
   }
   std::printf(
-      "(torch/x = PyTorch's best step / ours: above 1 we are faster. eager/mm = our eager step "
-      "over "
+      "(torch/x = PyTorch's best step / ours: above 1 we are faster. cpp/mm = our cpp step over "
       "its\n matmul time at the %.0f GFLOP/s 1024^3 f32 rate measured at start, %d threads.%s)\n",
       rate_now, threads,
       torch.loaded() ? "" : "\n No TORCH_PEER_JSON: run through ../shared/bench/torch_peer/run.sh");

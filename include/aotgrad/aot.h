@@ -59,6 +59,7 @@
 #include <functional>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <string>
 #include <tuple>
 #include <type_traits>
@@ -108,9 +109,10 @@ struct AotConfig {
   // Replace each attention composite, softmax(masked_fill((q @ k^T) * scale, mask, -inf)) @ v,
   // by one fused aotgrad.masked_attention node before the joint graph is built (as Inductor's
   // attention patterns do), so its forward and backward each run one kernel and the heads are
-  // saved where they lie (graph/fuse_attention.h). Results equal the composite's up to the
-  // products' summation order.
-  bool fuse_attention = false;
+  // saved where they lie, not the [*, T, S] weights (graph/fuse_attention.h). Results equal the
+  // composite's up to the products' summation order. Unset: on when the forward graph goes to the
+  // "cpp" compiler by name (Inductor's default), off for the interpreter and a CompilerFn.
+  std::optional<bool> fuse_attention;
 };
 
 // Counts of a compiled function's calls since it was created. Every call that is not traced

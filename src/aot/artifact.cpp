@@ -10,9 +10,14 @@ namespace aotgrad {
 namespace aot {
 
 ArtifactConfig artifact_config(const AotConfig& c) {
-  return {
-      c.name,        c.partitioner, c.activation_memory_budget, c.keep_inference_input_mutations,
-      c.fw_compiler, c.bw_compiler, c.inference_compiler,         c.fuse_attention};
+  return {c.name,
+          c.partitioner,
+          c.activation_memory_budget,
+          c.keep_inference_input_mutations,
+          c.fw_compiler,
+          c.bw_compiler,
+          c.inference_compiler,
+          c.fuse_attention.value_or(!c.fw_compiler_fn && c.fw_compiler == "cpp")};
 }
 
 std::string guard_key(const Guards& g) {

@@ -175,7 +175,7 @@ Captured capture(const LowerInput& input, const AotConfig& config) {
 Artifact finish_lowering(Captured captured, const AotConfig& config, const GraphHook& on_graph) {
   trace::DecompositionScope decompositions(config.decompositions);  // VJPs are traced here
   Artifact a = std::move(captured.artifact);
-  if (config.fuse_attention) fuse_attention(captured.forward);
+  if (a.config.fuse_attention) fuse_attention(captured.forward);
   if (captured.forward.needs_autograd)
     lower_training(captured.forward, config, a, on_graph);
   else
