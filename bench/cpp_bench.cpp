@@ -1,21 +1,22 @@
 // Training-step time of the three reference models (those of models_bench.cpp) eagerly and through
-// aot_module with fw_compiler "interpreter" and "cpp", in one run:
+// aot_module with fw_compiler "interpreter", "cpp" without attention fusion and "cpp" as configured
+// by default ("cpp_attn": AotConfig::fuse_attention on), in one run:
 //
-//   build/cpp_bench [iterations_scale] [mlp|block|gpt4] [eager|interp|cpp]
+//   build/cpp_bench [iterations_scale] [mlp|block|gpt4] [eager|interp|cpp|cpp_attn]
 //
 // (a variant name runs only that variant in the timed loop: for `perf record`.)
 //   build/cpp_bench [iterations_scale] ablate [variant]
 // times the block step under cpp with each of its optimizations switched off in turn (only
 // `variant`, 0-3, when given: for callgrind).
-// One step = grads set to None, forward, MSE loss, backward. The three variants alternate inside
+// One step = grads set to None, forward, MSE loss, backward. The four variants alternate inside
 // one loop so they see the same machine noise; the table prints the best step of each (on a
 // shared machine the best is the least disturbed; at least 5 repetitions) and the ratios
 // eager / compiled (above 1: compiling helps). The first compiled calls trace and compile (the
 // cpp backend's build cache makes a second run of the bench skip the C++ compiler); the cold
-// compile time of each variant is printed too. After the table row, a few cpp steps run with the
-// step profile on (backends/cpp/step_profile.h) and the row below says how much of a step the
-// matrix products take, measured; the profiled steps' mean wall time / that time is the "step /
-// GEMM-only" figure.
+// compile time of each variant is printed too. After the table row, a few steps of each cpp
+// variant run with the step profile on (backends/cpp/step_profile.h) and the row below says how
+// much of a step the matrix products take, measured; the profiled steps' mean wall time / that time
+// is the "step / GEMM-only" figure.
 #include <omp.h>
 #include <time.h>
 
@@ -104,9 +105,12 @@ void bench(const std::string& name, std::shared_ptr<M> model, const Tensor& x, c
   if (!only_variant.empty()) return;
   // Then a few more steps of each cpp variant with the step profile on: how much of a step its
   // matrix products (oneDNN, fused or extern) take, measured rather than estimated from a GEMM
-  // rate. The fused attention kernel's products are not counted as products (they run inside it).
+  // rate. The fused attention kernel's products are not counted as products (they run inside
+  // it), so cpp_attn's step is also divided by the unfused variant's products: every GEMM of the
+  // model, measured in this run ("step / all GEMMs").
   namespace prof = ag::backends::cpp;
   const int profiled = std::max(3, iterations / 4);
+  double all_gemms = 0;
   for (int v : {2, 3}) {
     prof::reset_step_profile();
     prof::set_step_profiling(true);
@@ -121,11 +125,12 @@ void bench(const std::string& name, std::shared_ptr<M> model, const Tensor& x, c
       if (r.label.find("masked_attention") != std::string::npos) attention += r.ms;
     }
     prof::reset_step_profile();
+    if (v == 2) all_gemms = products / profiled;
     std::printf(
         "  %s, %d profiled steps: products %.2f ms, fused attention %.2f ms, of %.2f ms in steps; "
-        "step %.2f ms; step / products %.2f\n",
+        "step %.2f ms; step / products %.2f; step / all GEMMs %.2f\n",
         v == 2 ? "cpp" : "cpp_attn", profiled, products / profiled, attention / profiled,
-        all / profiled, wall, wall / (products / profiled));
+        all / profiled, wall, wall / (products / profiled), wall / all_gemms);
   }
 }
 
