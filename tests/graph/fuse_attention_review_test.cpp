@@ -76,9 +76,8 @@ std::string expect_fused_matches_eager(const Fn& fn, const std::vector<Tensor>& 
     ag::sum(yc * w).backward();
     for (size_t i = 0; i < in.size(); ++i) {
       if (!in[i].requires_grad()) continue;
-      EXPECT_TRUE(allclose(xc[i].grad(), xe[i].grad(), tol, tol))
-          << "grad of input " << i << "\n"
-          << compiled.graphs().backward;
+      EXPECT_TRUE(allclose(xc[i].grad(), xe[i].grad(), tol, tol)) << "grad of input " << i << "\n"
+                                                                  << compiled.graphs().backward;
     }
   }
   ag::CompiledGraphs g = compiled.graphs();
@@ -88,8 +87,7 @@ std::string expect_fused_matches_eager(const Fn& fn, const std::vector<Tensor>& 
 }
 
 // The composite on [B, H, T, D] heads, as a transformer writes it.
-Tensor attend(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& mask,
-              double scale) {
+Tensor attend(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& mask, double scale) {
   Tensor s = ag::mul(ag::matmul(q, k.transpose(-2, -1)), ag::Scalar(scale));
   if (mask.defined()) s = ag::masked_fill(s, mask, ag::Scalar(-kInf));
   return ag::matmul(ag::softmax(s, -1), v);
@@ -183,10 +181,10 @@ TEST_P(FuseAttentionReview, EmptyDimsGiveTheCompositesEmptyOrZeroResults) {
   struct Dims {
     int64_t b, t, s, d, dv;
   };
-  for (Dims g : {Dims{2, 0, 3, 2, 2}, Dims{2, 3, 0, 2, 2}, Dims{2, 3, 4, 0, 2},
-                 Dims{2, 3, 4, 2, 0}, Dims{0, 3, 4, 2, 2}}) {
-    SCOPED_TRACE(std::to_string(g.b) + " " + std::to_string(g.t) + " " + std::to_string(g.s) +
-                 " " + std::to_string(g.d) + " " + std::to_string(g.dv));
+  for (Dims g : {Dims{2, 0, 3, 2, 2}, Dims{2, 3, 0, 2, 2}, Dims{2, 3, 4, 0, 2}, Dims{2, 3, 4, 2, 0},
+                 Dims{0, 3, 4, 2, 2}}) {
+    SCOPED_TRACE(std::to_string(g.b) + " " + std::to_string(g.t) + " " + std::to_string(g.s) + " " +
+                 std::to_string(g.d) + " " + std::to_string(g.dv));
     Fn fn = [](const std::vector<Tensor>& x) { return attend(x[0], x[1], x[2], x[3], 0.5); };
     std::vector<Tensor> in{test_input({g.b, 2, g.t, g.d}), test_input({g.b, 2, g.s, g.d}, -1, 1, 2),
                            test_input({g.b, 2, g.s, g.dv}, -1, 1, 3), some_mask({g.t, g.s}, 4)};
@@ -285,6 +283,32 @@ TEST_P(FuseAttentionReview, KeysGivenEveryWay) {
   }
 }
 
+// What the function computes under no_grad stays constant to the backward when the pass rewrites
+// the graph: whether a value requires grad is the trace's answer, not data flow's.
+TEST_P(FuseAttentionReview, ValuesComputedUnderNoGradStayConstants) {
+  Fn fn = [](const std::vector<Tensor>& x) {
+    Tensor c;
+    {
+      ag::NoGradGuard no_grad;
+      c = x[0] * x[0];  // a constant factor, as eager sees it
+    }
+    return attend(x[0], x[1], x[2], x[3], 0.5) * c;
+  };
+  std::vector<Tensor> in{test_input({2, 2, 4, 3}), test_input({2, 2, 5, 3}, -1, 1, 2),
+                         test_input({2, 2, 5, 3}, -1, 1, 3), some_mask({4, 5}, 4)};
+  expect_fused_matches_eager(fn, in, GetParam(), 1, 1e-11);
+  // The whole composite under no_grad: its result is a constant too.
+  Fn inside = [](const std::vector<Tensor>& x) {
+    Tensor o;
+    {
+      ag::NoGradGuard no_grad;
+      o = attend(x[0], x[1], x[2], x[3], 0.5);
+    }
+    return x[0] * o;
+  };
+  expect_fused_matches_eager(inside, in, GetParam(), 1, 1e-11);
+}
+
 // The fused row on operands of odd geometry, against the composite, values and gradients.
 TEST(MaskedAttentionReview, OperandsOfOddGeometryMatchTheComposite) {
   static const ag::ops::OpDef& row = ag::ops::lookup("aotgrad.masked_attention.default");
@@ -347,12 +371,11 @@ TEST(MaskedAttentionReview, OperandsOfOddGeometryMatchTheComposite) {
         Tensor mask = with_mask ? some_mask({oe[0].size(-2), oe[1].size(-2)}, 11) : Tensor();
         Tensor w;
         Tensor ye = ag::matmul(
-            ag::softmax(with_mask ? ag::masked_fill(ag::mul(ag::matmul(oe[0], oe[1].transpose(
-                                                                                  -2, -1)),
-                                                            ag::Scalar(0.6)),
-                                                    mask, ag::Scalar(-kInf))
-                                  : ag::mul(ag::matmul(oe[0], oe[1].transpose(-2, -1)),
-                                            ag::Scalar(0.6)),
+            ag::softmax(with_mask
+                            ? ag::masked_fill(ag::mul(ag::matmul(oe[0], oe[1].transpose(-2, -1)),
+                                                      ag::Scalar(0.6)),
+                                              mask, ag::Scalar(-kInf))
+                            : ag::mul(ag::matmul(oe[0], oe[1].transpose(-2, -1)), ag::Scalar(0.6)),
                         -1),
             oe[2]);
         Tensor yf = fused(of[0], of[1], of[2], mask, 0.6);
