@@ -9,10 +9,12 @@
 #include <cmath>
 #include <functional>
 #include <limits>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "aotgrad/aotgrad.h"
+#include "kernels/vec/rows.h"
 #include "ops/op.h"
 #include "testing/gradcheck.h"
 
@@ -157,14 +159,14 @@ TEST_P(FuseAttentionReview, ThreeDimProductsWithBroadcastMasks) {
 // divisions (by zero and negative zero included).
 TEST_P(FuseAttentionReview, OddScalesAndDivisorsMatchTheComposite) {
   Tensor mask = some_mask({4, 5}, 3);
-  for (double scale : {-0.5, 0.0, kInf, -kInf, kNan, 3.0}) {
+  for (double scale : {-0.5, 0.0, kInf, -kInf, kNan, 3.0, 1 / std::sqrt(7.0), 1e-300}) {
     SCOPED_TRACE("scale " + std::to_string(scale));
     Fn fn = [scale](const std::vector<Tensor>& x) { return attend(x[0], x[1], x[2], x[3], scale); };
     std::vector<Tensor> in{test_input({2, 2, 4, 3}), test_input({2, 2, 5, 3}, -1, 1, 2),
                            test_input({2, 2, 5, 2}, -1, 1, 3), mask};
     expect_fused_matches_eager(fn, in, GetParam(), 1, 1e-11);
   }
-  for (double divisor : {3.0, 0.0, -0.0, kInf, -7.0}) {
+  for (double divisor : {3.0, 0.0, -0.0, kInf, -7.0, std::sqrt(8.0)}) {
     SCOPED_TRACE("divisor " + std::to_string(divisor));
     Fn fn = [divisor](const std::vector<Tensor>& x) {
       Tensor s = ag::div(ag::matmul(x[0], x[1].transpose(-2, -1)), ag::Scalar(divisor));
@@ -173,6 +175,27 @@ TEST_P(FuseAttentionReview, OddScalesAndDivisorsMatchTheComposite) {
     std::vector<Tensor> in{test_input({2, 2, 4, 3}), test_input({2, 2, 5, 3}, -1, 1, 2),
                            test_input({2, 2, 5, 2}, -1, 1, 3), mask};
     expect_fused_matches_eager(fn, in, GetParam(), 1, 1e-11);
+  }
+}
+
+// A fully masked row under a NaN or infinite scale: the composite's backward zeroes the masked
+// scores' gradient and then multiplies by the scale (0 * inf, 0 * NaN: NaN), so that row's query
+// gradient is NaN, not 0.
+TEST_P(FuseAttentionReview, FullyMaskedRowUnderANonFiniteScale) {
+  std::vector<bool> bits(20, false);
+  for (size_t j = 0; j < 5; ++j) bits[5 + j] = true;  // row 1 fully masked
+  bits[2] = bits[13] = true;
+  Tensor mask = ag::from_vector(bits, {4, 5});
+  for (double scale : {kNan, kInf, -kInf, -0.5}) {
+    SCOPED_TRACE("scale " + std::to_string(scale));
+    Fn fn = [scale](const std::vector<Tensor>& x) { return attend(x[0], x[1], x[2], x[3], scale); };
+    std::vector<Tensor> in{test_input({2, 2, 4, 3}), test_input({2, 2, 5, 3}, -1, 1, 2),
+                           test_input({2, 2, 5, 2}, -1, 1, 3), mask};
+    expect_fused_matches_eager(fn, in, GetParam(), 1, 1e-11);
+    std::vector<Tensor> in32{in[0].to(ag::DType::f32).detach().requires_grad_(),
+                             in[1].to(ag::DType::f32).detach().requires_grad_(),
+                             in[2].to(ag::DType::f32).detach().requires_grad_(), mask};
+    expect_fused_matches_eager(fn, in32, GetParam(), 1, 2e-5);
   }
 }
 
@@ -283,6 +306,21 @@ TEST_P(FuseAttentionReview, KeysGivenEveryWay) {
   }
 }
 
+// The output gradient as sum's backward makes it (expanded: every stride 0) and as a transpose
+// makes it (columns strided), read by the fused backward.
+TEST_P(FuseAttentionReview, OutputGradientsOfOddLayout) {
+  Fn summed = [](const std::vector<Tensor>& x) {
+    return ag::sum(attend(x[0], x[1], x[2], x[3], 0.5));
+  };
+  Fn transposed = [](const std::vector<Tensor>& x) {
+    return attend(x[0], x[1], x[2], x[3], 0.5).transpose(-2, -1).contiguous();
+  };
+  std::vector<Tensor> in{test_input({2, 3, 4, 2}), test_input({2, 3, 5, 2}, -1, 1, 2),
+                         test_input({2, 3, 5, 3}, -1, 1, 3), some_mask({4, 5}, 5)};
+  expect_fused_matches_eager(summed, in, GetParam(), 1, 1e-11);
+  expect_fused_matches_eager(transposed, in, GetParam(), 1, 1e-11);
+}
+
 // What the function computes under no_grad stays constant to the backward when the pass rewrites
 // the graph: whether a value requires grad is the trace's answer, not data flow's.
 TEST_P(FuseAttentionReview, ValuesComputedUnderNoGradStayConstants) {
@@ -385,6 +423,37 @@ TEST(MaskedAttentionReview, OperandsOfOddGeometryMatchTheComposite) {
         ag::sum(yf * w).backward();
         for (size_t i = 0; i < 3; ++i)
           EXPECT_TRUE(allclose(bf[i].grad(), be[i].grad(), tol, tol)) << "grad " << i;
+      }
+    }
+  }
+}
+
+// The vectorized scale-or-fill rows on every compiled target equal the scalar formula exactly:
+// lengths around every vector width, mask rows starting at odd addresses, NaN and inf scores.
+TEST(MaskedAttentionReview, ScaleOrFillRowsEqualTheFormulaOnEveryTarget) {
+  const float nan = std::numeric_limits<float>::quiet_NaN(),
+              inf = std::numeric_limits<float>::infinity();
+  for (const ag::kernels::vec::RowKernels* k : ag::kernels::vec::row_kernel_targets()) {
+    for (int64_t n : {1, 3, 4, 7, 8, 15, 16, 17, 31, 33, 64, 100}) {
+      for (int64_t skew : {0, 1, 3}) {
+        for (float scale : {0.37f, -2.0f, 0.0f, inf, nan}) {
+          std::vector<float> x(static_cast<size_t>(n));
+          std::unique_ptr<bool[]> mask(new bool[static_cast<size_t>(n + skew)]);
+          for (int64_t i = 0; i < n; ++i) {
+            x[size_t(i)] = i % 11 == 5 ? nan : i % 13 == 7 ? -inf : float(i % 9) - 4.25f;
+            mask[size_t(i + skew)] = (i * 7 + skew) % 3 == 0;
+          }
+          std::vector<float> want = x;
+          for (int64_t i = 0; i < n; ++i)
+            want[size_t(i)] = mask[size_t(i + skew)] ? -inf : x[size_t(i)] * scale;
+          k->scale_or_fill(x.data(), mask.get() + skew, scale, -inf, n);
+          for (int64_t i = 0; i < n; ++i) {
+            const float g = x[size_t(i)], w = want[size_t(i)];
+            EXPECT_TRUE((std::isnan(g) && std::isnan(w)) || g == w)
+                << k->name << " n=" << n << " skew=" << skew << " scale=" << scale << " [" << i
+                << "]: " << g << " vs " << w;
+          }
+        }
       }
     }
   }
