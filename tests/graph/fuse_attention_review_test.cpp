@@ -199,6 +199,19 @@ TEST_P(FuseAttentionReview, FullyMaskedRowUnderANonFiniteScale) {
   }
 }
 
+// Only some of q, k and v require grad: the backward computes those and no other.
+TEST_P(FuseAttentionReview, OnlySomeOperandsRequireGrad) {
+  for (int which = 1; which < 7; ++which) {
+    SCOPED_TRACE(which);
+    Fn fn = [](const std::vector<Tensor>& x) { return attend(x[0], x[1], x[2], x[3], 0.5); };
+    std::vector<Tensor> in{test_input({2, 2, 4, 3}, -1, 1, 1, (which & 1) != 0),
+                           test_input({2, 2, 5, 3}, -1, 1, 2, (which & 2) != 0),
+                           test_input({2, 2, 5, 2}, -1, 1, 3, (which & 4) != 0),
+                           some_mask({4, 5}, 4)};
+    expect_fused_matches_eager(fn, in, GetParam(), 1, 1e-11);
+  }
+}
+
 // Empty dims: no queries, no keys, empty heads, empty value heads, an empty batch.
 TEST_P(FuseAttentionReview, EmptyDimsGiveTheCompositesEmptyOrZeroResults) {
   struct Dims {
