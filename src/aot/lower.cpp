@@ -93,10 +93,15 @@ CapturedForward capture_loaded(const LoadedGraph& l, Guards& guards) {
 }
 
 // The attention pass (graph/fuse_attention.h) on the captured forward, keeping what is indexed by
-// node (memory budgets) and by value (requires_grad) in step with the rewritten graph.
+// node (memory budgets) and by value (requires_grad) in step with the rewritten graph. Values the
+// pass kept keep the trace's requires_grad (data flow alone cannot see a no_grad region or a
+// detached leaf); a value it added requires grad where its inputs do and the composite's result
+// (the node it stands for) did.
 void fuse_attention(CapturedForward& c) {
-  std::vector<bool> input_rg;
-  for (graph::ValueId v : c.graph.inputs()) input_rg.push_back(c.value_requires_grad[v.index]);
+  std::vector<graph::ValueId> first_output;  // of each node before the pass
+  for (const graph::Node& n : c.graph.nodes())
+    first_output.push_back(n.outputs.empty() ? graph::kNoValue : n.outputs[0]);
+  const size_t old_values = c.value_requires_grad.size();
   graph::AttentionFusion f = graph::fuse_attention(c.graph);
   if (f.fused == 0) return;
   std::vector<double> budgets;
@@ -104,7 +109,20 @@ void fuse_attention(CapturedForward& c) {
     budgets.push_back(origin < c.node_budgets.size() ? c.node_budgets[origin]
                                                      : std::numeric_limits<double>::quiet_NaN());
   c.node_budgets = std::move(budgets);
-  c.value_requires_grad = values_requiring_grad(c.graph, input_rg);
+  std::vector<bool>& rg = c.value_requires_grad;
+  rg.resize(c.graph.values().size(), false);
+  for (size_t i = 0; i < c.graph.nodes().size(); ++i) {
+    const graph::Node& n = c.graph.nodes()[i];
+    const graph::ValueId stands_for = first_output[f.origin[i]];
+    const bool composite_rg = stands_for != graph::kNoValue && rg[stands_for.index];
+    bool inputs_rg = false;
+    for (const graph::NodeArg& a : n.args)
+      for (graph::ValueId v : graph::arg_values(a)) inputs_rg = inputs_rg || rg[v.index];
+    for (graph::ValueId o : n.outputs)
+      if (o.index >= old_values)
+        rg[o.index] = ops::result_requires_grad(*n.op, true, composite_rg && inputs_rg,
+                                                c.graph.value(o).meta.dtype);
+  }
 }
 
 void lower_inference(CapturedForward& c, Artifact& a, const GraphHook& on_graph) {

@@ -50,6 +50,9 @@ class Matcher {
   std::optional<Match> match(size_t anchor) const {
     const Node& last = g_.nodes()[anchor];
     if (last.op->name != "aten.bmm.default" || outputs_[last.outputs[0].index]) return {};
+    // The fused rows take f32 and f64 only (bmm's operands share the result's dtype).
+    const DType dtype = meta(last.outputs[0]).dtype;
+    if (dtype != DType::f32 && dtype != DType::f64) return {};
     Match m{.anchor = anchor};
     m.nodes.push_back(anchor);
     // The weights: _softmax(s, -1) through shape-only steps.

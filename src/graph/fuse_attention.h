@@ -22,7 +22,8 @@
 // fused result's shape is dropped, its readers read the fused result), computing the same values
 // (up to the products' summation order), and its nodes that nothing else reads are removed. A
 // composite whose intermediate (the products, the weights, a clone) is read elsewhere or is a graph
-// output, whose mask fill is not -inf, or whose softmax runs over another dim is left alone.
+// output, whose mask fill is not -inf, whose softmax runs over another dim, or whose dtype is not
+// f32 or f64 (the fused rows take no other) is left alone.
 // Inputs, outputs and the other nodes' order are unchanged.
 #pragma once
 

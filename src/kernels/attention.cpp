@@ -259,11 +259,13 @@ std::array<Tensor, 3> backward_typed(const Tensor& grad_out, const Tensor& q, co
     if (!dq && !dk) return;
     // dp = grad_out @ v^T (into s), then eager softmax's backward, the mask, the scale.
     product<T>('N', 'T', g.t, g.s, g.dv, gn, go.ld, in.v.data + in.v.offset[b], in.v.ld, s, g.s);
+    // A masked entry's gradient is masked_fill's 0 times the scale (NaN for a NaN or infinite
+    // scale, as the composite's mul backward makes it), not 0.
     const MaskView m = in.mask_of(n);
     for (int64_t i = 0; i < g.t && g.s > 0; ++i) {
       T* row = ds + i * g.s;
       softmax_backward_row<T>(s + i * g.s, p + i * g.s, row, g.s);
-      scale_or_fill<T>(row, m, i, scale_t, T(0), g.s);
+      scale_or_fill<T>(row, m, i, scale_t, T(0) * scale_t, g.s);
     }
     if (dq)
       product<T>('N', 'N', g.t, g.d, g.s, ds, g.s, in.k.data + in.k.offset[b], in.k.ld,
