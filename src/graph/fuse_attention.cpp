@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <optional>
 #include <string_view>
@@ -76,7 +77,13 @@ class Matcher {
       m.nodes.push_back(node_index(s));
       s = value_arg(*scale, 0);
     } else if (const Node* div = only_producer(s, "aten.div.Scalar")) {
-      m.scale = 1.0 / std::get<Scalar>(div->args[1]).to_double();
+      // A divisor whose reciprocal overflows f32 (below ~3e-39) is not a scale the kernel can
+      // multiply by as the composite divides: leave it alone.
+      const double divisor = std::get<Scalar>(div->args[1]).to_double();
+      if (divisor != 0 && std::isfinite(divisor) &&
+          !(std::abs(1.0 / divisor) <= std::numeric_limits<float>::max()))
+        return {};
+      m.scale = 1.0 / divisor;
       m.nodes.push_back(node_index(s));
       s = value_arg(*div, 0);
     }

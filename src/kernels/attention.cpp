@@ -188,16 +188,19 @@ void attention_weights(const Inputs<T>& in, int64_t n, T* s, T* p) {
   }
 }
 
-// Runs body(n, scratch) for every batch entry; scratch holds `blocks` [T, S] blocks per thread.
-// The first exception a thread throws is rethrown after the team ends (none may leave it).
+// Runs body(n, scratch) for every batch entry; scratch holds `blocks` [T, S] blocks per thread,
+// allocated before the team starts (so a failed allocation throws here, not inside it). The
+// first exception a thread throws is rethrown after the team ends (none may leave it).
 template <typename T, typename Body>
 void over_batch(const Geometry& g, int blocks, const Body& body) {
   const size_t scratch = static_cast<size_t>(blocks) * static_cast<size_t>(g.t * g.s);
-  if (g.batch >= omp_get_max_threads() && g.batch > 1) {
+  const int threads = omp_get_max_threads();
+  if (g.batch >= threads && g.batch > 1) {
+    std::vector<std::vector<T>> buffers(static_cast<size_t>(threads), std::vector<T>(scratch));
     std::exception_ptr failure;
-#pragma omp parallel
+#pragma omp parallel num_threads(threads)
     {
-      std::vector<T> buffer(scratch);
+      std::vector<T>& buffer = buffers[static_cast<size_t>(omp_get_thread_num())];
 #pragma omp for schedule(static)
       for (int64_t n = 0; n < g.batch; ++n) {
         try {
