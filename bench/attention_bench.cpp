@@ -2,7 +2,7 @@
 // against the eager composite they replace, on the transformer block's attention (heads of a
 // fused qkv projection: q, k, v [8, 4, 128, 64] strided views, causal mask), in one run:
 //
-//   OMP_NUM_THREADS=2 build/attention_bench [repetitions]
+//   OMP_NUM_THREADS=2 build/attention_bench [repetitions] [sequence length, 128]
 //
 // Prints the best forward and forward+backward time of each and the ratio composite / fused.
 #include <cmath>
@@ -37,7 +37,8 @@ Tensor fused(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& ma
 
 int main(int argc, char** argv) {
   const int reps = argc > 1 ? std::max(5, std::atoi(argv[1])) : 30;
-  const int64_t B = 8, T = 128, H = 4, D = 64, C = H * D;
+  const int64_t B = 8, T = argc > 2 ? std::max(1, std::atoi(argv[2])) : 128, H = 4, D = 64,
+                C = H * D;
   ag::manual_seed(0);
   Tensor qkv = ag::randn({B, T, 3 * C});
   std::vector<bool> future(static_cast<size_t>(T * T));
@@ -76,8 +77,8 @@ int main(int argc, char** argv) {
   const double cf = torch_peer::min_of(fw[0]), ff = torch_peer::min_of(fw[1]);
   const double cs = torch_peer::min_of(step[0]), fs = torch_peer::min_of(step[1]);
   std::printf(
-      "attention [8,4,128,64], causal, best of %d (ms)   composite    fused   composite/fused\n",
-      reps);
+      "attention [8,4,%lld,64], causal, best of %d (ms)   composite    fused   composite/fused\n",
+      static_cast<long long>(T), reps);
   std::printf("  forward (no_grad)                              %8.3f %8.3f %8.2f\n", cf, ff,
               cf / ff);
   std::printf("  forward + backward                             %8.3f %8.3f %8.2f\n", cs, fs,
