@@ -188,23 +188,30 @@ void attention_weights(const Inputs<T>& in, int64_t n, T* s, T* p) {
   }
 }
 
-// Runs body(n, scratch) for every batch entry; scratch holds `blocks` [T, S] blocks per thread,
-// allocated before the team starts (so a failed allocation throws here, not inside it). The
-// first exception a thread throws is rethrown after the team ends (none may leave it).
+// This thread's scratch of at least n elements. Kept per thread (OpenMP's workers live as long as
+// the process) and only grown, so a call neither maps fresh pages nor zeroes them, as blocks
+// allocated per call (above malloc's mmap threshold) did.
+template <typename T>
+T* thread_scratch(size_t n) {
+  thread_local std::vector<T> buffer;
+  if (buffer.size() < n) buffer.resize(n);
+  return buffer.data();
+}
+
+// Runs body(n, scratch) for every batch entry; scratch holds `blocks` [T, S] blocks per thread.
+// The first exception a thread throws (a failed allocation included) is rethrown after the team
+// ends (none may leave it).
 template <typename T, typename Body>
 void over_batch(const Geometry& g, int blocks, const Body& body) {
   const size_t scratch = static_cast<size_t>(blocks) * static_cast<size_t>(g.t * g.s);
-  const int threads = omp_get_max_threads();
-  if (g.batch >= threads && g.batch > 1) {
-    std::vector<std::vector<T>> buffers(static_cast<size_t>(threads), std::vector<T>(scratch));
+  if (g.batch >= omp_get_max_threads() && g.batch > 1) {
     std::exception_ptr failure;
-#pragma omp parallel num_threads(threads)
+#pragma omp parallel
     {
-      std::vector<T>& buffer = buffers[static_cast<size_t>(omp_get_thread_num())];
 #pragma omp for schedule(static)
       for (int64_t n = 0; n < g.batch; ++n) {
         try {
-          body(n, buffer.data());
+          body(n, thread_scratch<T>(scratch));
         } catch (...) {
 #pragma omp critical(aotgrad_attention_failure)
           if (!failure) failure = std::current_exception();
@@ -214,8 +221,8 @@ void over_batch(const Geometry& g, int blocks, const Body& body) {
     if (failure) std::rethrow_exception(failure);
     return;
   }
-  std::vector<T> buffer(scratch);
-  for (int64_t n = 0; n < g.batch; ++n) body(n, buffer.data());
+  T* buffer = thread_scratch<T>(scratch);
+  for (int64_t n = 0; n < g.batch; ++n) body(n, buffer);
 }
 
 template <typename T>
