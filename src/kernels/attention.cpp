@@ -191,9 +191,14 @@ void attention_weights(const Inputs<T>& in, int64_t n, T* s, T* p) {
 // This thread's scratch of at least n elements. Kept per thread (OpenMP's workers live as long as
 // the process) and only grown, so a call neither maps fresh pages nor zeroes them, as blocks
 // allocated per call (above malloc's mmap threshold) did.
+// Above kKeptScratch bytes (long sequences) a call allocates its own, so no thread keeps that much
+// after the call.
+constexpr size_t kKeptScratch = size_t{8} << 20;
+
 template <typename T>
-T* thread_scratch(size_t n) {
-  thread_local std::vector<T> buffer;
+T* thread_scratch(size_t n, std::vector<T>& owned) {
+  thread_local std::vector<T> kept;
+  std::vector<T>& buffer = n * sizeof(T) <= kKeptScratch ? kept : owned;
   if (buffer.size() < n) buffer.resize(n);
   return buffer.data();
 }
@@ -208,10 +213,11 @@ void over_batch(const Geometry& g, int blocks, const Body& body) {
     std::exception_ptr failure;
 #pragma omp parallel
     {
+      std::vector<T> owned;
 #pragma omp for schedule(static)
       for (int64_t n = 0; n < g.batch; ++n) {
         try {
-          body(n, thread_scratch<T>(scratch));
+          body(n, thread_scratch<T>(scratch, owned));
         } catch (...) {
 #pragma omp critical(aotgrad_attention_failure)
           if (!failure) failure = std::current_exception();
@@ -221,7 +227,8 @@ void over_batch(const Geometry& g, int blocks, const Body& body) {
     if (failure) std::rethrow_exception(failure);
     return;
   }
-  T* buffer = thread_scratch<T>(scratch);
+  std::vector<T> owned;
+  T* buffer = thread_scratch<T>(scratch, owned);
   for (int64_t n = 0; n < g.batch; ++n) body(n, buffer);
 }
 

@@ -20,8 +20,9 @@
 // gives NaN, as softmax of all -inf does, and a zero gradient, as the composite's masked_fill makes
 // it.
 //
-// Memory: two [T, S] f32 blocks per thread, not tiled over S (fine up to a few thousand
-// positions; flash-style tiling over S is not done).
+// Memory: two (forward) or three (backward) [T, S] blocks of scratch per thread, kept by the
+// thread between calls up to 8 MiB; not tiled over S (fine up to a few thousand positions;
+// flash-style tiling over S is not done).
 #pragma once
 
 #include <array>
