@@ -9,6 +9,7 @@
 #include <limits>
 #include <map>
 #include <optional>
+#include <string>
 #include <string_view>
 
 namespace aotgrad::graph {
@@ -186,8 +187,9 @@ ops::TensorMeta transposed(const ops::TensorMeta& m) {
 // Appends `op` to g, then takes the node back out so the caller can place it; its results keep
 // their values.
 Node detached_node(Graph& g, const ops::OpDef& op, std::vector<NodeArg> args,
-                   const std::vector<ops::TensorMeta>& metas) {
-  g.add_node(op, std::move(args), metas);
+                   const std::vector<ops::TensorMeta>& metas,
+                   const std::vector<std::string>& names = {}) {
+  g.add_node(op, std::move(args), metas, names);
   Node n = std::move(g.mutable_nodes().back());
   g.mutable_nodes().pop_back();
   return n;
@@ -229,8 +231,9 @@ AttentionFusion fuse_attention(Graph& g) {
     else
       args.emplace_back(std::monostate{});
     args.emplace_back(m->scale);
-    here.push_back(
-        detached_node(g, attention, std::move(args), {ops::TensorMeta::contiguous(sizes, dtype)}));
+    here.push_back(detached_node(g, attention, std::move(args),
+                                 {ops::TensorMeta::contiguous(sizes, dtype)},
+                                 {"masked_attention"}));
     ValueId out = here.back().outputs[0];
     const ops::TensorMeta& old_meta = g.value(old_out).meta;
     if (std::optional<size_t> reshape = matcher.reshaped_to(old_out, sizes);
