@@ -42,8 +42,11 @@ std::vector<Descriptor> input_descriptors(const ModuleCall& call) {
   return d;
 }
 
-// Traces the call under grad mode `grad` and lowers it.
-aot::Artifact lower_call(const ModuleCall& call, const AotConfig& config, bool grad) {
+// Traces the call under grad mode `grad` and lowers it. Exported graphs are for other compilers:
+// ATen ops only, so attention stays the composite unless the config asks for the fused row.
+aot::Artifact lower_call(const ModuleCall& call, const AotConfig& given, bool grad) {
+  AotConfig config = given;
+  config.fuse_attention = given.fuse_attention.value_or(false);
   aot::TracedFunction traced{call.fn.fn, call.inputs, call.key_extra, input_descriptors(call)};
   if (grad) {
     EnableGradGuard enable;

@@ -269,3 +269,24 @@ TEST(FuseAttentionOff, TheDefaultKeepsTheComposite) {
   f(test_input({2, 3, 4}), test_input({2, 3, 4}), test_input({2, 3, 4}));
   EXPECT_EQ(f.graphs().forward.find("masked_attention"), std::string::npos);
 }
+
+TEST(FuseAttentionOff, ExportedGraphsKeepTheCompositeForOtherCompilers) {
+  // Exports hand graphs to other compilers: ATen ops only, whatever the default compiler is (this
+  // binary's default is the interpreter; CI's cpp stage, AOTGRAD_COMPILER=cpp, is where the fused
+  // row would otherwise appear).
+  ag::manual_seed(2);
+  auto attn = std::make_shared<nn::CausalSelfAttention>(16, 4, 8, 0.0);
+  Tensor x = test_input({2, 8, 16}, -1, 1, 3, false).to(ag::DType::f32);
+  const std::string forward = ag::aot_export_module(attn, std::tuple{x}).graph;
+  ag::FlatFn fn = [](const std::vector<Tensor>& in) {
+    return std::vector<Tensor>{ag::sum(composite(in[0], in[1], in[2], in[3], 0.5))};
+  };
+  Tensor q = test_input({2, 8, 4}), k = test_input({2, 8, 4}, -1, 1, 2),
+         v = test_input({2, 8, 4}, -1, 1, 3);
+  const std::string joint =
+      ag::aot_export_joint_simple(fn, {q, k, v, causal_mask(8, 8)}, true).graph;
+  for (const std::string& g : {forward, joint}) {
+    EXPECT_EQ(g.find("masked_attention"), std::string::npos) << g;
+    EXPECT_NE(g.find("aten._softmax"), std::string::npos) << g;
+  }
+}
