@@ -105,12 +105,17 @@ class Matcher {
     return dim == -1 || dim == rank - 1;
   }
 
-  // v's producer when it is `op`, v has no reader but the composite and is not an output.
-  const Node* only_producer(ValueId v, std::string_view op) const {
+  // v's producer when v has one reader (the composite's next step) and is not an output.
+  const Node* single_use_producer(ValueId v) const {
     const int32_t p = g_.value(v).producer;
     if (p < 0 || uses_[v.index] != 1 || outputs_[v.index]) return nullptr;
-    const Node& n = g_.nodes()[static_cast<size_t>(p)];
-    return n.op->name == op ? &n : nullptr;
+    return &g_.nodes()[static_cast<size_t>(p)];
+  }
+
+  // single_use_producer(v) when it is `op`.
+  const Node* only_producer(ValueId v, std::string_view op) const {
+    const Node* n = single_use_producer(v);
+    return n && n->op->name == op ? n : nullptr;
   }
 
   // Walks back from v through shape-only steps that keep the last two dims (views merging or
@@ -118,9 +123,9 @@ class Matcher {
   // records their nodes. Returns the value the walk stops at.
   ValueId strip(ValueId v, std::vector<size_t>& nodes) const {
     for (;;) {
-      const int32_t p = g_.value(v).producer;
-      if (p < 0 || uses_[v.index] != 1 || outputs_[v.index]) return v;
-      const Node& n = g_.nodes()[static_cast<size_t>(p)];
+      const Node* producer = single_use_producer(v);
+      if (!producer) return v;
+      const Node& n = *producer;
       const std::string_view op = n.op->name;
       const bool view = op == "aten.view.default" || op == "aten._unsafe_view.default";
       if (!view && op != "aten.expand.default" && op != "aten.clone.default") return v;
@@ -131,7 +136,7 @@ class Matcher {
           (out_sizes.size() < 2 || in_sizes.size() < 2 ||
            out_sizes.end()[-1] != in_sizes.end()[-1] || out_sizes.end()[-2] != in_sizes.end()[-2]))
         return v;
-      nodes.push_back(static_cast<size_t>(p));
+      nodes.push_back(node_index(v));
       v = in;
     }
   }
@@ -150,8 +155,7 @@ class Matcher {
     };
     if (has_batch(q) && has_batch(k) && has_batch(v)) {
       m.nodes.insert(m.nodes.end(), chain.begin(), chain.end());
-      m.q = q, m.v = v;
-      m.k = k;
+      m.q = q, m.k = k, m.v = v;
     } else {
       if (m.mask && meta(*m.mask).sizes.size() > 2) return {};  // would not broadcast to [N, T, S]
       m.q = q3, m.v = v3, m.k = k3;
