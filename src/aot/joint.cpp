@@ -66,12 +66,7 @@ class JointBuilder {
         continue;
       }
       std::vector<graph::NodeArg> args = n.args;
-      for (graph::NodeArg& a : args) {
-        if (auto* v = std::get_if<graph::ValueId>(&a)) *v = joint_value(*v);
-        if (auto* l = std::get_if<graph::ValueList>(&a))
-          for (graph::ValueId& e : *l)
-            if (e != graph::kNoValue) e = joint_value(e);
-      }
+      graph::for_each_value(args, [&](graph::ValueId& v) { v = joint_value(v); });
       std::vector<ops::TensorMeta> metas;
       std::vector<std::string> names;
       for (graph::ValueId o : n.outputs) {

@@ -270,13 +270,7 @@ AttentionFusion fuse_attention(Graph& g) {
     nodes.push_back(std::move(g.mutable_nodes()[i]));
     result.origin.push_back(i);
   }
-  for (Node& n : nodes)
-    for (NodeArg& a : n.args) {
-      if (auto* v = std::get_if<ValueId>(&a)) remap(*v);
-      if (auto* list = std::get_if<ValueList>(&a))
-        for (ValueId& e : *list)
-          if (e != kNoValue) remap(e);
-    }
+  for (Node& n : nodes) for_each_value(n.args, remap);
   for (ValueId& v : g.mutable_outputs()) remap(v);
   g.replace_nodes(std::move(nodes));
   return result;

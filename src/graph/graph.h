@@ -101,6 +101,20 @@ class Graph {
 // `keep_none`: a VJP's flat gradient list has a slot for each, as eager autograd's does).
 std::vector<ValueId> arg_values(const NodeArg& a, bool keep_none = false);
 
+// Calls f(ValueId&) on every value `args` refer to (a ValueId argument, or a ValueList entry other
+// than kNoValue), so that a pass can point them at other values in place.
+template <typename F>
+void for_each_value(std::vector<NodeArg>& args, F&& f) {
+  for (NodeArg& a : args) {
+    if (auto* v = std::get_if<ValueId>(&a)) {
+      f(*v);
+    } else if (auto* list = std::get_if<ValueList>(&a)) {
+      for (ValueId& e : *list)
+        if (e != kNoValue) f(e);
+    }
+  }
+}
+
 // The default value name for an op's result: "aten.native_layer_norm.default" ->
 // "native_layer_norm".
 std::string default_value_name(const ops::OpDef& op);

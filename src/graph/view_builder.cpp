@@ -203,10 +203,9 @@ void GraphBuilder::replace_all_uses(ValueRef old, ValueRef replacement) {
   std::vector<graph::Node>& nodes = impl_->g.mutable_nodes();
   for (size_t k = 0; k < nodes.size(); ++k) {
     if (static_cast<int32_t>(k) == producer) continue;
-    for (graph::NodeArg& a : nodes[k].args) {
-      if (auto* v = std::get_if<graph::ValueId>(&a); v && *v == from) *v = to;
-      if (auto* l = std::get_if<graph::ValueList>(&a)) std::replace(l->begin(), l->end(), from, to);
-    }
+    graph::for_each_value(nodes[k].args, [&](graph::ValueId& v) {
+      if (v == from) v = to;
+    });
   }
   std::vector<graph::ValueId>& outs = impl_->g.mutable_outputs();
   std::replace(outs.begin(), outs.end(), from, to);

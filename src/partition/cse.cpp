@@ -77,14 +77,9 @@ size_t eliminate_common_subexpressions(graph::Graph& g) {
   kept.reserve(g.nodes().size());
   for (const graph::Node& original : g.nodes()) {
     graph::Node n = original;
-    for (graph::NodeArg& a : n.args) {
-      if (auto* v = std::get_if<graph::ValueId>(&a)) {
-        if (auto it = replaced.find(v->index); it != replaced.end()) *v = it->second;
-      } else if (auto* l = std::get_if<graph::ValueList>(&a)) {
-        for (graph::ValueId& e : *l)
-          if (auto it = replaced.find(e.index); it != replaced.end()) e = it->second;
-      }
-    }
+    graph::for_each_value(n.args, [&](graph::ValueId& v) {
+      if (auto it = replaced.find(v.index); it != replaced.end()) v = it->second;
+    });
     if (mergeable(n, graph_outputs)) {
       auto [it, inserted] = seen.emplace(node_key(n), kept.size());
       if (!inserted) {

@@ -55,12 +55,7 @@ graph::Graph extract_subgraph(const graph::Graph& joint, const std::string& name
     if (!needed[i]) continue;
     const graph::Node& n = joint.nodes()[i];
     std::vector<graph::NodeArg> args = n.args;
-    for (graph::NodeArg& a : args) {
-      if (auto* v = std::get_if<graph::ValueId>(&a)) *v = map.at(v->index);
-      if (auto* l = std::get_if<graph::ValueList>(&a))
-        for (graph::ValueId& e : *l)
-          if (e != graph::kNoValue) e = map.at(e.index);
-    }
+    graph::for_each_value(args, [&](graph::ValueId& v) { v = map.at(v.index); });
     std::vector<ops::TensorMeta> metas;
     std::vector<std::string> names;
     for (graph::ValueId o : n.outputs) {
