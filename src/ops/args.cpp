@@ -102,6 +102,9 @@ const std::string& string_arg(const OpArgs& a, size_t i) {
 bool is_none(const OpArgs& a, size_t i) {
   return i >= a.size() || std::holds_alternative<std::monostate>(a[i]);
 }
+Tensor optional_tensor(const OpArgs& a, size_t i) {
+  return is_none(a, i) ? Tensor() : tensor_arg(a, i);
+}
 
 std::vector<std::optional<Arg>> omitted_args(const Schema& schema) {
   std::vector<std::optional<Arg>> out(schema.args.size());  // nullopt: must be given

@@ -29,10 +29,6 @@ namespace {
 constexpr std::string_view kForward = "aotgrad.masked_attention.default";
 constexpr std::string_view kBackward = "aotgrad.masked_attention_backward.default";
 
-Tensor optional_tensor(const OpArgs& a, size_t i) {
-  return is_none(a, i) ? Tensor() : tensor_arg(a, i);
-}
-
 std::string describe(const Tensor& t) {
   return std::string(dtype_name(t.dtype())) + shape_to_string(t.sizes());
 }
@@ -118,11 +114,7 @@ std::vector<Tensor> attention_vjp(const VjpContext& c) {
 }
 
 std::array<bool, 3> output_mask_of(const OpArgs& a) {
-  const IntList& m = int_list_arg(a, 6);
-  if (m.size() != 3)
-    fail(kBackward, "output_mask must have 3 entries (grad_query, grad_key, grad_value), got " +
-                        std::to_string(m.size()));
-  return {m[0] != 0, m[1] != 0, m[2] != 0};
+  return output_mask_arg(kBackward, a, 6, "grad_query, grad_key, grad_value");
 }
 
 std::vector<TensorMeta> attention_backward_meta(const OpArgs& a) {

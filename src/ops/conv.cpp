@@ -41,10 +41,6 @@ namespace {
   throw std::invalid_argument(std::string(op) + ": " + what);
 }
 
-Tensor optional_tensor(const OpArgs& a, size_t i) {
-  return is_none(a, i) ? Tensor() : tensor_arg(a, i);
-}
-
 Arg optional_arg(const Tensor& t) {
   return t.defined() ? Arg(t) : Arg(std::monostate{});
 }
@@ -65,9 +61,7 @@ int flat_index(const OpArgs& args, size_t arg) {
 }
 
 std::array<bool, 3> output_mask(const char* op, const OpArgs& a, size_t i) {
-  const IntList& m = int_list_arg(a, i);
-  if (m.size() != 3) fail(op, "output_mask must have 3 entries, got " + std::to_string(m.size()));
-  return {m[0] != 0, m[1] != 0, m[2] != 0};
+  return output_mask_arg(op, a, i, "grad_input, grad_weight, grad_bias");
 }
 
 TensorMeta masked_meta(bool present, const IntList& sizes, DType dtype) {

@@ -39,10 +39,6 @@ size_t tensor_arg_count(const OpArgs& args) {
   return n;
 }
 
-Tensor optional_tensor(const OpArgs& a, size_t i) {
-  return is_none(a, i) ? Tensor() : tensor_arg(a, i);
-}
-
 // ---- softmax / log_softmax ----
 
 DType softmax_out_dtype(const char* op, const Tensor& self, bool half_to_float) {

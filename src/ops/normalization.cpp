@@ -30,10 +30,6 @@
 namespace aotgrad::ops {
 namespace {
 
-Tensor optional_tensor(const OpArgs& a, size_t i) {
-  return is_none(a, i) ? Tensor() : tensor_arg(a, i);
-}
-
 Arg optional_arg(const Tensor& t) {
   return t.defined() ? Arg(t) : Arg(std::monostate{});
 }
@@ -200,12 +196,8 @@ std::vector<Tensor> layer_norm_vjp(const VjpContext& c) {
 // bool_elements). Entries whose mask is false come back as empty [0] tensors (ATen: undefined),
 // since a graph value always has a shape.
 std::array<bool, 3> output_mask_of(const OpArgs& a) {
-  const IntList& m = int_list_arg(a, 7);
-  if (m.size() != 3)
-    fail("aten.native_layer_norm_backward.default",
-         "output_mask must have 3 entries (grad_input, grad_weight, grad_bias), got " +
-             std::to_string(m.size()));
-  return {m[0] != 0, m[1] != 0, m[2] != 0};
+  return output_mask_arg("aten.native_layer_norm_backward.default", a, 7,
+                         "grad_input, grad_weight, grad_bias");
 }
 
 DType param_dtype(const Tensor& input, const Tensor& weight, const Tensor& bias) {

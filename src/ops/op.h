@@ -40,6 +40,8 @@ const IntList& int_list_arg(const OpArgs& a, size_t i);
 DType dtype_arg(const OpArgs& a, size_t i);
 const std::string& string_arg(const OpArgs& a, size_t i);
 bool is_none(const OpArgs& a, size_t i);
+// An optional tensor (`Tensor?`): undefined when the argument is None.
+Tensor optional_tensor(const OpArgs& a, size_t i);
 
 // Output metadata computed by a meta function.
 struct TensorMeta {

@@ -2,6 +2,7 @@
 // gradients that reduction VJPs need.
 #pragma once
 
+#include <array>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -14,6 +15,18 @@ namespace aotgrad::ops {
 // Throws std::invalid_argument("<op>: <what>").
 [[noreturn]] inline void fail(std::string_view op, const std::string& what) {
   throw std::invalid_argument(std::string(op) + ": " + what);
+}
+
+// A backward op's `bool[3] output_mask` argument (ATen's; held in OpArgs as an int[] of 0 / 1, see
+// ArgSchema::bool_elements) at index `i`. A list of another length is an error that names the op
+// and, from `entries`, the three gradients it selects.
+inline std::array<bool, 3> output_mask_arg(std::string_view op, const OpArgs& a, size_t i,
+                                           std::string_view entries) {
+  const IntList& m = int_list_arg(a, i);
+  if (m.size() != 3)
+    fail(op, "output_mask must have 3 entries (" + std::string(entries) + "), got " +
+                 std::to_string(m.size()));
+  return {m[0] != 0, m[1] != 0, m[2] != 0};
 }
 
 // `dim` wrapped into [0, ndim); out of range is an error that names the op.

@@ -155,6 +155,15 @@ TEST(NormalizationLayerNorm, BackwardRowAndOutputMask) {
   EXPECT_TRUE(allclose(only_input[0], all[0], 0, 0));
   EXPECT_EQ(only_input[1].sizes(), (IntList{0}));
   EXPECT_EQ(only_input[2].sizes(), (IntList{0}));
+  // A mask of another length is one line that names the op and the three gradients.
+  try {
+    layer_norm_backward_row(ln_g(), ln_a(), mean, rstd, ln_w(), ln_b(), {1, 1});
+    ADD_FAILURE() << "a 2-entry output_mask was accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_STREQ(e.what(),
+                 "aten.native_layer_norm_backward.default: output_mask must have 3 entries "
+                 "(grad_input, grad_weight, grad_bias), got 2");
+  }
   std::vector<Tensor> params =
       layer_norm_backward_row(ln_g(), ln_a(), mean, rstd, ln_w(), ln_b(), {0, 1, 1});
   EXPECT_EQ(params[0].sizes(), (IntList{0}));
