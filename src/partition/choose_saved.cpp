@@ -9,15 +9,22 @@
 //
 // Why a walk: the knapsack's optimal packings for neighbouring capacities need not nest, so
 // "solve the knapsack at this budget, unban what it gives up, take the min cut" can save more
-// bytes at a smaller budget than at a larger one. GroupWalk instead goes down the quantized
-// capacities from the top (budget 1) to the requested one, keeping a current cut whose bytes
-// never increase: at each capacity it moves to the knapsack's packing there if that cut is no
-// larger (the usual case, and then the result is the plain knapsack answer), keeps the current
-// cut while it still fits the budget, and otherwise unbans the union of both (which can only
-// shrink the cut); if the cut still exceeds the budget at that capacity (the weights are
-// estimates), it gives up more nodes, cheapest recompute per byte first. Every step stays within
-// the bound and never increases the bytes, and the walk for budget b is a prefix of the walk for
-// any smaller budget, so the result's bytes are monotone in the budget.
+// bytes at a smaller budget than at a larger one. GroupWalk instead goes down every quantized
+// capacity from the top (budget 1) to 0, keeping a current cut whose bytes never increase: at
+// each capacity it moves to the knapsack's packing there if that cut is no larger, keeps the
+// current cut while it still fits that capacity's bound, and otherwise unbans the union of both
+// (which can only shrink the cut); if the cut still exceeds the bound (the weights are
+// estimates), it gives up more nodes, cheapest recompute per byte first.
+//
+// The walk alone can get stuck: having shrunk the cut below the bound for one capacity, it never
+// grows it again, so at a lower capacity it may recompute more than a larger cut that still fits
+// (one transformer block at budget 0.5: it recomputed the MLP's first product, 0.54 GFLOP, where
+// the qkv product, 0.40, shed as much). So the answer is not the walk's last cut: every cut the
+// walk visits and every knapsack packing's cut is a candidate, and the result is the candidate
+// with the least estimated recompute time (then the fewest bytes, then the first visited) among
+// those within the requested budget's bound. The candidates do not depend on the requested
+// budget, so the result's bytes are monotone in it: were budget b1 > b2 to give fewer bytes than
+// b2, b1's answer would fit b2's bound too, and one of the two would not be the least.
 #include "partition/choose_saved.h"
 
 #include <cmath>
@@ -125,7 +132,8 @@ class GroupWalk {
         cur_(std::move(start)),
         given_up_(group.nodes.size(), false) {}
 
-  // Walks from the top capacity down to the group's budget; returns the final cut.
+  // Walks every capacity from the top down to 0; returns the best candidate for the group's
+  // budget (see the file comment).
   Cut run(size_t max_g, size_t min_g) {
     const size_t m = group_.nodes.size();
     if (group_.budget == 0.0) {
@@ -140,8 +148,8 @@ class GroupWalk {
       return cut_with(one);
     });
     Knapsack knapsack(items_, kLevels);
-    const size_t lowest = static_cast<size_t>(std::floor(group_.budget * kLevels));
     const double start_bytes = static_cast<double>(cur_.bytes);
+    consider(cur_, given_up_);
     std::vector<bool> packing_gives_up;
     Cut packing_cut;
     for (size_t c = kLevels;; --c) {
@@ -151,16 +159,50 @@ class GroupWalk {
       if (gives_up != packing_gives_up) {
         packing_gives_up = gives_up;
         packing_cut = cut_with(gives_up);
+        consider(packing_cut, gives_up);
       }
       const double limit = start_bytes - static_cast<double>(kLevels - c) * unit;
       if (gives_up != given_up_) step(gives_up, packing_cut, limit);
       fit(limit);
-      if (c == lowest) break;
+      consider(cur_, given_up_);
+      if (c == 0) break;
     }
-    return finish(cur_);
+    const size_t lowest = static_cast<size_t>(std::floor(group_.budget * kLevels));
+    const Candidate& best = choose(start_bytes - static_cast<double>(kLevels - lowest) * unit);
+    given_up_ = best.given_up;
+    return finish(best.cut);
   }
 
  private:
+  struct Candidate {
+    Cut cut;
+    std::vector<bool> given_up;
+    double seconds;  // estimated recompute time
+  };
+
+  // Records a cut the walk visited or a packing produced, once per set of given-up nodes.
+  void consider(const Cut& cut, const std::vector<bool>& given_up) {
+    for (const Candidate& c : candidates_)
+      if (c.given_up == given_up) return;
+    candidates_.push_back({cut, given_up, recompute_seconds(g_, a_, cut)});
+  }
+
+  // The candidate with the least estimated recompute time within `limit` bytes (then the fewest
+  // bytes, then the first recorded); when none fits, the one with the fewest bytes.
+  const Candidate& choose(double limit) const {
+    const Candidate* best = nullptr;
+    for (const Candidate& c : candidates_) {
+      if (static_cast<double>(c.cut.bytes) > limit) continue;
+      if (!best || c.seconds < best->seconds ||
+          (c.seconds == best->seconds && c.cut.bytes < best->cut.bytes))
+        best = &c;
+    }
+    if (best) return *best;
+    for (const Candidate& c : candidates_)
+      if (!best || c.cut.bytes < best->cut.bytes) best = &c;
+    return *best;
+  }
+
   Cut cut_with(const std::vector<bool>& give_up) const {
     std::vector<bool> u = unbanned_;
     for (size_t k = 0; k < give_up.size(); ++k)
@@ -218,6 +260,7 @@ class GroupWalk {
   Cut cur_;
   std::vector<bool> given_up_;
   std::vector<KnapsackItem> items_;
+  std::vector<Candidate> candidates_;
 };
 
 // The node whose result `node`'s result is, seen through views (a saved transpose of a matmul

@@ -132,6 +132,28 @@ TEST(MemoryBudget, HalfBudgetKeepsTheCostliestProducts) {
       << half.report();
 }
 
+// One block at budget 0.5 may keep 6 of its 12 MiB. Giving up the qkv product and the attention
+// (0.53 GFLOP to recompute) fits exactly; the budget walk alone used to stop at 5 MiB by giving up
+// the MLP's first product instead (0.67 GFLOP): the least-recompute candidate must win.
+TEST(MemoryBudget, HalfBudgetOnABlockRecomputesTheCheaperProduct) {
+  FlatLoss fn = [](const std::vector<Tensor>& in) {
+    return std::vector<Tensor>{partition_models::blocks_loss(in)};
+  };
+  auto t = trace_joint(fn, partition_models::blocks_inputs(1));
+  const size_t full = activation_bytes(ag::testing::min_cut(t, 1.0));
+  ag::partition::Partition half = ag::testing::min_cut(t, 0.5);
+  EXPECT_EQ(full, size_t{12} << 20) << ag::testing::min_cut(t, 1.0).report();
+  EXPECT_EQ(activation_bytes(half), full / 2) << half.report();
+  const std::string report = half.report();
+  EXPECT_TRUE(contains(report, "f32[8, 128, 1024]  4194304 B"))
+      << "the MLP's first product is kept\n"
+      << report;
+  EXPECT_FALSE(contains(report, "f32[1024, 768]") || contains(report, "f32[8, 128, 768]") ||
+               contains(report, "f32[3, 8, 4, 128, 64]"))
+      << "the qkv product is recomputed\n"
+      << report;
+}
+
 TEST(MemoryBudget, GuardNestsAndRestores) {
   EXPECT_FALSE(ag::current_memory_budget().has_value());
   {
