@@ -180,26 +180,29 @@ int main(int argc, char** argv) {
       results.push_back(bench("gpt4", "4 blocks + LayerNorm", 4 * block_step_gflop(), blocks(4), x,
                               target, iters(8)));
   }
-  std::printf("%-21s %17s %17s %17s %17s %17s %11s %14s %9s %10s %10s %10s %10s %8s\n",
+  std::printf("%-21s %17s %17s %17s %17s %17s %11s %14s %9s %10s %10s %10s %10s %8s %9s\n",
               "step ms: min (median)", "eager", "compiled", "cpp", "cpp+attn", "pytorch eager",
               "torch/eager", "torch/compiled", "torch/cpp", "torch/attn", "comp/eager", "eager/cpp",
-              "eager/attn", "cpp/mm");
+              "eager/attn", "cpp/mm", "torch/mm");
   for (const Result& r : results) {
     const auto tmin = torch.get(r.key + ".step_ms_min");
     const auto tmed = torch.get(r.key + ".step_ms_median");
     const double mm_ms = r.gflop / rate_now * 1e3;
     std::printf(
         "%-21s %7.2f (%7.2f) %7.2f (%7.2f) %7.2f (%7.2f) %7.2f (%7.2f) %17s %11s %14s %9s %10s "
-        "%10.2f %10.2f %10.2f %8.2f\n",
+        "%10.2f %10.2f %10.2f %8.2f %9s\n",
         r.name.c_str(), r.eager_ms, r.eager_median, r.compiled_ms, r.compiled_median, r.cpp_ms,
         r.cpp_median, r.attn_ms, r.attn_median, ms_pair(tmin, tmed).c_str(),
         ratio(tmin, r.eager_ms).c_str(), ratio(tmin, r.compiled_ms).c_str(),
         ratio(tmin, r.cpp_ms).c_str(), ratio(tmin, r.attn_ms).c_str(), r.compiled_ms / r.eager_ms,
-        r.eager_ms / r.cpp_ms, r.eager_ms / r.attn_ms, r.cpp_ms / mm_ms);
+        r.eager_ms / r.cpp_ms, r.eager_ms / r.attn_ms, r.cpp_ms / mm_ms,
+        ratio(tmin, mm_ms).c_str());
   }
   std::printf(
       "(torch/x = PyTorch's best step / ours: above 1 we are faster. cpp/mm = our cpp step over "
-      "its\n matmul time at the %.0f GFLOP/s 1024^3 f32 rate measured at start, %d threads.%s)\n",
+      "its\n matmul time at the %.0f GFLOP/s 1024^3 f32 rate measured at start, %d threads; torch/mm ="
+      "\n PyTorch's best step / that matmul time: the most torch/x any step could reach that runs"
+      "\n the same products at that rate.%s)\n",
       rate_now, threads,
       torch.loaded() ? "" : "\n No TORCH_PEER_JSON: run through ../shared/bench/torch_peer/run.sh");
   return 0;
