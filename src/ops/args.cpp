@@ -105,6 +105,9 @@ bool is_none(const OpArgs& a, size_t i) {
 Tensor optional_tensor(const OpArgs& a, size_t i) {
   return is_none(a, i) ? Tensor() : tensor_arg(a, i);
 }
+Arg optional_arg(const Tensor& t) {
+  return t.defined() ? Arg(t) : Arg(std::monostate{});
+}
 
 std::vector<std::optional<Arg>> omitted_args(const Schema& schema) {
   std::vector<std::optional<Arg>> out(schema.args.size());  // nullopt: must be given

@@ -37,14 +37,6 @@
 namespace aotgrad::ops {
 namespace {
 
-[[noreturn]] void fail(const char* op, const std::string& what) {
-  throw std::invalid_argument(std::string(op) + ": " + what);
-}
-
-Arg optional_arg(const Tensor& t) {
-  return t.defined() ? Arg(t) : Arg(std::monostate{});
-}
-
 // Gradients a VJP returns: one per Tensor argument (an absent `Tensor?` takes none).
 size_t tensor_arg_count(const OpArgs& args) {
   size_t n = 0;

@@ -489,10 +489,6 @@ namespace aotgrad {
 
 namespace {
 
-ops::Arg optional_arg(const Tensor& t) {
-  return t.defined() ? ops::Arg(t) : ops::Arg(std::monostate{});
-}
-
 // "mean" / "sum" / "none" -> ATen's reduction code.
 int64_t reduction_code(const char* op, const std::string& reduction) {
   if (reduction == "none") return kernels::kReductionNone;
@@ -519,15 +515,15 @@ Tensor& leaky_relu_(Tensor& self, const Scalar& negative_slope) {
 Tensor binary_cross_entropy(const Tensor& self, const Tensor& target, const Tensor& weight,
                             const std::string& reduction) {
   static const ops::OpDef& def = ops::lookup("aten.binary_cross_entropy.default");
-  return ops::call1(
-      def, {self, target, optional_arg(weight), reduction_code("binary_cross_entropy", reduction)});
+  return ops::call1(def, {self, target, ops::optional_arg(weight),
+                          reduction_code("binary_cross_entropy", reduction)});
 }
 
 Tensor binary_cross_entropy_with_logits(const Tensor& self, const Tensor& target,
                                         const Tensor& weight, const Tensor& pos_weight,
                                         const std::string& reduction) {
   static const ops::OpDef& def = ops::lookup("aten.binary_cross_entropy_with_logits.default");
-  return ops::call1(def, {self, target, optional_arg(weight), optional_arg(pos_weight),
+  return ops::call1(def, {self, target, ops::optional_arg(weight), ops::optional_arg(pos_weight),
                           reduction_code("binary_cross_entropy_with_logits", reduction)});
 }
 

@@ -30,10 +30,6 @@
 namespace aotgrad::ops {
 namespace {
 
-Arg optional_arg(const Tensor& t) {
-  return t.defined() ? Arg(t) : Arg(std::monostate{});
-}
-
 // ---- native_layer_norm ----
 
 struct LayerNormGeometry {

@@ -42,6 +42,8 @@ const std::string& string_arg(const OpArgs& a, size_t i);
 bool is_none(const OpArgs& a, size_t i);
 // An optional tensor (`Tensor?`): undefined when the argument is None.
 Tensor optional_tensor(const OpArgs& a, size_t i);
+// The argument for a `Tensor?` parameter: None for an undefined tensor.
+Arg optional_arg(const Tensor& t);
 
 // Output metadata computed by a meta function.
 struct TensorMeta {

@@ -14,13 +14,10 @@
 #include "aotgrad/indexing.h"
 #include "aotgrad/ops.h"
 #include "ops/families.h"
+#include "ops/row_helpers.h"
 
 namespace aotgrad::ops {
 namespace {
-
-[[noreturn]] void fail(const char* op, const std::string& what) {
-  throw std::invalid_argument(std::string(op) + ": " + what);
-}
 
 void check_pool_input(const char* op, const char* name, const Tensor& t) {
   const int64_t d = t.dim();
