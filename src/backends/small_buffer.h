@@ -36,10 +36,12 @@ class SmallBuffer {
   const T& operator[](size_t i) const { return data()[i]; }
   T* begin() { return data(); }
   T* end() { return data() + size_; }
+  const T* begin() const { return data(); }
+  const T* end() const { return data() + size_; }
 
  private:
   size_t size_;
-  std::array<T, N> inline_{};
+  std::array<T, N> inline_;  // only the first size_ are set: no fill of the whole capacity per call
   std::vector<T> heap_;
 };
 
