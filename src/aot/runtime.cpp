@@ -13,24 +13,39 @@
 #include "aotgrad/inplace_view.h"
 #include "aotgrad/ops.h"
 #include "autograd/nodes.h"
+#include "backends/small_buffer.h"
 
 namespace aotgrad::aot {
+
+using backends::SmallBuffer;
 
 // The backward half of a compiled call, as an eager autograd node.
 class CompiledBackward final : public autograd::Node {
  public:
-  CompiledBackward(std::shared_ptr<const BackwardSpec> spec, std::vector<Tensor> saved)
+  // `inputs`: the forward's arguments; `outputs`: its results, the ones that get this node as
+  // their grad_fn among them.
+  CompiledBackward(std::shared_ptr<const BackwardSpec> spec, std::vector<Tensor> saved,
+                   const SmallBuffer<const TensorImpl*, 8>& inputs,
+                   const std::vector<Tensor>& outputs)
       : spec_(std::move(spec)), saved_(std::move(saved)) {
     // Detached aliases: a saved value that is also a user output must not hold this node
-    // through its grad_fn (a reference cycle). A value nothing else holds (a fresh
-    // intermediate: not an input, not an output, not a view, no autograd state) can never gain
-    // a history, so it is kept as it is, without the alias's allocations.
+    // through its grad_fn (a reference cycle). Two kinds of saved values are kept as they are,
+    // without the alias's allocations:
+    // - a value nothing else holds (a fresh intermediate: not an input, not an output, not a
+    //   view, no autograd state) can never gain a history;
+    // - one of the forward's own arguments that is not also one of its results: its history is
+    //   the caller's, as PyTorch's SavedVariable keeps the original of a saved input that is not
+    //   an output of its node.
     versions_.reserve(saved_.size());
     for (Tensor& t : saved_) {
       versions_.push_back(t.version());
-      const bool sole =
-          t.defined() && t.impl_ptr().use_count() == 1 && !t.impl()->base && !t.impl()->autograd;
-      if (!sole) t = autograd::SavedTensor::save(t, true).data;
+      if (!t.defined()) continue;
+      const TensorImpl* impl = t.impl();
+      const bool sole = t.impl_ptr().use_count() == 1 && !impl->base && !impl->autograd;
+      const bool input = std::find(inputs.begin(), inputs.end(), impl) != inputs.end() &&
+                         std::none_of(outputs.begin(), outputs.end(),
+                                      [&](const Tensor& o) { return o.impl() == impl; });
+      if (!sole && !input) t = autograd::SavedTensor::save(t, true).data;
     }
     // No output_sizes: apply() makes the zeros of a missing gradient from tangent_metas itself
     // (materializes_grads() is false), so the node copies no metadata per call.
@@ -85,6 +100,14 @@ class CompiledBackward final : public autograd::Node {
     saved_.clear();
   }
 
+  // The epilogue is about to give the caller's tensor `input` a new geometry: a saved value
+  // that is that tensor itself becomes a detached alias first, keeping the geometry the
+  // backward was compiled for.
+  void keep_geometry_of(const TensorImpl* input) {
+    for (Tensor& t : saved_)
+      if (t.impl() == input) t = autograd::SavedTensor::save(t, true).data;
+  }
+
   // The epilogue moved the version counter of `storage` from `before` to `after` without
   // changing its data (as_strided_ of an input, as eager's t_ would): saved aliases of that
   // input are still valid.
@@ -111,6 +134,7 @@ void MetadataMutations::after(CallFrame& f) const {
   for (const MetadataMutation& m : mutations_) {
     Tensor target = f.inputs[m.input];
     uint64_t before = target.version();
+    if (f.node) f.node->keep_geometry_of(target.impl());
     if (!m.changed) {
       target.storage()->bump_version();
     } else {
@@ -238,11 +262,13 @@ void AutogradBody::call(CallFrame& f) const {
   std::vector<autograd::Edge> edges;
   edges.reserve(s_.grad_of_primal.size());
   for (size_t p : s_.grad_of_primal) edges.push_back(autograd::gradient_edge(args[p]));
+  SmallBuffer<const TensorImpl*, 8> arg_impls(args.size());
+  for (size_t i = 0; i < args.size(); ++i) arg_impls[i] = args[i].impl();
   std::vector<Tensor> outs = s_.forward(std::move(args));
   std::vector<Tensor> saved(std::make_move_iterator(outs.begin() + s_.num_outputs),
                             std::make_move_iterator(outs.end()));
   outs.resize(s_.num_outputs);
-  auto node = std::make_shared<CompiledBackward>(s_.backward, std::move(saved));
+  auto node = std::make_shared<CompiledBackward>(s_.backward, std::move(saved), arg_impls, outs);
   node->next_edges = std::move(edges);
   for (size_t k = 0; k < s_.tangent_of_output.size(); ++k) {
     Tensor& out = outs[s_.tangent_of_output[k]];
