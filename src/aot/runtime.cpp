@@ -134,10 +134,10 @@ void MetadataMutations::after(CallFrame& f) const {
   for (const MetadataMutation& m : mutations_) {
     Tensor target = f.inputs[m.input];
     uint64_t before = target.version();
-    if (f.node) f.node->keep_geometry_of(target.impl());
     if (!m.changed) {
       target.storage()->bump_version();
     } else {
+      if (f.node) f.node->keep_geometry_of(target.impl());
       std::optional<NoGradGuard> no_grad;
       std::optional<EnableGradGuard> grad;
       if (m.under_grad)

@@ -70,9 +70,9 @@ TEST(SavedInputs, AnInPlaceWriteAfterTheCallIsStillCaught) {
   }
 }
 
-// An input returned as an output and saved for the backward: its history is given by the call,
-// so the node must not hold it (a cycle through its grad_fn). Once every result is gone, so is
-// every reference to it.
+// An input the call both saves for the backward and returns a view of: the view's history is
+// the input's, not the node's, and once every result is gone no reference to the input is
+// left (no cycle between the node and the caller's tensor).
 TEST(SavedInputs, AnInputThatIsAlsoAResultMakesNoCycle) {
   Tensor leaf = ag::testing::test_input({4}, -1, 1, 7).requires_grad_();
   Tensor x = leaf * 1.5;  // a non-leaf: the call's outputs may alias it
