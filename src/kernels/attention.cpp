@@ -149,11 +149,13 @@ void scale_or_fill(T* row, const MaskView& mask, int64_t i, T scale, T fill, int
 // operands and scale, and the backward falls back to the whole block when a row's weights are NaN
 // (a fully masked row, or an overflowing score), whose NaN the composite spreads to every key.
 
-// The side of a block: half the query rows, a multiple of 16 within [32, 128]. Measured with
-// `attention_bench` (2 threads, causal): at T = 128, 32 and 64 run alike and 128 (no tiling) 5%
-// slower; at T = 256 to 1024, 128 is fastest (64 loses to the smaller products' lower rate, 256
+// The side of a block: half the query rows, a multiple of 16 within [64, 128]; no tiling below
+// kMinTiledRows rows. Measured with `attention_bench` (2 threads, causal): at T = 64, two blocks
+// of 32 ran 2-3% slower than none; at T = 128, blocks of 32 and 64 alike, 10% faster than none;
+// at T = 256 to 1024 blocks of 128 fastest (64 loses to the smaller products' lower rate, 256
 // skips less).
-int64_t tile_side(int64_t t) { return std::clamp<int64_t>(t / 2 / 16 * 16, 32, 128); }
+constexpr int64_t kMinTiledRows = 128;
+int64_t tile_side(int64_t t) { return std::clamp<int64_t>(t / 2 / 16 * 16, 64, 128); }
 
 struct Span {
   int64_t lo = 0, hi = 0;
@@ -173,7 +175,7 @@ struct Tiling {
 // The tiling of a [t, s] mask, or none when it would skip less than an eighth of the scores (the
 // extra, smaller products would then cost more than they save).
 std::optional<Tiling> tiling_of(const MaskView& m, int64_t t, int64_t s) {
-  if (!m.data || t == 0 || s == 0) return std::nullopt;
+  if (!m.data || t < kMinTiledRows || s == 0) return std::nullopt;
   Tiling tl;
   const int64_t tile = tl.tile = tile_side(t);
   tl.keys.resize(static_cast<size_t>((t + tile - 1) / tile));

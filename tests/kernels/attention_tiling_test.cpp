@@ -1,5 +1,5 @@
 // The fused attention kernels' tiling (kernels/attention.cpp): blocks of the [T, S] scores that
-// the mask leaves empty are skipped. Sequences long enough to be tiled (T >= 64: two or more
+// the mask leaves empty are skipped. Sequences long enough to be tiled (T >= 128: two or more
 // blocks), against the eager composite, forward and all three gradients, for masks of every
 // shape of emptiness, and for the non-finite operands under which skipping would change a value
 // (0 times inf is NaN in the composite), where the kernel must compute every block.
@@ -114,14 +114,14 @@ TEST(AttentionTiling, MasksOfEveryShapeMatchTheComposite) {
       {"causal", causal},
       {"band of 20", [](int64_t i, int64_t j) { return j > i || i - j > 20; }},
       {"keys from 70 padded", [](int64_t, int64_t j) { return j >= 70; }},
-      {"queries 40-69 see nothing", [](int64_t i, int64_t j) { return (i >= 40 && i < 70) || j > i; }},
+      {"queries 40-109 see nothing", [](int64_t i, int64_t j) { return (i >= 40 && i < 110) || j > i; }},
       {"one fully masked row", [](int64_t i, int64_t j) { return i == 37 || j > i; }},
       {"every other key", [](int64_t, int64_t j) { return j % 2 == 1; }},
   };
   for (ag::DType dtype : {ag::DType::f64, ag::DType::f32}) {
     const double tol = dtype == ag::DType::f64 ? 1e-12 : 2e-5;
     for (const auto& [name, masked] : masks)
-      for (auto [t, s] : {std::pair<int64_t, int64_t>{100, 100}, {64, 150}, {150, 90}}) {
+      for (auto [t, s] : {std::pair<int64_t, int64_t>{128, 128}, {136, 200}, {200, 90}}) {
         SCOPED_TRACE(std::string(ag::dtype_name(dtype)) + ", " + name + ", T " +
                      std::to_string(t) + ", S " + std::to_string(s));
         expect_like_the_composite(make_case(dtype, 2, t, s, mask_of(t, s, masked)), tol);
@@ -130,7 +130,7 @@ TEST(AttentionTiling, MasksOfEveryShapeMatchTheComposite) {
 }
 
 TEST(AttentionTiling, KeysNobodyAttendsGetExactlyZeroGradients) {
-  Case c = make_case(ag::DType::f32, 1, 96, 96, mask_of(96, 96, [](int64_t i, int64_t j) {
+  Case c = make_case(ag::DType::f32, 1, 128, 128, mask_of(128, 128, [](int64_t i, int64_t j) {
                        return j >= 60 || j > i;
                      }));
   expect_like_the_composite(c, 2e-5);
@@ -140,15 +140,15 @@ TEST(AttentionTiling, KeysNobodyAttendsGetExactlyZeroGradients) {
     std::vector<float> x = g[which].to_vector<float>();
     const int64_t cols = g[which].size(-1);
     for (int64_t h = 0; h < 2; ++h)
-      for (int64_t j = 60; j < 96; ++j)
+      for (int64_t j = 60; j < 128; ++j)
         for (int64_t d = 0; d < cols; ++d)
-          EXPECT_EQ(x[static_cast<size_t>((h * 96 + j) * cols + d)], 0.0f) << which << " " << j;
+          EXPECT_EQ(x[static_cast<size_t>((h * 128 + j) * cols + d)], 0.0f) << which << " " << j;
   }
 }
 
 TEST(AttentionTiling, PerBatchMasksEachTheirOwn) {
   // [2, 1, T, S]: batch entry 0 causal, entry 1 a band; the heads share their entry's mask.
-  const int64_t t = 80;
+  const int64_t t = 128;
   Tensor m0 = mask_of(t, t, causal), m1 = mask_of(t, t, [](int64_t i, int64_t j) {
     return j > i || i - j > 10;
   });
@@ -162,7 +162,7 @@ TEST(AttentionTiling, PerBatchMasksEachTheirOwn) {
 // NaN operand (any of q, k, v or the output gradient), or an overflowing score whose NaN row the
 // composite spreads to every key's gradient, the kernel must give the composite's NaNs.
 TEST(AttentionTiling, NonFiniteOperandsGiveTheCompositesNans) {
-  const int64_t t = 96;
+  const int64_t t = 128;
   for (ag::DType dtype : {ag::DType::f64, ag::DType::f32}) {
     const double tol = dtype == ag::DType::f64 ? 1e-12 : 2e-5;
     const Case base = make_case(dtype, 1, t, t, mask_of(t, t, causal), 9);
@@ -201,7 +201,7 @@ TEST(AttentionTiling, NonFiniteOperandsGiveTheCompositesNans) {
 
 TEST(AttentionTiling, NonFiniteScaleAndStridedHeads) {
   // q, k, v as strided heads of one projection, as the transformer block has them.
-  const int64_t b = 2, t = 72, h = 2, d = 16;
+  const int64_t b = 2, t = 128, h = 2, d = 16;
   Tensor qkv = test_input({b, t, 3 * h * d}, -1, 1, 21, false).to(ag::DType::f32);
   std::vector<Tensor> parts = ag::split(qkv, h * d, 2);
   Case c;
