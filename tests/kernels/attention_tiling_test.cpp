@@ -216,3 +216,34 @@ TEST(AttentionTiling, NonFiniteScaleAndStridedHeads) {
     expect_like_the_composite(c, 2e-5);
   }
 }
+
+// Random masks: per-row windows (some empty: fully masked rows), scattered holes, and whole
+// blocks of rows or keys masked, at random sizes around the tiling's thresholds (most rounds
+// tiled, a few not).
+TEST(AttentionTiling, RandomMasksMatchTheComposite) {
+  uint64_t state = 0x9e3779b97f4a7c15ULL;
+  const auto next = [&](uint64_t n) {
+    state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+    return (state >> 33) % n;
+  };
+  for (int round = 0; round < 12; ++round) {
+    const int64_t t = 120 + static_cast<int64_t>(next(90)), s = 60 + static_cast<int64_t>(next(150));
+    std::vector<int64_t> lo(static_cast<size_t>(t)), hi(static_cast<size_t>(t));
+    for (int64_t i = 0; i < t; ++i) {
+      // A window sliding down the keys with the row, jittered; now and then empty.
+      lo[static_cast<size_t>(i)] = std::max<int64_t>(0, i * s / t - static_cast<int64_t>(next(16)));
+      hi[static_cast<size_t>(i)] =
+          lo[static_cast<size_t>(i)] + static_cast<int64_t>(next(static_cast<uint64_t>(s / 3)));
+    }
+    const uint64_t kind = next(3), hole = 2 + next(9);
+    const int64_t row_cut = static_cast<int64_t>(next(static_cast<uint64_t>(t)));
+    Tensor mask = mask_of(t, s, [&](int64_t i, int64_t j) {
+      if (kind == 0) return j < lo[static_cast<size_t>(i)] || j >= hi[static_cast<size_t>(i)];
+      if (kind == 1) return (i * 31 + j * 17) % static_cast<int64_t>(hole) == 0 || j > i + s / 3;
+      return i >= row_cut ? j > i : j >= s / 2;  // the upper rows see only the first half of keys
+    });
+    SCOPED_TRACE("round " + std::to_string(round) + ": T " + std::to_string(t) + ", S " +
+                 std::to_string(s) + ", kind " + std::to_string(kind));
+    expect_like_the_composite(make_case(ag::DType::f64, 1, t, s, mask, 40 + round), 1e-12);
+  }
+}
