@@ -155,6 +155,9 @@ void scale_or_fill(T* row, const MaskView& mask, int64_t i, T scale, T fill, int
 // at T = 256 to 1024 blocks of 128 fastest (64 loses to the smaller products' lower rate, 256
 // skips less).
 constexpr int64_t kMinTiledRows = 128;
+// Nor above 2^28 scores per batch entry (1 GiB of f32 weights): reading such a mask would take
+// seconds before the scratch's allocation could fail.
+constexpr int64_t kMaxTiledScores = int64_t{1} << 28;
 int64_t tile_side(int64_t t) { return std::clamp<int64_t>(t / 2 / 16 * 16, 64, 128); }
 
 struct Span {
@@ -175,7 +178,7 @@ struct Tiling {
 // The tiling of a [t, s] mask, or none when it would skip less than an eighth of the scores (the
 // extra, smaller products would then cost more than they save).
 std::optional<Tiling> tiling_of(const MaskView& m, int64_t t, int64_t s) {
-  if (!m.data || t < kMinTiledRows || s == 0) return std::nullopt;
+  if (!m.data || t < kMinTiledRows || s == 0 || t > kMaxTiledScores / s) return std::nullopt;
   Tiling tl;
   const int64_t tile = tl.tile = tile_side(t);
   tl.keys.resize(static_cast<size_t>((t + tile - 1) / tile));

@@ -22,6 +22,7 @@
 #include "ops/families.h"
 #include "ops/norm_grad.h"
 #include "ops/row_helpers.h"
+#include "tensor/checked_math.h"
 
 namespace aotgrad::ops {
 namespace {
@@ -63,6 +64,11 @@ IntList attention_sizes(std::string_view op, const Tensor& q, const Tensor& k, c
       fail(op, "mask must be bool and broadcast to the weights " + shape_to_string(weights) +
                    ", got " + describe(mask));
   }
+  // The kernels hold up to three [T, S] blocks of weights (f64: 8 bytes each) per thread.
+  if (!checked_numel(std::initializer_list<int64_t>{q.size(-2), k.size(-2), 3, 8}))
+    fail(op, "the weights of one batch entry, [T, S] = [" + std::to_string(q.size(-2)) + ", " +
+                 std::to_string(k.size(-2)) +
+                 "], are too large to hold (their byte count overflows); use shorter sequences");
   IntList out = q.sizes();
   out.back() = v.size(-1);
   return out;

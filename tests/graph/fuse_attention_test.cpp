@@ -144,6 +144,16 @@ TEST(MaskedAttention, BadInputsGetOneLineNamingTheRow) {
   EXPECT_THROW(fused(q, k, v, ag::ones({4, 5}), 1.0), std::invalid_argument);  // not bool
   EXPECT_THROW(fused(q, k, v, causal_mask(3, 5), 1.0), std::invalid_argument);
   EXPECT_THROW(fused(q.to(ag::DType::i64), k, v, Tensor(), 1.0), std::invalid_argument);
+  // Sequences whose [T, S] weights overflow a byte count (broadcast views: nothing allocated).
+  const int64_t huge = int64_t{1} << 32;
+  Tensor one = ag::zeros({1, 1, 1});
+  try {
+    fused(one.expand({1, huge, 1}), one.expand({1, huge, 1}), one.expand({1, huge, 1}), Tensor(),
+          1.0);
+    ADD_FAILURE() << "no error for [T, S] = [2^32, 2^32]";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("are too large to hold"), std::string::npos) << e.what();
+  }
 }
 
 class FuseAttention : public ::testing::TestWithParam<std::string> {
