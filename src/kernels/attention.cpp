@@ -382,6 +382,18 @@ void over_batch(const Geometry& g, int blocks, const Body& body) {
   for (int64_t n = 0; n < g.batch; ++n) body(n, buffer);
 }
 
+// The output rows of batch entry n from its weights `p` over `tl`'s spans: p @ v per row block.
+template <typename T>
+void tiled_output(const Inputs<T>& in, int64_t n, const Tiling& tl, const T* p, T* out) {
+  const Geometry& g = in.g;
+  for (int64_t r = 0; r * tl.tile < g.t; ++r) {
+    const int64_t i0 = r * tl.tile, i1 = std::min(g.t, i0 + tl.tile);
+    const Span keys = tl.keys[static_cast<size_t>(r)];
+    product<T>('N', 'N', i1 - i0, g.dv, keys.size(), p + i0 * g.s + keys.lo, g.s,
+               in.entry(in.v, n) + keys.lo * in.v.ld, in.v.ld, out + (n * g.t + i0) * g.dv, g.dv);
+  }
+}
+
 template <typename T>
 Tensor forward_typed(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& mask,
                      double scale) {
@@ -399,12 +411,7 @@ Tensor forward_typed(const Tensor& q, const Tensor& k, const Tensor& v, const Te
     // the products over each row block's keys alone (a NaN weight row stays inside its span).
     if (tl && all_finite(in.entry(in.v, n), g.s, g.dv, in.v.ld)) {
       tiled_attention_weights(in, n, *tl, s, p, false);
-      for (int64_t r = 0; r * tl->tile < g.t; ++r) {
-        const int64_t i0 = r * tl->tile, i1 = std::min(g.t, i0 + tl->tile);
-        const Span keys = tl->keys[static_cast<size_t>(r)];
-        product<T>('N', 'N', i1 - i0, g.dv, keys.size(), p + i0 * g.s + keys.lo, g.s,
-                   in.entry(in.v, n) + keys.lo * in.v.ld, in.v.ld, o + (n * g.t + i0) * g.dv, g.dv);
-      }
+      tiled_output(in, n, *tl, p, o);
       return;
     }
     if (g.s > 0) attention_weights(in, n, s, p);
@@ -419,9 +426,10 @@ Tensor forward_typed(const Tensor& q, const Tensor& k, const Tensor& v, const Te
 // backward restricted to the blocks the mask leaves something in. s and ds are scratch [T, S].
 template <typename T>
 void tiled_backward(const Inputs<T>& in, int64_t n, const Tiling& tl, const T* gn, int64_t ld_gn,
-                    T* s, const T* p, T* ds, T* dq, T* dk, T* dv) {
+                    T* s, const T* p, T* ds, T* dq, T* dk, T* dv, T* out) {
   const Geometry& g = in.g;
   const T *q = in.entry(in.q, n), *k = in.entry(in.k, n), *v = in.entry(in.v, n);
+  if (out) tiled_output(in, n, tl, p, out);
   // Over key blocks: dv = p^T @ grad_out and, below, dk = ds^T @ q, each over the queries that
   // attend the block (the other rows of p and ds are 0 there).
   const auto by_key_block = [&](const T* weights, const T* b, int64_t ldb, int64_t cols, T* out) {
@@ -459,20 +467,28 @@ void tiled_backward(const Inputs<T>& in, int64_t n, const Tiling& tl, const T* g
   if (dk) by_key_block(ds, q, in.q.ld, g.d, dk);
 }
 
+// {dq, dk, dv} as `need` asks, and with `with_output` the forward's output too (fourth), from the
+// same weights.
 template <typename T>
-std::array<Tensor, 3> backward_typed(const Tensor& grad_out, const Tensor& q, const Tensor& k,
+std::array<Tensor, 4> backward_typed(const Tensor& grad_out, const Tensor& q, const Tensor& k,
                                      const Tensor& v, const Tensor& mask, double scale,
-                                     std::array<bool, 3> need) {
-  std::array<Tensor, 3> grads;
+                                     std::array<bool, 3> need, bool with_output) {
+  std::array<Tensor, 4> grads;
   const std::array<const Tensor*, 3> like{&q, &k, &v};
   for (size_t i = 0; i < 3; ++i)
     if (need[i]) grads[i] = make_tensor(like[i]->sizes(), like[i]->dtype());
+  if (with_output) {
+    IntList out_sizes = q.sizes();
+    out_sizes.back() = v.size(-1);
+    grads[3] = make_tensor(out_sizes, q.dtype());
+  }
   const Inputs<T> in = inputs_of<T>(q, k, v, mask, scale);
   const Operand<T> go = operand<T>(grad_out);
   const Geometry& g = in.g;
   T* dq = need[0] ? data_of<T>(grads[0]) : nullptr;
   T* dk = need[1] ? data_of<T>(grads[1]) : nullptr;
   T* dv = need[2] ? data_of<T>(grads[2]) : nullptr;
+  T* out = with_output && grads[3].numel() > 0 ? data_of<T>(grads[3]) : nullptr;
   const T scale_t = static_cast<T>(scale);
   over_batch<T>(g, 3, [&](int64_t n, T* scratch) {
     const size_t b = static_cast<size_t>(n);
@@ -483,10 +499,13 @@ std::array<Tensor, 3> backward_typed(const Tensor& grad_out, const Tensor& q, co
         all_finite(in.entry(in.k, n), g.s, g.d, in.k.ld) &&
         all_finite(in.entry(in.v, n), g.s, g.dv, in.v.ld) &&
         tiled_attention_weights(in, n, *tl, s, p, true)) {
-      tiled_backward(in, n, *tl, gn, go.ld, s, p, ds, dq, dk, dv);
+      tiled_backward(in, n, *tl, gn, go.ld, s, p, ds, dq, dk, dv, out);
       return;
     }
     if (g.s > 0) attention_weights(in, n, s, p);
+    if (out)
+      product<T>('N', 'N', g.t, g.dv, g.s, p, g.s, in.entry(in.v, n), in.v.ld,
+                 out + n * g.t * g.dv, g.dv);
     // dv = p^T @ grad_out
     if (dv) product<T>('T', 'N', g.s, g.dv, g.t, p, g.s, gn, go.ld, dv + n * g.s * g.dv, g.dv);
     if (!dq && !dk) return;
@@ -520,14 +539,34 @@ Tensor masked_attention(const Tensor& q, const Tensor& k, const Tensor& v, const
                               std::string(dtype_name(q.dtype())));
 }
 
+namespace {
+
+std::array<Tensor, 4> backward_of(const Tensor& grad_out, const Tensor& q, const Tensor& k,
+                                  const Tensor& v, const Tensor& mask, double scale,
+                                  std::array<bool, 3> need, bool with_output) {
+  if (q.dtype() == DType::f32)
+    return backward_typed<float>(grad_out, q, k, v, mask, scale, need, with_output);
+  if (q.dtype() == DType::f64)
+    return backward_typed<double>(grad_out, q, k, v, mask, scale, need, with_output);
+  throw std::invalid_argument("masked_attention_backward: expected f32 or f64 query, got " +
+                              std::string(dtype_name(q.dtype())));
+}
+
+}  // namespace
+
 std::array<Tensor, 3> masked_attention_backward(const Tensor& grad_out, const Tensor& q,
                                                 const Tensor& k, const Tensor& v,
                                                 const Tensor& mask, double scale,
                                                 std::array<bool, 3> need) {
-  if (q.dtype() == DType::f32) return backward_typed<float>(grad_out, q, k, v, mask, scale, need);
-  if (q.dtype() == DType::f64) return backward_typed<double>(grad_out, q, k, v, mask, scale, need);
-  throw std::invalid_argument("masked_attention_backward: expected f32 or f64 query, got " +
-                              std::string(dtype_name(q.dtype())));
+  std::array<Tensor, 4> r = backward_of(grad_out, q, k, v, mask, scale, need, false);
+  return {r[0], r[1], r[2]};
+}
+
+std::array<Tensor, 4> masked_attention_with_backward(const Tensor& grad_out, const Tensor& q,
+                                                     const Tensor& k, const Tensor& v,
+                                                     const Tensor& mask, double scale,
+                                                     std::array<bool, 3> need) {
+  return backward_of(grad_out, q, k, v, mask, scale, need, true);
 }
 
 }  // namespace aotgrad::kernels

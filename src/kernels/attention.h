@@ -50,4 +50,13 @@ std::array<Tensor, 3> masked_attention_backward(const Tensor& grad_out, const Te
                                                 const Tensor& mask, double scale,
                                                 std::array<bool, 3> need);
 
+// masked_attention_backward's {dq, dk, dv}, then masked_attention's output from the same weights:
+// one pass over the [T, S] blocks where a backward that must recompute the output (a partition
+// that saved only q, k, v) would otherwise make two (backends/cpp/attention_pairs.h). The output
+// equals masked_attention's up to the products' summation order.
+std::array<Tensor, 4> masked_attention_with_backward(const Tensor& grad_out, const Tensor& q,
+                                                     const Tensor& k, const Tensor& v,
+                                                     const Tensor& mask, double scale,
+                                                     std::array<bool, 3> need);
+
 }  // namespace aotgrad::kernels

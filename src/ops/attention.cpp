@@ -11,6 +11,8 @@
 // The VJP calls the backward row, which recomputes the weights from q, k and the mask (nothing
 // [*, T, S] is saved). Under create_graph it computes the same gradients from differentiable ops
 // instead, so double backward works through the fused row too.
+#include "ops/attention.h"
+
 #include "kernels/attention.h"
 
 #include <cmath>
@@ -148,6 +150,21 @@ std::vector<Tensor> attention_backward_kernel(const OpArgs& a) {
     if (!need[i]) r[i] = make_tensor({0}, tensor_arg(a, 1).dtype());
   return {r[0], r[1], r[2]};
 }
+
+}  // namespace
+
+std::vector<Tensor> masked_attention_with_backward(const OpArgs& a) {
+  attention_backward_meta(a);
+  const std::array<bool, 3> need = output_mask_of(a);
+  std::array<Tensor, 4> r = kernels::masked_attention_with_backward(
+      tensor_arg(a, 0), tensor_arg(a, 1), tensor_arg(a, 2), tensor_arg(a, 3), optional_tensor(a, 4),
+      float_arg(a, 5), need);
+  for (size_t i = 0; i < 3; ++i)
+    if (!need[i]) r[i] = make_tensor({0}, tensor_arg(a, 1).dtype());
+  return {r[0], r[1], r[2], r[3]};
+}
+
+namespace {
 
 const OpDef kRows[] = {
     {.name = kForward,

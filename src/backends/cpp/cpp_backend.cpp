@@ -17,6 +17,7 @@
 #include "backends/small_buffer.h"
 #include "kernels/copy.h"
 #include "kernels/gemm.h"
+#include "ops/attention.h"
 #include "tensor/current_op.h"
 
 namespace aotgrad::backends {
@@ -64,6 +65,7 @@ struct Program {
     bool is_kernel = false;
     bool is_gemm = false;
     bool is_cat = false;
+    int64_t pair_output = -1;          // an attention pair's step: the forward's output value
     uint32_t index = 0;                // into externs (node index), kernels, gemms or cats
     std::vector<uint32_t> free_after;  // values whose last use is this step
     std::string label;                 // for the step profile (step_profile.h)
@@ -206,6 +208,18 @@ void run_gemm(const Program& p, const GemmCall& c, std::vector<Tensor>& slots) {
     for (uint32_t v : p.externs[f.nodes[i]].outputs) slots[v] = Tensor();
 }
 
+// An attention backward with its paired forward (attention_pairs.h): the backward row's
+// arguments, then one call computing both; the forward's output goes to `forward_output`.
+void run_attention_pair(const NodeCall& backward, uint32_t forward_output,
+                        std::vector<Tensor>& slots) {
+  ops::OpArgs args = backward.args;
+  for (const auto& [arg, value] : backward.tensor_slots) args[arg] = slots[value];
+  CurrentOpScope scope("cpp.attention_pair");
+  std::vector<Tensor> r = ops::masked_attention_with_backward(args);
+  for (size_t i = 0; i < backward.outputs.size(); ++i) slots[backward.outputs[i]] = std::move(r[i]);
+  slots[forward_output] = std::move(r[3]);
+}
+
 std::string value_name(const graph::Graph& g, int64_t v) {
   return "%" + g.value(graph::ValueId{static_cast<uint32_t>(v)}).name;
 }
@@ -255,8 +269,15 @@ std::string describe_steps(const graph::Graph& g, const cpp::Schedule& sched) {
       }
     } else {
       const graph::Node& n = g.nodes()[st.index];
-      o << "extern " << n.op->name << " ->";
+      o << "extern " << n.op->name;
+      if (st.attention_pair >= 0)
+        o << " + " << g.nodes()[sched.attention_pairs[st.attention_pair].forward].op->name
+          << " (one pass over the weights)";
+      o << " ->";
       for (graph::ValueId v : n.outputs) o << " " << value_name(g, v.index);
+      if (st.attention_pair >= 0)
+        for (graph::ValueId v : g.nodes()[sched.attention_pairs[st.attention_pair].forward].outputs)
+          o << " " << value_name(g, v.index);
     }
     o << "\n";
   }
@@ -294,6 +315,7 @@ std::string step_label(const graph::Graph& g, const cpp::Schedule& sched, const 
   } else {
     const graph::Node& n = g.nodes()[st.index];
     o << "extern " << n.op->name;
+    if (st.attention_pair >= 0) o << " + forward";
     product = is_product_op(n.op->name);
     if (n.outputs.empty()) return o.str();
     result = n.outputs[0].index;
@@ -308,14 +330,22 @@ std::string code_of(const graph::Graph& g, const cpp::Schedule& sched) {
   return code;
 }
 
-std::shared_ptr<Program> build(const graph::Graph& g, const CppOptions& options) {
+// The schedule of `g`, which pair_attention may first reorder (attention_pairs.h).
+cpp::Schedule schedule_of(graph::Graph& g, const CppOptions& options) {
+  std::vector<cpp::AttentionPair> pairs;
+  if (options.attention_pairs) pairs = cpp::pair_attention(g);
+  return cpp::schedule_graph(g, options.gemm_epilogues, options.cat_fusion, options.conv_epilogues,
+                             std::move(pairs));
+}
+
+std::shared_ptr<Program> build(const graph::Graph& traced, const CppOptions& options) {
+  graph::Graph g = traced;  // its node order may change: the schedule's graph
+  cpp::Schedule sched = schedule_of(g, options);
   auto p = std::make_shared<Program>();
   p->num_values = g.values().size();
   for (graph::ValueId v : g.inputs()) p->inputs.push_back(v.index);
   for (graph::ValueId v : g.outputs()) p->outputs.push_back(v.index);
   for (const graph::Node& n : g.nodes()) p->externs.push_back(make_node_call(g, n, "cpp"));
-  cpp::Schedule sched =
-      cpp::schedule_graph(g, options.gemm_epilogues, options.cat_fusion, options.conv_epilogues);
   Liveness live = cpp::plan_memory(g, sched, options.reuse_buffers);
   for (const cpp::GemmFusion& f : sched.gemms)
     p->gemms.push_back({f, g.value(graph::ValueId{f.output}).meta.sizes});
@@ -371,6 +401,9 @@ std::shared_ptr<Program> build(const graph::Graph& g, const CppOptions& options)
     step.is_gemm = st.is_gemm;
     step.is_cat = st.is_cat;
     step.index = st.index;
+    if (st.attention_pair >= 0)
+      step.pair_output =
+          g.nodes()[sched.attention_pairs[st.attention_pair].forward].outputs[0].index;
     step.free_after = std::move(live.free_after[i]);
     step.label = step_label(g, sched, st, step.product);
   }
@@ -397,6 +430,8 @@ CompiledGraph compile_cpp(const graph::Graph& g, const CppOptions& options) {
         run_gemm(*prog, prog->gemms[s.index], slots);
       } else if (s.is_cat) {
         run_cat(*prog, s.index, slots);
+      } else if (s.pair_output >= 0) {
+        run_attention_pair(prog->externs[s.index], static_cast<uint32_t>(s.pair_output), slots);
       } else if (!s.is_kernel) {
         run_node_call(prog->externs[s.index], slots);
       } else if (!run_kernel(prog->kernels[s.index], slots)) {
@@ -416,9 +451,9 @@ CompiledGraph compile_cpp(const graph::Graph& g, const CppOptions& options) {
   };
 }
 
-std::string cpp_code(const graph::Graph& g, const CppOptions& options) {
-  cpp::Schedule sched =
-      cpp::schedule_graph(g, options.gemm_epilogues, options.cat_fusion, options.conv_epilogues);
+std::string cpp_code(const graph::Graph& traced, const CppOptions& options) {
+  graph::Graph g = traced;
+  cpp::Schedule sched = schedule_of(g, options);
   cpp::plan_memory(g, sched, options.reuse_buffers);
   return code_of(g, sched);
 }

@@ -24,6 +24,9 @@ struct CppOptions {
   // relu(conv3x3(x)) 0.78x, relu(conv3x3(x) + x) 0.54x of eager), so convolutions stay extern
   // calls followed by a generated kernel; on for re-measuring with another oneDNN.
   bool conv_epilogues = false;
+  // A recomputed attention and its backward as one step computing the weights once
+  // (attention_pairs.h).
+  bool attention_pairs = true;
 };
 
 CompiledGraph compile_cpp(const graph::Graph& g, const CppOptions& options = {});

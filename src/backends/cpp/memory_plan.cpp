@@ -27,6 +27,9 @@ std::vector<StepValues> step_values(const graph::Graph& g, const Schedule& s) {
       const graph::Node& n = g.nodes()[st.index];
       u.reads = node_reads(n);
       for (graph::ValueId o : n.outputs) u.writes.push_back(o.index);
+      if (st.attention_pair >= 0)  // the paired forward's output too (attention_pairs.h)
+        for (graph::ValueId o : g.nodes()[s.attention_pairs[st.attention_pair].forward].outputs)
+          u.writes.push_back(o.index);
     }
     uses.push_back(std::move(u));
   }

@@ -288,9 +288,15 @@ std::vector<int32_t> folded_expands(const graph::Graph& g, const ValueUses& uses
 }  // namespace
 
 Schedule schedule_graph(const graph::Graph& g, bool gemm_epilogues, bool cat_fusion,
-                        bool conv_epilogues) {
+                        bool conv_epilogues, std::vector<AttentionPair> attention_pairs) {
   Schedule sched;
   const auto& nodes = g.nodes();
+  std::vector<int32_t> pair_of(nodes.size(), -1);  // per node: its attention pair, or -1
+  for (size_t p = 0; p < attention_pairs.size(); ++p) {
+    pair_of[attention_pairs[p].forward] = static_cast<int32_t>(p);
+    pair_of[attention_pairs[p].backward] = static_cast<int32_t>(p);
+  }
+  sched.attention_pairs = std::move(attention_pairs);
   std::vector<int> group_of(g.values().size(), -1);  // kernel producing each value
   std::vector<bool> emitted;
   std::map<IntList, int> open;  // shape -> open kernel
@@ -351,11 +357,13 @@ Schedule schedule_graph(const graph::Graph& g, bool gemm_epilogues, bool cat_fus
       close(mine);
       continue;
     }
+    if (int32_t p = pair_of[i]; p >= 0 && sched.attention_pairs[p].forward == i) continue;
     if (!is_fusable(g, n)) {
       for (const graph::NodeArg& a : n.args)
         for (graph::ValueId v : graph::arg_values(a))
           if (group_of[v.index] >= 0) close(group_of[v.index]);
       sched.steps.push_back({false, i});
+      sched.steps.back().attention_pair = pair_of[i];  // the paired forward runs here too
       continue;
     }
     const IntList& shape = g.value(n.outputs[0]).meta.sizes;

@@ -11,6 +11,7 @@
 // values, when an in-place node runs, or at the end. A matrix product whose result only feeds an
 // activation and/or a residual add is one GEMM step with them as oneDNN post-ops (gemm_fusion.h).
 // A cat whose inputs are kernel results gets them written straight into its result (cat_fusion.h).
+// A recomputed attention paired with its backward runs as the backward's step (attention_pairs.h).
 // Every other node is an extern step: its
 // op-table kernel is called exactly as the interpreter calls it, so every graph compiles.
 #pragma once
@@ -20,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "backends/cpp/attention_pairs.h"
 #include "backends/cpp/cat_fusion.h"
 #include "backends/cpp/gemm_fusion.h"
 #include "graph/graph.h"
@@ -72,12 +74,16 @@ struct Step {
   uint32_t index = 0;    // node index (extern), kernel index, or GEMM fusion index
   bool is_gemm = false;  // a product with its epilogue (gemm_fusion.h), run at its last node
   bool is_cat = false;   // a cat whose kernel parts are already in place (index into cats)
+  // An extern step of an attention backward that also computes its paired forward's output
+  // (index into attention_pairs; attention_pairs.h); the forward node has no step.
+  int32_t attention_pair = -1;
 };
 
 struct Schedule {
   std::vector<Kernel> kernels;
   std::vector<GemmFusion> gemms;
   std::vector<CatFusion> cats;
+  std::vector<AttentionPair> attention_pairs;
   std::vector<Step> steps;
 };
 
@@ -107,8 +113,10 @@ bool is_fusable(const graph::Graph& g, const graph::Node& n);
 
 // `gemm_epilogues` false: no GEMM steps (every product an extern call), to measure them;
 // `cat_fusion` false: every cat an extern call (cat_fusion.h); `conv_epilogues` true: convolutions
-// take their post-ops too (CppOptions::conv_epilogues).
+// take their post-ops too (CppOptions::conv_epilogues). `attention_pairs`: pairs found by
+// pair_attention on `g` (attention_pairs.h), each run as its backward's step.
 Schedule schedule_graph(const graph::Graph& g, bool gemm_epilogues = true, bool cat_fusion = true,
-                        bool conv_epilogues = false);
+                        bool conv_epilogues = false,
+                        std::vector<AttentionPair> attention_pairs = {});
 
 }  // namespace aotgrad::backends::cpp
