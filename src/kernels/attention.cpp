@@ -158,7 +158,9 @@ constexpr int64_t kMinTiledRows = 128;
 // Nor above 2^28 scores per batch entry (1 GiB of f32 weights): reading such a mask would take
 // seconds before the scratch's allocation could fail.
 constexpr int64_t kMaxTiledScores = int64_t{1} << 28;
-int64_t tile_side(int64_t t) { return std::clamp<int64_t>(t / 2 / 16 * 16, 64, 128); }
+int64_t tile_side(int64_t t) {
+  return std::clamp<int64_t>(t / 2 / 16 * 16, 64, 128);
+}
 
 struct Span {
   int64_t lo = 0, hi = 0;
@@ -495,7 +497,8 @@ std::array<Tensor, 4> backward_typed(const Tensor& grad_out, const Tensor& q, co
     const T* gn = go.data + go.offset[b];
     T *s = scratch, *p = scratch + g.t * g.s, *ds = scratch + 2 * g.t * g.s;
     const Tiling* tl = in.tiling(n);
-    if (tl && all_finite(gn, g.t, g.dv, go.ld) && all_finite(in.entry(in.q, n), g.t, g.d, in.q.ld) &&
+    if (tl && all_finite(gn, g.t, g.dv, go.ld) &&
+        all_finite(in.entry(in.q, n), g.t, g.d, in.q.ld) &&
         all_finite(in.entry(in.k, n), g.s, g.d, in.k.ld) &&
         all_finite(in.entry(in.v, n), g.s, g.dv, in.v.ld) &&
         tiled_attention_weights(in, n, *tl, s, p, true)) {
@@ -504,8 +507,8 @@ std::array<Tensor, 4> backward_typed(const Tensor& grad_out, const Tensor& q, co
     }
     if (g.s > 0) attention_weights(in, n, s, p);
     if (out)
-      product<T>('N', 'N', g.t, g.dv, g.s, p, g.s, in.entry(in.v, n), in.v.ld,
-                 out + n * g.t * g.dv, g.dv);
+      product<T>('N', 'N', g.t, g.dv, g.s, p, g.s, in.entry(in.v, n), in.v.ld, out + n * g.t * g.dv,
+                 g.dv);
     // dv = p^T @ grad_out
     if (dv) product<T>('T', 'N', g.s, g.dv, g.t, p, g.s, gn, go.ld, dv + n * g.s * g.dv, g.dv);
     if (!dq && !dk) return;

@@ -13,14 +13,13 @@
 // instead, so double backward works through the fused row too.
 #include "ops/attention.h"
 
-#include "kernels/attention.h"
-
 #include <cmath>
 #include <limits>
 #include <string>
 
 #include "aotgrad/indexing.h"
 #include "aotgrad/ops.h"
+#include "kernels/attention.h"
 #include "ops/families.h"
 #include "ops/norm_grad.h"
 #include "ops/row_helpers.h"

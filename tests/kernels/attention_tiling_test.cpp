@@ -114,7 +114,8 @@ TEST(AttentionTiling, MasksOfEveryShapeMatchTheComposite) {
       {"causal", causal},
       {"band of 20", [](int64_t i, int64_t j) { return j > i || i - j > 20; }},
       {"keys from 70 padded", [](int64_t, int64_t j) { return j >= 70; }},
-      {"queries 40-109 see nothing", [](int64_t i, int64_t j) { return (i >= 40 && i < 110) || j > i; }},
+      {"queries 40-109 see nothing",
+       [](int64_t i, int64_t j) { return (i >= 40 && i < 110) || j > i; }},
       {"one fully masked row", [](int64_t i, int64_t j) { return i == 37 || j > i; }},
       {"every other key", [](int64_t, int64_t j) { return j % 2 == 1; }},
   };
@@ -122,20 +123,19 @@ TEST(AttentionTiling, MasksOfEveryShapeMatchTheComposite) {
     const double tol = dtype == ag::DType::f64 ? 1e-12 : 2e-5;
     for (const auto& [name, masked] : masks)
       for (auto [t, s] : {std::pair<int64_t, int64_t>{128, 128}, {136, 200}, {200, 90}}) {
-        SCOPED_TRACE(std::string(ag::dtype_name(dtype)) + ", " + name + ", T " +
-                     std::to_string(t) + ", S " + std::to_string(s));
+        SCOPED_TRACE(std::string(ag::dtype_name(dtype)) + ", " + name + ", T " + std::to_string(t) +
+                     ", S " + std::to_string(s));
         expect_like_the_composite(make_case(dtype, 2, t, s, mask_of(t, s, masked)), tol);
       }
   }
 }
 
 TEST(AttentionTiling, KeysNobodyAttendsGetExactlyZeroGradients) {
-  Case c = make_case(ag::DType::f32, 1, 128, 128, mask_of(128, 128, [](int64_t i, int64_t j) {
-                       return j >= 60 || j > i;
-                     }));
+  Case c = make_case(ag::DType::f32, 1, 128, 128,
+                     mask_of(128, 128, [](int64_t i, int64_t j) { return j >= 60 || j > i; }));
   expect_like_the_composite(c, 2e-5);
-  std::array<Tensor, 3> g = ag::kernels::masked_attention_backward(c.grad_out, c.q, c.k, c.v,
-                                                                   c.mask, c.scale, {true, true, true});
+  std::array<Tensor, 3> g = ag::kernels::masked_attention_backward(
+      c.grad_out, c.q, c.k, c.v, c.mask, c.scale, {true, true, true});
   for (size_t which : {size_t{1}, size_t{2}}) {
     std::vector<float> x = g[which].to_vector<float>();
     const int64_t cols = g[which].size(-1);
@@ -149,9 +149,8 @@ TEST(AttentionTiling, KeysNobodyAttendsGetExactlyZeroGradients) {
 TEST(AttentionTiling, PerBatchMasksEachTheirOwn) {
   // [2, 1, T, S]: batch entry 0 causal, entry 1 a band; the heads share their entry's mask.
   const int64_t t = 128;
-  Tensor m0 = mask_of(t, t, causal), m1 = mask_of(t, t, [](int64_t i, int64_t j) {
-    return j > i || i - j > 10;
-  });
+  Tensor m0 = mask_of(t, t, causal),
+         m1 = mask_of(t, t, [](int64_t i, int64_t j) { return j > i || i - j > 10; });
   Tensor mask = ag::stack({m0, m1}, 0).unsqueeze(1);
   for (ag::DType dtype : {ag::DType::f64, ag::DType::f32})
     expect_like_the_composite(make_case(dtype, 2, t, t, mask, 5),
@@ -227,7 +226,8 @@ TEST(AttentionTiling, RandomMasksMatchTheComposite) {
     return (state >> 33) % n;
   };
   for (int round = 0; round < 12; ++round) {
-    const int64_t t = 120 + static_cast<int64_t>(next(90)), s = 60 + static_cast<int64_t>(next(150));
+    const int64_t t = 120 + static_cast<int64_t>(next(90)),
+                  s = 60 + static_cast<int64_t>(next(150));
     std::vector<int64_t> lo(static_cast<size_t>(t)), hi(static_cast<size_t>(t));
     for (int64_t i = 0; i < t; ++i) {
       // A window sliding down the keys with the row, jittered; now and then empty.

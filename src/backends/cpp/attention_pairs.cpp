@@ -26,7 +26,8 @@ std::vector<bool> dependents(const graph::Graph& g, uint32_t root) {
 
 // The forward node a backward node can pair with: a forward row before it, not yet paired, whose
 // q, k, v, mask and scale (args 0-4) are the backward's (args 1-5).
-std::optional<uint32_t> partner(const graph::Graph& g, uint32_t b, const std::vector<bool>& paired) {
+std::optional<uint32_t> partner(const graph::Graph& g, uint32_t b,
+                                const std::vector<bool>& paired) {
   const auto& nodes = g.nodes();
   for (uint32_t f = 0; f < b; ++f) {
     if (paired[f] || nodes[f].op->name != kForward || nodes[f].args.size() != 5 ||

@@ -86,11 +86,13 @@ TEST(CppAttentionPair, NotWhenTheOutputGradientReadsTheOutput) {
 
 TEST(CppAttentionPair, PairsOnlyMatchingRowsAndEachOnce) {
   const std::string code = code_of(kMixed);
-  EXPECT_TRUE(ag::testing::contains(code, "+ aotgrad.masked_attention.default (one pass over the "
-                                          "weights) -> %gq %gk %gv %c"))
+  EXPECT_TRUE(ag::testing::contains(code,
+                                    "+ aotgrad.masked_attention.default (one pass over the "
+                                    "weights) -> %gq %gk %gv %c"))
       << code;
-  EXPECT_TRUE(ag::testing::contains(code, "+ aotgrad.masked_attention.default (one pass over the "
-                                          "weights) -> %hq %hk %hv %b"))
+  EXPECT_TRUE(ag::testing::contains(code,
+                                    "+ aotgrad.masked_attention.default (one pass over the "
+                                    "weights) -> %hq %hk %hv %b"))
       << code;
   EXPECT_TRUE(ag::testing::contains(code, "extern aotgrad.masked_attention.default -> %a")) << code;
   ag::testing::expect_cpp_matches_interpreter(kMixed, {1e-6, 1e-5});
