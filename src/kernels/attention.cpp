@@ -215,16 +215,27 @@ std::optional<Tiling> tiling_of(const MaskView& m, int64_t t, int64_t s) {
   return tl;
 }
 
-// Whether every element of a [rows, cols] matrix (rows `ld` apart) is finite.
+// The largest magnitude in a [rows, cols] matrix (rows `ld` apart), or none when an element is
+// not finite.
 template <typename T>
-bool all_finite(const T* data, int64_t rows, int64_t cols, int64_t ld) {
-  T acc = 0;
+std::optional<T> finite_max_abs(const T* data, int64_t rows, int64_t cols, int64_t ld) {
+  T acc = 0, top = 0;
   for (int64_t i = 0; i < rows; ++i) {
     const T* row = data + i * ld;
-#pragma omp simd reduction(+ : acc)
-    for (int64_t j = 0; j < cols; ++j) acc += row[j] * T(0);  // inf * 0 and NaN * 0 are NaN
+#pragma omp simd reduction(+ : acc) reduction(max : top)
+    for (int64_t j = 0; j < cols; ++j) {
+      acc += row[j] * T(0);  // inf * 0 and NaN * 0 are NaN
+      const T a = row[j] < 0 ? -row[j] : row[j];
+      top = a > top ? a : top;
+    }
   }
-  return acc == T(0);
+  if (acc != T(0)) return std::nullopt;
+  return top;
+}
+
+template <typename T>
+bool all_finite(const T* data, int64_t rows, int64_t cols, int64_t ld) {
+  return finite_max_abs(data, rows, cols, ld).has_value();
 }
 
 struct Geometry {
@@ -270,19 +281,33 @@ Inputs<T> inputs_of(const Tensor& q, const Tensor& k, const Tensor& v, const Ten
     in.mask = mask.expand(full);
     in.mask_offset = batch_offsets(in.mask);
     if (std::isfinite(scale)) {
-      std::map<int64_t, int32_t> by_offset;  // a mask offset -> its tiling's index, or -1
+      // One tiling per distinct mask (a broadcast one: one in all), the masks read in parallel.
+      std::map<int64_t, int32_t> by_offset;  // a mask offset -> its index in `first_entry`
+      std::vector<int64_t> first_entry;
       in.tiling_index.resize(in.mask_offset.size());
       for (size_t n = 0; n < in.mask_offset.size(); ++n) {
-        auto [at, added] = by_offset.emplace(in.mask_offset[n], -1);
-        if (added) {
-          std::optional<Tiling> tl = tiling_of(in.mask_of(static_cast<int64_t>(n)), in.g.t, in.g.s);
-          if (tl) {
-            at->second = static_cast<int32_t>(in.tilings.size());
-            in.tilings.push_back(std::move(*tl));
-          }
-        }
+        auto [at, added] =
+            by_offset.emplace(in.mask_offset[n], static_cast<int32_t>(first_entry.size()));
+        if (added) first_entry.push_back(static_cast<int64_t>(n));
         in.tiling_index[n] = at->second;
       }
+      std::vector<std::optional<Tiling>> found(first_entry.size());
+      const auto count = static_cast<int64_t>(first_entry.size());
+#pragma omp parallel for schedule(dynamic) if (count > 1)
+      for (int64_t m = 0; m < count; ++m) {
+        try {  // nothing may leave the team; without a tiling every score is computed
+          found[static_cast<size_t>(m)] =
+              tiling_of(in.mask_of(first_entry[static_cast<size_t>(m)]), in.g.t, in.g.s);
+        } catch (...) {
+        }
+      }
+      std::vector<int32_t> index(found.size(), -1);
+      for (size_t m = 0; m < found.size(); ++m)
+        if (found[m]) {
+          index[m] = static_cast<int32_t>(in.tilings.size());
+          in.tilings.push_back(std::move(*found[m]));
+        }
+      for (int32_t& i : in.tiling_index) i = index[static_cast<size_t>(i)];
     }
   }
   return in;
@@ -497,10 +522,19 @@ std::array<Tensor, 4> backward_typed(const Tensor& grad_out, const Tensor& q, co
     const T* gn = go.data + go.offset[b];
     T *s = scratch, *p = scratch + g.t * g.s, *ds = scratch + 2 * g.t * g.s;
     const Tiling* tl = in.tiling(n);
-    if (tl && all_finite(gn, g.t, g.dv, go.ld) &&
-        all_finite(in.entry(in.q, n), g.t, g.d, in.q.ld) &&
+    // Besides finite operands, the skipped entries of dp = grad_out @ v^T must be finite: the
+    // composite's softmax backward sums dp * p over whole rows, where an infinite dp at a masked
+    // key (p = 0) makes the row NaN. |dp| <= Dv max|grad_out| max|v|, kept below half the largest
+    // finite value.
+    const auto products_stay_finite = [&] {
+      const std::optional<T> gmax = finite_max_abs(gn, g.t, g.dv, go.ld);
+      const std::optional<T> vmax = finite_max_abs(in.entry(in.v, n), g.s, g.dv, in.v.ld);
+      if (!gmax || !vmax) return false;
+      const T bound = std::numeric_limits<T>::max() / 2;
+      return *vmax == T(0) || *gmax <= bound / (static_cast<T>(g.dv) * *vmax);
+    };
+    if (tl && products_stay_finite() && all_finite(in.entry(in.q, n), g.t, g.d, in.q.ld) &&
         all_finite(in.entry(in.k, n), g.s, g.d, in.k.ld) &&
-        all_finite(in.entry(in.v, n), g.s, g.dv, in.v.ld) &&
         tiled_attention_weights(in, n, *tl, s, p, true)) {
       tiled_backward(in, n, *tl, gn, go.ld, s, p, ds, dq, dk, dv, out);
       return;

@@ -81,11 +81,21 @@ void expect_like_the_composite(const Case& c, double tol) {
   EXPECT_TRUE(same(grads[0], q.grad(), tol)) << "dq";
   EXPECT_TRUE(same(grads[1], k.grad(), tol)) << "dk";
   EXPECT_TRUE(same(grads[2], v.grad(), tol)) << "dv";
-  // One gradient alone takes the same path.
-  std::array<Tensor, 3> dv_only = ag::kernels::masked_attention_backward(
-      c.grad_out, c.q, c.k, c.v, c.mask, c.scale, {false, false, true});
-  EXPECT_FALSE(dv_only[0].defined());
-  EXPECT_TRUE(same(dv_only[2], v.grad(), tol)) << "dv alone";
+  // Each gradient alone takes the same path.
+  const Tensor want_grad[3] = {q.grad(), k.grad(), v.grad()};
+  for (size_t only = 0; only < 3; ++only) {
+    std::array<bool, 3> need{};
+    need[only] = true;
+    std::array<Tensor, 3> one =
+        ag::kernels::masked_attention_backward(c.grad_out, c.q, c.k, c.v, c.mask, c.scale, need);
+    for (size_t i = 0; i < 3; ++i) EXPECT_EQ(one[i].defined(), i == only);
+    EXPECT_TRUE(same(one[only], want_grad[only], tol)) << "gradient " << only << " alone";
+  }
+  // The output from the backward's weights (the cpp backend's attention pair) is the forward's.
+  std::array<Tensor, 4> both = ag::kernels::masked_attention_with_backward(
+      c.grad_out, c.q, c.k, c.v, c.mask, c.scale, {true, false, true});
+  EXPECT_TRUE(same(both[3], want, tol)) << "output with the backward";
+  EXPECT_TRUE(same(both[2], v.grad(), tol)) << "dv with the output";
 }
 
 Case make_case(ag::DType dtype, int64_t b, int64_t t, int64_t s, Tensor mask, uint64_t seed = 1) {
@@ -184,6 +194,19 @@ TEST(AttentionTiling, NonFiniteOperandsGiveTheCompositesNans) {
       c.grad_out = with(c.grad_out, 1, bad);
       expect_like_the_composite(c, tol);
     }
+    // Finite operands whose product overflows at a masked key: dp = grad_out @ v^T is inf at
+    // (0, 127), and the composite's softmax backward sums dp * p (0 there) over the whole row.
+    if (dtype == ag::DType::f32) {
+      Case c = base;
+      std::vector<double> g = c.grad_out.to_vector<double>(), v = c.v.to_vector<double>();
+      for (int64_t d = 0; d < 8; ++d) {
+        g[static_cast<size_t>(d)] = 1e20;
+        v[static_cast<size_t>(127 * 8 + d)] = 1e20;
+      }
+      c.grad_out = ag::from_vector(g, c.grad_out.sizes()).to(dtype);
+      c.v = ag::from_vector(v, c.v.sizes()).to(dtype);
+      expect_like_the_composite(c, tol);
+    }
     // A score overflowing to inf in row 20 (f32; f64 holds it) makes the row's weights NaN:
     // every key's dv then gets NaN in the composite, the keys past the row's block included.
     Case c = base;
@@ -196,6 +219,28 @@ TEST(AttentionTiling, NonFiniteOperandsGiveTheCompositesNans) {
     c.k = ag::from_vector(k, c.k.sizes()).to(dtype);
     expect_like_the_composite(c, tol);
   }
+}
+
+// Masks read through every layout: transposed (a column stride), one row for all queries (a key
+// padding mask, [S]), one column for all keys ([T, 1]); and scales of every sign.
+TEST(AttentionTiling, MaskLayoutsAndScales) {
+  const int64_t t = 128, s = 160;
+  const Tensor transposed = mask_of(s, t, [](int64_t j, int64_t i) { return j > i + 20; }).t();
+  ASSERT_FALSE(transposed.is_contiguous());
+  std::vector<bool> keys(static_cast<size_t>(s));
+  for (int64_t j = 0; j < s; ++j) keys[static_cast<size_t>(j)] = j >= 90;
+  std::vector<bool> rows(static_cast<size_t>(t));
+  for (int64_t i = 0; i < t; ++i) rows[static_cast<size_t>(i)] = i % 50 == 7;
+  const Tensor masks[] = {transposed, ag::from_vector(keys, {s}), ag::from_vector(rows, {t, 1})};
+  for (ag::DType dtype : {ag::DType::f64, ag::DType::f32})
+    for (const Tensor& mask : masks)
+      for (double scale : {0.3, -0.7, 0.0, 1e39}) {
+        SCOPED_TRACE(std::string(ag::dtype_name(dtype)) + ", mask " +
+                     ag::shape_to_string(mask.sizes()) + ", scale " + std::to_string(scale));
+        Case c = make_case(dtype, 1, t, s, mask, 70);
+        c.scale = scale;
+        expect_like_the_composite(c, dtype == ag::DType::f64 ? 1e-12 : 2e-5);
+      }
 }
 
 TEST(AttentionTiling, NonFiniteScaleAndStridedHeads) {

@@ -35,6 +35,9 @@ std::optional<uint32_t> partner(const graph::Graph& g, uint32_t b,
       continue;
     bool same = true;
     for (size_t i = 0; i < 5 && same; ++i) same = nodes[f].args[i] == nodes[b].args[i + 1];
+    // An in-place node (it writes a graph input) in between orders reads and writes of that
+    // input that the reorder would swap, and may change q, k or v between the two rows.
+    for (uint32_t i = f + 1; i < b && same; ++i) same = !nodes[i].op->is_inplace();
     if (same && !dependents(g, f)[b]) return f;
   }
   return std::nullopt;

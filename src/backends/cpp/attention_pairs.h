@@ -5,11 +5,11 @@
 //
 // Needs: a verified graph. Guarantees: pair_attention pairs a forward row with a later backward
 // row of the same q, k, v and mask values and the same scale whose arguments do not depend on the
-// forward's output, and moves the forward and everything that depends on it from before the
-// backward to just after it (relative order kept), so that the pair's step, at the backward's
-// place, runs before any reader of the forward's output. Every other node keeps its place; the
-// graph still computes the same values (nothing but the forward's dependents moves, and they move
-// past nodes they do not read). A node is in at most one pair.
+// forward's output, with no in-place node between them, and moves the forward and everything that
+// depends on it from before the backward to just after it (relative order kept), so that the pair's
+// step, at the backward's place, runs before any reader of the forward's output. Every other node
+// keeps its place; the graph still computes the same values (nothing but the forward's dependents
+// moves, and they move past nodes they do not read). A node is in at most one pair.
 #pragma once
 
 #include <cstdint>

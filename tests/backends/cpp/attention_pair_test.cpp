@@ -53,6 +53,20 @@ constexpr const char* kMixed =
   return (%y, %gk, %gv, %hq, %hk)
 })";
 
+// An in-place write of a graph input between the rows: %y reads %x before it, so nothing may move
+// past it (no pair); and a forward without the backward's mask.
+constexpr const char* kInplaceBetween =
+    R"(graph inplace_between(%q: f64[1,2,128,8], %k: f64[1,2,128,8], %v: f64[1,2,128,4], %mask: b8[128,128], %go: f64[1,2,128,4], %x: f64[1,2,128,4]) {
+  %a: f64[1,2,128,4] = aotgrad.masked_attention.default(%q, %k, %v, %mask, scale=0.35)
+  %y: f64[1,2,128,4] = aten.mul.Tensor(%a, %x)
+  %copy_: f64[1,2,128,4] = aten.copy_.default(%x, %go)
+  %b: f64[1,2,128,4] = aotgrad.masked_attention.default(%q, %k, %v, none, scale=0.35)
+  %z: f64[1,2,128,4] = aten.mul.Tensor(%b, %b)
+  %gq: f64[1,2,128,8], %gk: f64[1,2,128,8], %gv: f64[1,2,128,4] = aotgrad.masked_attention_backward.default(%go, %q, %k, %v, %mask, scale=0.35, output_mask=[true, true, true])
+  %hq: f64[0], %hk: f64[0], %hv: f64[1,2,128,4] = aotgrad.masked_attention_backward.default(%go, %q, %k, %v, %mask, scale=0.35, output_mask=[false, false, true])
+  return (%y, %z, %gq, %gk, %gv, %hv)
+})";
+
 std::string code_of(const std::string& text, bool pairs = true) {
   ag::backends::CppOptions o;
   o.attention_pairs = pairs;
@@ -132,4 +146,24 @@ TEST(CppAttentionPair, ABudgetedBlockTrainsLikeEager) {
   EXPECT_TRUE(ag::testing::contains(backward, "aotgrad.masked_attention.default(")) << backward;
   const std::string code = ag::backends::cpp_code(ag::graph::parse_graph(backward));
   EXPECT_TRUE(ag::testing::contains(code, "one pass over the weights")) << code;
+}
+
+TEST(CppAttentionPair, NotAcrossAnInPlaceWriteNorWithAnotherMask) {
+  const std::string code = code_of(kInplaceBetween);
+  EXPECT_FALSE(ag::testing::contains(code, "one pass over the weights")) << code;
+  EXPECT_TRUE(ag::testing::contains(code, "extern aotgrad.masked_attention.default -> %a")) << code;
+  EXPECT_TRUE(ag::testing::contains(code, "extern aotgrad.masked_attention.default -> %b")) << code;
+  // Each backend on its own copy of the inputs (the graph writes %x).
+  ag::graph::Graph g = ag::graph::parse_graph(kInplaceBetween);
+  const std::vector<ag::Tensor> in = ag::testing::graph_inputs(g, 3);
+  auto copies = [&] {
+    std::vector<ag::Tensor> c;
+    for (const ag::Tensor& t : in) c.push_back(t.clone());
+    return c;
+  };
+  std::vector<ag::Tensor> got = ag::backends::compile_cpp(g)(copies());
+  std::vector<ag::Tensor> want = ag::backends::compile_interpreter(g)(copies());
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i)
+    EXPECT_TRUE(ag::testing::allclose(got[i], want[i], 0, 0)) << "output " << i;
 }
