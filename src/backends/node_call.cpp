@@ -83,11 +83,15 @@ class ArgsLease {
 
 }  // namespace
 
+void fill_args(const NodeCall& c, const std::vector<Tensor>& slots, ops::OpArgs& args) {
+  for (auto [arg, v] : c.tensor_slots) args[arg] = slots[v];
+  for (auto [arg, e, v] : c.list_slots) std::get<ops::TensorList>(args[arg])[e] = slots[v];
+}
+
 void run_node_call(const NodeCall& s, std::vector<Tensor>& slots) {
   ArgsLease lease(s.args);
   ops::OpArgs& args = lease.args();
-  for (auto [arg, v] : s.tensor_slots) args[arg] = slots[v];
-  for (auto [arg, e, v] : s.list_slots) std::get<ops::TensorList>(args[arg])[e] = slots[v];
+  fill_args(s, slots, args);
   CurrentOpScope scope(s.op->name);  // errors from allocation and size checks name the op
   std::vector<Tensor> outs = s.op->kernel(args);
   if (s.written_arg >= 0) std::get<Tensor>(args[s.written_arg]).storage()->bump_version();

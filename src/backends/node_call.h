@@ -28,6 +28,10 @@ struct NodeCall {
 // `backend` names the caller in the error for a node that writes a value that is not an input.
 NodeCall make_node_call(const graph::Graph& g, const graph::Node& n, std::string_view backend);
 
+// Puts the values in `slots` (indexed by value id) into `args`, a copy of c.args, where c's
+// tensor and list slots say.
+void fill_args(const NodeCall& c, const std::vector<Tensor>& slots, ops::OpArgs& args);
+
 // Runs `c` on the values in `slots` (indexed by value id) and stores its outputs there.
 void run_node_call(const NodeCall& c, std::vector<Tensor>& slots);
 

@@ -125,6 +125,8 @@ struct MaskView {
   const bool* data = nullptr;
   int64_t si = 0, sj = 0;
   bool at(int64_t i, int64_t j) const { return data && data[i * si + j * sj]; }
+  // The same mask seen from column `j` on.
+  MaskView from_column(int64_t j) const { return {data ? data + j * sj : nullptr, si, sj}; }
 };
 
 // row[j] = mask(i, j) ? fill : row[j] * scale over one row of n.
@@ -176,6 +178,13 @@ struct Tiling {
   std::vector<Span> keys;
   std::vector<Span> queries;
 };
+
+// Calls f(i0, i1, keys) for each block of rows [i0, i1) of a [t, *] entry and its span of keys.
+template <typename F>
+void over_row_blocks(const Tiling& tl, int64_t t, const F& f) {
+  for (int64_t r = 0; r * tl.tile < t; ++r)
+    f(r * tl.tile, std::min(t, (r + 1) * tl.tile), tl.keys[static_cast<size_t>(r)]);
+}
 
 // The tiling of a [t, s] mask, or none when it would skip less than an eighth of the scores (the
 // extra, smaller products would then cost more than they save).
@@ -317,10 +326,8 @@ Inputs<T> inputs_of(const Tensor& q, const Tensor& k, const Tensor& v, const Ten
 template <typename T>
 void attention_weights(const Inputs<T>& in, int64_t n, T* s, T* p) {
   const Geometry& g = in.g;
-  const auto at = [](const Operand<T>& o, int64_t n) {
-    return o.data + o.offset[static_cast<size_t>(n)];
-  };
-  product<T>('N', 'T', g.t, g.s, g.d, at(in.q, n), in.q.ld, at(in.k, n), in.k.ld, s, g.s);
+  product<T>('N', 'T', g.t, g.s, g.d, in.entry(in.q, n), in.q.ld, in.entry(in.k, n), in.k.ld, s,
+             g.s);
   const MaskView mask = in.mask_of(n);
   const T scale = static_cast<T>(in.scale), minus_inf = -std::numeric_limits<T>::infinity();
   for (int64_t i = 0; i < g.t; ++i) {
@@ -341,13 +348,10 @@ bool tiled_attention_weights(const Inputs<T>& in, int64_t n, const Tiling& tl, T
   const MaskView mask = in.mask_of(n);
   const T scale = static_cast<T>(in.scale), minus_inf = -std::numeric_limits<T>::infinity();
   bool finite = true;
-  for (int64_t r = 0; r * tl.tile < g.t; ++r) {
-    const int64_t i0 = r * tl.tile, i1 = std::min(g.t, i0 + tl.tile);
-    const Span keys = tl.keys[static_cast<size_t>(r)];
+  over_row_blocks(tl, g.t, [&](int64_t i0, int64_t i1, Span keys) {
     product<T>('N', 'T', i1 - i0, keys.size(), g.d, in.entry(in.q, n) + i0 * in.q.ld, in.q.ld,
                in.entry(in.k, n) + keys.lo * in.k.ld, in.k.ld, s + i0 * g.s + keys.lo, g.s);
-    MaskView shifted = mask;
-    shifted.data += keys.lo * mask.sj;
+    const MaskView shifted = mask.from_column(keys.lo);
     for (int64_t i = i0; i < i1; ++i) {
       T* row = s + i * g.s + keys.lo;
       T* weights = p + i * g.s;
@@ -361,7 +365,7 @@ bool tiled_attention_weights(const Inputs<T>& in, int64_t n, const Tiling& tl, T
         finite = finite && !std::isnan(weights[keys.lo]);
       }
     }
-  }
+  });
   return finite;
 }
 
@@ -413,12 +417,10 @@ void over_batch(const Geometry& g, int blocks, const Body& body) {
 template <typename T>
 void tiled_output(const Inputs<T>& in, int64_t n, const Tiling& tl, const T* p, T* out) {
   const Geometry& g = in.g;
-  for (int64_t r = 0; r * tl.tile < g.t; ++r) {
-    const int64_t i0 = r * tl.tile, i1 = std::min(g.t, i0 + tl.tile);
-    const Span keys = tl.keys[static_cast<size_t>(r)];
+  over_row_blocks(tl, g.t, [&](int64_t i0, int64_t i1, Span keys) {
     product<T>('N', 'N', i1 - i0, g.dv, keys.size(), p + i0 * g.s + keys.lo, g.s,
                in.entry(in.v, n) + keys.lo * in.v.ld, in.v.ld, out + (n * g.t + i0) * g.dv, g.dv);
-  }
+  });
 }
 
 template <typename T>
@@ -442,8 +444,8 @@ Tensor forward_typed(const Tensor& q, const Tensor& k, const Tensor& v, const Te
       return;
     }
     if (g.s > 0) attention_weights(in, n, s, p);
-    product<T>('N', 'N', g.t, g.dv, g.s, p, g.s, in.v.data + in.v.offset[static_cast<size_t>(n)],
-               in.v.ld, o + n * g.t * g.dv, g.dv);
+    product<T>('N', 'N', g.t, g.dv, g.s, p, g.s, in.entry(in.v, n), in.v.ld, o + n * g.t * g.dv,
+               g.dv);
   });
   return out;
 }
@@ -471,14 +473,11 @@ void tiled_backward(const Inputs<T>& in, int64_t n, const Tiling& tl, const T* g
   if (!dq && !dk) return;
   const MaskView mask = in.mask_of(n);
   const T scale = static_cast<T>(in.scale), masked = T(0) * scale;
-  for (int64_t r = 0; r * tl.tile < g.t; ++r) {
-    const int64_t i0 = r * tl.tile, i1 = std::min(g.t, i0 + tl.tile);
-    const Span keys = tl.keys[static_cast<size_t>(r)];
+  over_row_blocks(tl, g.t, [&](int64_t i0, int64_t i1, Span keys) {
     // dp = grad_out @ v^T over the block's keys, then softmax's backward, the mask, the scale.
     product<T>('N', 'T', i1 - i0, keys.size(), g.dv, gn + i0 * ld_gn, ld_gn, v + keys.lo * in.v.ld,
                in.v.ld, s + i0 * g.s + keys.lo, g.s);
-    MaskView shifted = mask;
-    shifted.data += keys.lo * mask.sj;
+    const MaskView shifted = mask.from_column(keys.lo);
     for (int64_t i = i0; i < i1; ++i) {
       T* row = ds + i * g.s;
       softmax_backward_row<T>(s + i * g.s + keys.lo, p + i * g.s + keys.lo, row + keys.lo,
@@ -490,7 +489,7 @@ void tiled_backward(const Inputs<T>& in, int64_t n, const Tiling& tl, const T* g
     if (dq)
       product<T>('N', 'N', i1 - i0, g.d, keys.size(), ds + i0 * g.s + keys.lo, g.s,
                  k + keys.lo * in.k.ld, in.k.ld, dq + (n * g.t + i0) * g.d, g.d);
-  }
+  });
   if (dk) by_key_block(ds, q, in.q.ld, g.d, dk);
 }
 
@@ -518,8 +517,7 @@ std::array<Tensor, 4> backward_typed(const Tensor& grad_out, const Tensor& q, co
   T* out = with_output && grads[3].numel() > 0 ? data_of<T>(grads[3]) : nullptr;
   const T scale_t = static_cast<T>(scale);
   over_batch<T>(g, 3, [&](int64_t n, T* scratch) {
-    const size_t b = static_cast<size_t>(n);
-    const T* gn = go.data + go.offset[b];
+    const T* gn = go.data + go.offset[static_cast<size_t>(n)];
     T *s = scratch, *p = scratch + g.t * g.s, *ds = scratch + 2 * g.t * g.s;
     const Tiling* tl = in.tiling(n);
     // Besides finite operands, the skipped entries of dp = grad_out @ v^T must be finite: the
@@ -547,7 +545,7 @@ std::array<Tensor, 4> backward_typed(const Tensor& grad_out, const Tensor& q, co
     if (dv) product<T>('T', 'N', g.s, g.dv, g.t, p, g.s, gn, go.ld, dv + n * g.s * g.dv, g.dv);
     if (!dq && !dk) return;
     // dp = grad_out @ v^T (into s), then eager softmax's backward, the mask, the scale.
-    product<T>('N', 'T', g.t, g.s, g.dv, gn, go.ld, in.v.data + in.v.offset[b], in.v.ld, s, g.s);
+    product<T>('N', 'T', g.t, g.s, g.dv, gn, go.ld, in.entry(in.v, n), in.v.ld, s, g.s);
     // A masked entry's gradient is masked_fill's 0 times the scale (NaN for a NaN or infinite
     // scale, as the composite's mul backward makes it), not 0.
     const MaskView m = in.mask_of(n);
@@ -557,11 +555,11 @@ std::array<Tensor, 4> backward_typed(const Tensor& grad_out, const Tensor& q, co
       scale_or_fill<T>(row, m, i, scale_t, T(0) * scale_t, g.s);
     }
     if (dq)
-      product<T>('N', 'N', g.t, g.d, g.s, ds, g.s, in.k.data + in.k.offset[b], in.k.ld,
-                 dq + n * g.t * g.d, g.d);
+      product<T>('N', 'N', g.t, g.d, g.s, ds, g.s, in.entry(in.k, n), in.k.ld, dq + n * g.t * g.d,
+                 g.d);
     if (dk)
-      product<T>('T', 'N', g.s, g.d, g.t, ds, g.s, in.q.data + in.q.offset[b], in.q.ld,
-                 dk + n * g.s * g.d, g.d);
+      product<T>('T', 'N', g.s, g.d, g.t, ds, g.s, in.entry(in.q, n), in.q.ld, dk + n * g.s * g.d,
+                 g.d);
   });
   return grads;
 }

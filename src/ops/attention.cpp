@@ -139,28 +139,36 @@ std::vector<TensorMeta> attention_backward_meta(const OpArgs& a) {
   return metas;
 }
 
-std::vector<Tensor> attention_backward_kernel(const OpArgs& a) {
+// The backward row's results for its arguments `a` (checked), each gradient not asked for an
+// empty [0] tensor; with `with_output`, the forward's output from the same weights after them.
+std::vector<Tensor> backward_results(const OpArgs& a, bool with_output) {
   attention_backward_meta(a);
   const std::array<bool, 3> need = output_mask_of(a);
-  std::array<Tensor, 3> r = kernels::masked_attention_backward(
-      tensor_arg(a, 0), tensor_arg(a, 1), tensor_arg(a, 2), tensor_arg(a, 3), optional_tensor(a, 4),
-      float_arg(a, 5), need);
+  const Tensor &g = tensor_arg(a, 0), &q = tensor_arg(a, 1), &k = tensor_arg(a, 2),
+               &v = tensor_arg(a, 3), mask = optional_tensor(a, 4);
+  std::vector<Tensor> r(with_output ? 4 : 3);
+  if (with_output) {
+    std::array<Tensor, 4> all =
+        kernels::masked_attention_with_backward(g, q, k, v, mask, float_arg(a, 5), need);
+    std::move(all.begin(), all.end(), r.begin());
+  } else {
+    std::array<Tensor, 3> grads =
+        kernels::masked_attention_backward(g, q, k, v, mask, float_arg(a, 5), need);
+    std::move(grads.begin(), grads.end(), r.begin());
+  }
   for (size_t i = 0; i < 3; ++i)
-    if (!need[i]) r[i] = make_tensor({0}, tensor_arg(a, 1).dtype());
-  return {r[0], r[1], r[2]};
+    if (!need[i]) r[i] = make_tensor({0}, q.dtype());
+  return r;
+}
+
+std::vector<Tensor> attention_backward_kernel(const OpArgs& a) {
+  return backward_results(a, false);
 }
 
 }  // namespace
 
 std::vector<Tensor> masked_attention_with_backward(const OpArgs& a) {
-  attention_backward_meta(a);
-  const std::array<bool, 3> need = output_mask_of(a);
-  std::array<Tensor, 4> r = kernels::masked_attention_with_backward(
-      tensor_arg(a, 0), tensor_arg(a, 1), tensor_arg(a, 2), tensor_arg(a, 3), optional_tensor(a, 4),
-      float_arg(a, 5), need);
-  for (size_t i = 0; i < 3; ++i)
-    if (!need[i]) r[i] = make_tensor({0}, tensor_arg(a, 1).dtype());
-  return {r[0], r[1], r[2], r[3]};
+  return backward_results(a, true);
 }
 
 namespace {

@@ -16,11 +16,13 @@
 #include "aotgrad/aotgrad.h"
 #include "kernels/vec/rows.h"
 #include "ops/op.h"
+#include "testing/attention.h"
 #include "testing/gradcheck.h"
 
 namespace ag = aotgrad;
 using ag::Tensor;
 using ag::testing::allclose;
+using ag::testing::attention_composite;
 using ag::testing::test_input;
 
 namespace {
@@ -88,13 +90,6 @@ std::string expect_fused_matches_eager(const Fn& fn, const std::vector<Tensor>& 
   return fw;
 }
 
-// The composite on [B, H, T, D] heads, as a transformer writes it.
-Tensor attend(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& mask, double scale) {
-  Tensor s = ag::mul(ag::matmul(q, k.transpose(-2, -1)), ag::Scalar(scale));
-  if (mask.defined()) s = ag::masked_fill(s, mask, ag::Scalar(-kInf));
-  return ag::matmul(ag::softmax(s, -1), v);
-}
-
 class FuseAttentionReview : public ::testing::TestWithParam<std::string> {};
 
 INSTANTIATE_TEST_SUITE_P(Compilers, FuseAttentionReview, ::testing::Values("interpreter", "cpp"));
@@ -104,7 +99,7 @@ INSTANTIATE_TEST_SUITE_P(Compilers, FuseAttentionReview, ::testing::Values("inte
 TEST_P(FuseAttentionReview, BroadcastKeyAndValueHeadsWithAThreeDimMask) {
   Fn fn = [](const std::vector<Tensor>& x) {
     Tensor q = x[0].transpose(1, 2);  // [B, H, T, D] strided
-    return attend(q, x[1], x[2], x[3], 0.5);
+    return attention_composite(q, x[1], x[2], x[3], 0.5);
   };
   std::vector<Tensor> in{test_input({2, 5, 3, 4}), test_input({2, 1, 6, 4}, -1, 1, 2),
                          test_input({2, 1, 6, 3}, -1, 1, 3), some_mask({1, 5, 6}, 4)};
@@ -128,7 +123,9 @@ TEST_P(FuseAttentionReview, MasksOfEveryBroadcastShapeAndLayout) {
   };
   for (auto& [name, mask] : masks) {
     SCOPED_TRACE(name);
-    Fn fn = [](const std::vector<Tensor>& x) { return attend(x[0], x[1], x[2], x[3], 0.7); };
+    Fn fn = [](const std::vector<Tensor>& x) {
+      return attention_composite(x[0], x[1], x[2], x[3], 0.7);
+    };
     std::vector<Tensor> in{test_input({b, h, t, d}), test_input({b, h, s, d}, -1, 1, 2),
                            test_input({b, h, s, 2}, -1, 1, 3), mask};
     expect_fused_matches_eager(fn, in, GetParam(), 1, 1e-11);
@@ -161,7 +158,9 @@ TEST_P(FuseAttentionReview, OddScalesAndDivisorsMatchTheComposite) {
   Tensor mask = some_mask({4, 5}, 3);
   for (double scale : {-0.5, 0.0, kInf, -kInf, kNan, 3.0, 1 / std::sqrt(7.0), 1e-300}) {
     SCOPED_TRACE("scale " + std::to_string(scale));
-    Fn fn = [scale](const std::vector<Tensor>& x) { return attend(x[0], x[1], x[2], x[3], scale); };
+    Fn fn = [scale](const std::vector<Tensor>& x) {
+      return attention_composite(x[0], x[1], x[2], x[3], scale);
+    };
     std::vector<Tensor> in{test_input({2, 2, 4, 3}), test_input({2, 2, 5, 3}, -1, 1, 2),
                            test_input({2, 2, 5, 2}, -1, 1, 3), mask};
     expect_fused_matches_eager(fn, in, GetParam(), 1, 1e-11);
@@ -189,7 +188,9 @@ TEST_P(FuseAttentionReview, FullyMaskedRowUnderANonFiniteScale) {
   Tensor mask = ag::from_vector(bits, {4, 5});
   for (double scale : {kNan, kInf, -kInf, -0.5}) {
     SCOPED_TRACE("scale " + std::to_string(scale));
-    Fn fn = [scale](const std::vector<Tensor>& x) { return attend(x[0], x[1], x[2], x[3], scale); };
+    Fn fn = [scale](const std::vector<Tensor>& x) {
+      return attention_composite(x[0], x[1], x[2], x[3], scale);
+    };
     std::vector<Tensor> in{test_input({2, 2, 4, 3}), test_input({2, 2, 5, 3}, -1, 1, 2),
                            test_input({2, 2, 5, 2}, -1, 1, 3), mask};
     expect_fused_matches_eager(fn, in, GetParam(), 1, 1e-11);
@@ -204,7 +205,9 @@ TEST_P(FuseAttentionReview, FullyMaskedRowUnderANonFiniteScale) {
 TEST_P(FuseAttentionReview, OnlySomeOperandsRequireGrad) {
   for (int which = 1; which < 7; ++which) {
     SCOPED_TRACE(which);
-    Fn fn = [](const std::vector<Tensor>& x) { return attend(x[0], x[1], x[2], x[3], 0.5); };
+    Fn fn = [](const std::vector<Tensor>& x) {
+      return attention_composite(x[0], x[1], x[2], x[3], 0.5);
+    };
     std::vector<Tensor> in{test_input({2, 2, 4, 3}, -1, 1, 1, (which & 1) != 0),
                            test_input({2, 2, 5, 3}, -1, 1, 2, (which & 2) != 0),
                            test_input({2, 2, 5, 2}, -1, 1, 3, (which & 4) != 0),
@@ -222,7 +225,9 @@ TEST_P(FuseAttentionReview, EmptyDimsGiveTheCompositesEmptyOrZeroResults) {
                  Dims{0, 3, 4, 2, 2}}) {
     SCOPED_TRACE(std::to_string(g.b) + " " + std::to_string(g.t) + " " + std::to_string(g.s) + " " +
                  std::to_string(g.d) + " " + std::to_string(g.dv));
-    Fn fn = [](const std::vector<Tensor>& x) { return attend(x[0], x[1], x[2], x[3], 0.5); };
+    Fn fn = [](const std::vector<Tensor>& x) {
+      return attention_composite(x[0], x[1], x[2], x[3], 0.5);
+    };
     std::vector<Tensor> in{test_input({g.b, 2, g.t, g.d}), test_input({g.b, 2, g.s, g.d}, -1, 1, 2),
                            test_input({g.b, 2, g.s, g.dv}, -1, 1, 3), some_mask({g.t, g.s}, 4)};
     expect_fused_matches_eager(fn, in, GetParam(), 1, 1e-11);
@@ -234,7 +239,9 @@ TEST_P(FuseAttentionReview, EmptyDimsGiveTheCompositesEmptyOrZeroResults) {
 TEST_P(FuseAttentionReview, HalfPrecisionCompositesStillRun) {
   for (ag::DType dtype : {ag::DType::bf16, ag::DType::f16}) {
     SCOPED_TRACE(ag::dtype_name(dtype));
-    Fn fn = [](const std::vector<Tensor>& x) { return attend(x[0], x[1], x[2], x[3], 0.5); };
+    Fn fn = [](const std::vector<Tensor>& x) {
+      return attention_composite(x[0], x[1], x[2], x[3], 0.5);
+    };
     std::vector<Tensor> in{test_input({2, 2, 4, 3}).to(dtype).detach().requires_grad_(),
                            test_input({2, 2, 5, 3}, -1, 1, 2).to(dtype).detach().requires_grad_(),
                            test_input({2, 2, 5, 2}, -1, 1, 3).to(dtype).detach().requires_grad_(),
@@ -266,8 +273,8 @@ TEST_P(FuseAttentionReview, StackedAttentionsEachFuse) {
   expect_fused_matches_eager(fn, in, GetParam(), 2, 1e-11);
   // The same in 4-D through matmul (the first result is read back through views).
   Fn fn4 = [](const std::vector<Tensor>& x) {
-    Tensor o = attend(x[0], x[1], x[2], x[3], 0.5);
-    return attend(o, x[1], x[2], x[3], 0.25);
+    Tensor o = attention_composite(x[0], x[1], x[2], x[3], 0.5);
+    return attention_composite(o, x[1], x[2], x[3], 0.25);
   };
   std::vector<Tensor> in4{test_input({2, 3, 4, 2}), test_input({2, 3, 4, 2}, -1, 1, 2),
                           test_input({2, 3, 4, 2}, -1, 1, 3), some_mask({4, 4}, 5)};
@@ -276,9 +283,11 @@ TEST_P(FuseAttentionReview, StackedAttentionsEachFuse) {
 
 // The attention result as the graph output itself, and read twice.
 TEST_P(FuseAttentionReview, TheResultAsAnOutputAndReadTwice) {
-  Fn direct = [](const std::vector<Tensor>& x) { return attend(x[0], x[1], x[2], x[3], 0.5); };
+  Fn direct = [](const std::vector<Tensor>& x) {
+    return attention_composite(x[0], x[1], x[2], x[3], 0.5);
+  };
   Fn twice = [](const std::vector<Tensor>& x) {
-    Tensor o = attend(x[0], x[1], x[2], x[3], 0.5);
+    Tensor o = attention_composite(x[0], x[1], x[2], x[3], 0.5);
     return o * o.sum({-1}, true) + o.tanh();
   };
   std::vector<Tensor> in{test_input({2, 3, 4, 2}), test_input({2, 3, 5, 2}, -1, 1, 2),
@@ -298,18 +307,21 @@ TEST_P(FuseAttentionReview, KeysGivenEveryWay) {
   std::vector<std::pair<std::string, Fn>> fns{
       {"k^T input",
        [](const std::vector<Tensor>& x) {
-         return attend(x[0], x[1].transpose(-2, -1).contiguous().transpose(-2, -1), x[2], x[3],
-                       0.5);
+         return attention_composite(x[0], x[1].transpose(-2, -1).contiguous().transpose(-2, -1),
+                                    x[2], x[3], 0.5);
        }},
       {"permute",
        [](const std::vector<Tensor>& x) {
          Tensor s = ag::matmul(x[0], x[1].permute({0, 1, 3, 2}));
          return ag::matmul(ag::softmax(ag::masked_fill(s, x[3], ag::Scalar(-kInf)), -1), x[2]);
        }},
-      {"self", [](const std::vector<Tensor>& x) { return attend(x[0], x[0], x[0], x[3], 0.5); }},
+      {"self",
+       [](const std::vector<Tensor>& x) {
+         return attention_composite(x[0], x[0], x[0], x[3], 0.5);
+       }},
       {"batch transpose",
        [](const std::vector<Tensor>& x) {
-         return attend(x[0], x[1].transpose(0, 1), x[2].transpose(0, 1), x[3], 0.5);
+         return attention_composite(x[0], x[1].transpose(0, 1), x[2].transpose(0, 1), x[3], 0.5);
        }},
   };
   for (auto& [name, fn] : fns) {
@@ -324,10 +336,10 @@ TEST_P(FuseAttentionReview, KeysGivenEveryWay) {
 // makes it (columns strided), read by the fused backward.
 TEST_P(FuseAttentionReview, OutputGradientsOfOddLayout) {
   Fn summed = [](const std::vector<Tensor>& x) {
-    return ag::sum(attend(x[0], x[1], x[2], x[3], 0.5));
+    return ag::sum(attention_composite(x[0], x[1], x[2], x[3], 0.5));
   };
   Fn transposed = [](const std::vector<Tensor>& x) {
-    return attend(x[0], x[1], x[2], x[3], 0.5).transpose(-2, -1).contiguous();
+    return attention_composite(x[0], x[1], x[2], x[3], 0.5).transpose(-2, -1).contiguous();
   };
   std::vector<Tensor> in{test_input({2, 3, 4, 2}), test_input({2, 3, 5, 2}, -1, 1, 2),
                          test_input({2, 3, 5, 3}, -1, 1, 3), some_mask({4, 5}, 5)};
@@ -344,7 +356,7 @@ TEST_P(FuseAttentionReview, ValuesComputedUnderNoGradStayConstants) {
       ag::NoGradGuard no_grad;
       c = x[0] * x[0];  // a constant factor, as eager sees it
     }
-    return attend(x[0], x[1], x[2], x[3], 0.5) * c;
+    return attention_composite(x[0], x[1], x[2], x[3], 0.5) * c;
   };
   std::vector<Tensor> in{test_input({2, 2, 4, 3}), test_input({2, 2, 5, 3}, -1, 1, 2),
                          test_input({2, 2, 5, 3}, -1, 1, 3), some_mask({4, 5}, 4)};
@@ -354,7 +366,7 @@ TEST_P(FuseAttentionReview, ValuesComputedUnderNoGradStayConstants) {
     Tensor o;
     {
       ag::NoGradGuard no_grad;
-      o = attend(x[0], x[1], x[2], x[3], 0.5);
+      o = attention_composite(x[0], x[1], x[2], x[3], 0.5);
     }
     return x[0] * o;
   };

@@ -10,6 +10,7 @@
 #include "aotgrad/aotgrad.h"
 #include "aotgrad/nn/layers.h"
 #include "ops/op.h"
+#include "testing/attention.h"
 #include "testing/gradcheck.h"
 #include "testing/gradgradcheck.h"
 
@@ -17,19 +18,12 @@ namespace ag = aotgrad;
 namespace nn = aotgrad::nn;
 using ag::Tensor;
 using ag::testing::allclose;
+using ag::testing::attention_composite;
 using ag::testing::test_input;
 
 namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
-
-// The eager composite the pass fuses.
-Tensor composite(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& mask,
-                 double scale) {
-  Tensor s = ag::mul(ag::matmul(q, k.transpose(-2, -1)), ag::Scalar(scale));
-  if (mask.defined()) s = ag::masked_fill(s, mask, ag::Scalar(-kInf));
-  return ag::matmul(ag::softmax(s, -1), v);
-}
 
 // The fused row, called as eager code calls any row (autograd records its VJP).
 Tensor fused(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& mask, double scale) {
@@ -71,7 +65,7 @@ TEST(MaskedAttention, MatchesTheCompositeOnStridedHeadsWithGradients) {
     Tensor a = qkv.detach().requires_grad_(), b = qkv.detach().requires_grad_();
     auto [qa, ka, va] = heads(a, 2);
     auto [qb, kb, vb] = heads(b, 2);
-    Tensor expected = composite(qa, ka, va, mask, 0.25);
+    Tensor expected = attention_composite(qa, ka, va, mask, 0.25);
     Tensor got = fused(qb, kb, vb, mask, 0.25);
     EXPECT_TRUE(got.is_contiguous());
     EXPECT_TRUE(allclose(got, expected, tol, tol)) << got << expected;
@@ -93,7 +87,8 @@ TEST(MaskedAttention, GradcheckWithAndWithoutMaskAndABroadcastBatchMask) {
     EXPECT_TRUE(ag::testing::gradcheck(
         [&](const std::vector<Tensor>& in) { return fused(in[0], in[1], in[2], mk, 0.7); },
         {q, k, v}));
-    EXPECT_TRUE(allclose(fused(q, k, v, mk, 0.7), composite(q, k, v, mk, 0.7), 1e-12, 1e-12));
+    EXPECT_TRUE(
+        allclose(fused(q, k, v, mk, 0.7), attention_composite(q, k, v, mk, 0.7), 1e-12, 1e-12));
   }
 }
 
@@ -113,7 +108,7 @@ TEST(MaskedAttention, AFullyMaskedRowIsNanWithAZeroGradientAsInEager) {
       ag::from_vector(std::vector<bool>{true, true, true, false, true, false, false, false, false},
                       {3, 3});  // row 0 all masked
   Tensor qa = q.detach().requires_grad_(), qb = q.detach().requires_grad_();
-  Tensor expected = composite(qa, k, v, mask, 1.0), got = fused(qb, k, v, mask, 1.0);
+  Tensor expected = attention_composite(qa, k, v, mask, 1.0), got = fused(qb, k, v, mask, 1.0);
   std::vector<double> e = expected.to_vector<double>(), g = got.to_vector<double>();
   for (size_t i = 0; i < e.size(); ++i) {
     EXPECT_EQ(std::isnan(g[i]), std::isnan(e[i])) << i;
@@ -289,7 +284,7 @@ TEST(FuseAttentionOff, ExportedGraphsKeepTheCompositeForOtherCompilers) {
   Tensor x = test_input({2, 8, 16}, -1, 1, 3, false).to(ag::DType::f32);
   const std::string forward = ag::aot_export_module(attn, std::tuple{x}).graph;
   ag::FlatFn fn = [](const std::vector<Tensor>& in) {
-    return std::vector<Tensor>{ag::sum(composite(in[0], in[1], in[2], in[3], 0.5))};
+    return std::vector<Tensor>{ag::sum(attention_composite(in[0], in[1], in[2], in[3], 0.5))};
   };
   Tensor q = test_input({2, 8, 4}), k = test_input({2, 8, 4}, -1, 1, 2),
          v = test_input({2, 8, 4}, -1, 1, 3);

@@ -12,22 +12,17 @@
 
 #include "aotgrad/aotgrad.h"
 #include "kernels/attention.h"
+#include "testing/attention.h"
 #include "testing/gradcheck.h"
 
 namespace ag = aotgrad;
 using ag::Tensor;
+using ag::testing::attention_composite;
 using ag::testing::test_input;
 
 namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
-
-Tensor composite(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& mask,
-                 double scale) {
-  Tensor s = ag::mul(ag::matmul(q, k.transpose(-2, -1)), ag::Scalar(scale));
-  if (mask.defined()) s = ag::masked_fill(s, mask, ag::Scalar(-kInf));
-  return ag::matmul(ag::softmax(s, -1), v);
-}
 
 // A [t, s] mask, true (masked out) where `masked(i, j)`.
 Tensor mask_of(int64_t t, int64_t s, const std::function<bool(int64_t, int64_t)>& masked) {
@@ -72,7 +67,7 @@ struct Case {
 void expect_like_the_composite(const Case& c, double tol) {
   Tensor q = c.q.detach().requires_grad_(), k = c.k.detach().requires_grad_(),
          v = c.v.detach().requires_grad_();
-  Tensor want = composite(q, k, v, c.mask, c.scale);
+  Tensor want = attention_composite(q, k, v, c.mask, c.scale);
   want.backward(c.grad_out);
   Tensor got = ag::kernels::masked_attention(c.q, c.k, c.v, c.mask, c.scale);
   EXPECT_TRUE(same(got, want, tol)) << "output";

@@ -24,10 +24,14 @@ std::vector<bool> dependents(const graph::Graph& g, uint32_t root) {
   return dep;
 }
 
+struct Partner {
+  uint32_t forward = 0;
+  std::vector<bool> dependents;  // of the forward (dependents())
+};
+
 // The forward node a backward node can pair with: a forward row before it, not yet paired, whose
 // q, k, v, mask and scale (args 0-4) are the backward's (args 1-5).
-std::optional<uint32_t> partner(const graph::Graph& g, uint32_t b,
-                                const std::vector<bool>& paired) {
+std::optional<Partner> partner(const graph::Graph& g, uint32_t b, const std::vector<bool>& paired) {
   const auto& nodes = g.nodes();
   for (uint32_t f = 0; f < b; ++f) {
     if (paired[f] || nodes[f].op->name != kForward || nodes[f].args.size() != 5 ||
@@ -38,7 +42,9 @@ std::optional<uint32_t> partner(const graph::Graph& g, uint32_t b,
     // An in-place node (it writes a graph input) in between orders reads and writes of that
     // input that the reorder would swap, and may change q, k or v between the two rows.
     for (uint32_t i = f + 1; i < b && same; ++i) same = !nodes[i].op->is_inplace();
-    if (same && !dependents(g, f)[b]) return f;
+    if (!same) continue;
+    std::vector<bool> dep = dependents(g, f);
+    if (!dep[b]) return Partner{f, std::move(dep)};
   }
   return std::nullopt;
 }
@@ -50,11 +56,11 @@ std::vector<AttentionPair> pair_attention(graph::Graph& g) {
   std::vector<bool> paired(g.nodes().size(), false);
   for (uint32_t b = 0; b < g.nodes().size(); ++b) {
     if (g.nodes()[b].op->name != kBackward) continue;
-    std::optional<uint32_t> f = partner(g, b, paired);
+    const std::optional<Partner> f = partner(g, b, paired);
     if (!f) continue;
     // The order: the nodes before the backward that do not depend on the forward, the backward,
     // then the forward and its dependents that stood before the backward, then the rest.
-    const std::vector<bool> dep = dependents(g, *f);
+    const std::vector<bool>& dep = f->dependents;
     std::vector<uint32_t> order, moved;
     for (uint32_t i = 0; i < b; ++i) (dep[i] ? moved : order).push_back(i);
     // An earlier pair stays where it is (its forward's readers after its backward).

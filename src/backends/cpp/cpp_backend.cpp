@@ -213,7 +213,7 @@ void run_gemm(const Program& p, const GemmCall& c, std::vector<Tensor>& slots) {
 void run_attention_pair(const NodeCall& backward, uint32_t forward_output,
                         std::vector<Tensor>& slots) {
   ops::OpArgs args = backward.args;
-  for (const auto& [arg, value] : backward.tensor_slots) args[arg] = slots[value];
+  fill_args(backward, slots, args);
   CurrentOpScope scope("cpp.attention_pair");
   std::vector<Tensor> r = ops::masked_attention_with_backward(args);
   for (size_t i = 0; i < backward.outputs.size(); ++i) slots[backward.outputs[i]] = std::move(r[i]);
