@@ -316,6 +316,7 @@ class AotFunction {
   auto operator()(const Args&... args) const {
     using R = std::decay_t<std::invoke_result_t<F&, const Args&...>>;
     std::vector<Tensor> flat;
+    flat.reserve(sizeof...(Args));  // one tensor per argument is the usual case
     std::string key;
     (aot_detail::flatten_arg(args, flat, key), ...);
     auto make_fn = [&]() -> FlatFunction {

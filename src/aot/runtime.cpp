@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <optional>
+#include <span>
 #include <stdexcept>
 
 #include "aot/runtime_wrappers.h"
@@ -22,12 +23,11 @@ using backends::SmallBuffer;
 // The backward half of a compiled call, as an eager autograd node.
 class CompiledBackward final : public autograd::Node {
  public:
-  // `inputs`: the forward's arguments; `outputs`: its results, the ones that get this node as
-  // their grad_fn among them.
-  CompiledBackward(std::shared_ptr<const BackwardSpec> spec, std::vector<Tensor> saved,
-                   const SmallBuffer<const TensorImpl*, 8>& inputs,
-                   const std::vector<Tensor>& outputs)
-      : spec_(std::move(spec)), saved_(std::move(saved)) {
+  // `saved`: the values saved for backward, moved from; `inputs`: the forward's arguments;
+  // `outputs`: its results, the ones that get this node as their grad_fn among them.
+  CompiledBackward(std::shared_ptr<const BackwardSpec> spec, std::span<Tensor> saved,
+                   const SmallBuffer<const TensorImpl*, 8>& inputs, std::span<const Tensor> outputs)
+      : spec_(std::move(spec)) {
     // Detached aliases: a saved value that is also a user output must not hold this node
     // through its grad_fn (a reference cycle). Two kinds of saved values are kept as they are,
     // without the alias's allocations:
@@ -36,9 +36,11 @@ class CompiledBackward final : public autograd::Node {
     // - one of the forward's own arguments that is not also one of its results: its history is
     //   the caller's, as PyTorch's SavedVariable keeps the original of a saved input that is not
     //   an output of its node.
-    versions_.reserve(saved_.size());
-    for (Tensor& t : saved_) {
-      versions_.push_back(t.version());
+    saved_.reserve(saved.size());
+    for (Tensor& value : saved) {
+      Saved& s = saved_.emplace_back(Saved{std::move(value), 0});
+      Tensor& t = s.value;
+      s.version = t.version();
       if (!t.defined()) continue;
       const TensorImpl* impl = t.impl();
       const bool sole = t.impl_ptr().use_count() == 1 && !impl->base && !impl->autograd;
@@ -71,7 +73,7 @@ class CompiledBackward final : public autograd::Node {
     std::vector<Tensor> args;
     args.reserve(saved_.size() + grads.size());
     for (size_t i = 0; i < saved_.size(); ++i) {
-      if (saved_[i].version() != versions_[i]) {
+      if (saved_[i].value.version() != saved_[i].version) {
         const partition::SavedValue& s = spec_->saved[i];
         throw std::runtime_error(
             "one of the variables needed for gradient computation has been modified by an "
@@ -79,10 +81,10 @@ class CompiledBackward final : public autograd::Node {
             s.name + " (from " + s.producer +
             ") saved by compiled "
             "function '" +
-            spec_->fn_name + "' is at version " + std::to_string(saved_[i].version()) +
-            "; expected version " + std::to_string(versions_[i]) + " instead.");
+            spec_->fn_name + "' is at version " + std::to_string(saved_[i].value.version()) +
+            "; expected version " + std::to_string(saved_[i].version) + " instead.");
       }
-      args.push_back(saved_[i]);
+      args.push_back(saved_[i].value);
     }
     for (size_t k = 0; k < grads.size(); ++k) {
       const ops::TensorMeta& m = spec_->tangent_metas[k];
@@ -104,22 +106,26 @@ class CompiledBackward final : public autograd::Node {
   // that is that tensor itself becomes a detached alias first, keeping the geometry the
   // backward was compiled for.
   void keep_geometry_of(const TensorImpl* input) {
-    for (Tensor& t : saved_)
-      if (t.impl() == input) t = autograd::SavedTensor::save(t, true).data;
+    for (Saved& s : saved_)
+      if (s.value.impl() == input) s.value = autograd::SavedTensor::save(s.value, true).data;
   }
 
   // The epilogue moved the version counter of `storage` from `before` to `after` without
   // changing its data (as_strided_ of an input, as eager's t_ would): saved aliases of that
   // input are still valid.
   void forgive_version_bump(const Storage* storage, uint64_t before, uint64_t after) {
-    for (size_t i = 0; i < saved_.size(); ++i)
-      if (saved_[i].storage().get() == storage && versions_[i] == before) versions_[i] = after;
+    for (Saved& s : saved_)
+      if (s.value.storage().get() == storage && s.version == before) s.version = after;
   }
 
  private:
+  // A saved value and its version counter when saved (one vector: one allocation per call).
+  struct Saved {
+    Tensor value;
+    uint64_t version;
+  };
   std::shared_ptr<const BackwardSpec> spec_;
-  std::vector<Tensor> saved_;
-  std::vector<uint64_t> versions_;
+  std::vector<Saved> saved_;
   bool released_ = false;
 };
 
@@ -265,10 +271,10 @@ void AutogradBody::call(CallFrame& f) const {
   SmallBuffer<const TensorImpl*, 8> arg_impls(args.size());
   for (size_t i = 0; i < args.size(); ++i) arg_impls[i] = args[i].impl();
   std::vector<Tensor> outs = s_.forward(std::move(args));
-  std::vector<Tensor> saved(std::make_move_iterator(outs.begin() + s_.num_outputs),
-                            std::make_move_iterator(outs.end()));
+  auto node = std::make_shared<CompiledBackward>(
+      s_.backward, std::span<Tensor>(outs).subspan(s_.num_outputs), arg_impls,
+      std::span<const Tensor>(outs).first(s_.num_outputs));
   outs.resize(s_.num_outputs);
-  auto node = std::make_shared<CompiledBackward>(s_.backward, std::move(saved), arg_impls, outs);
   node->next_edges = std::move(edges);
   for (size_t k = 0; k < s_.tangent_of_output.size(); ++k) {
     Tensor& out = outs[s_.tangent_of_output[k]];

@@ -13,6 +13,7 @@
 // that cannot record (Node::double_backward_error, or a VJP that called a row without a
 // derivative) runs without recording and its results get a DelayedError node instead.
 #include <algorithm>
+#include <memory>
 #include <optional>
 #include <stdexcept>
 #include <unordered_map>
@@ -66,14 +67,15 @@ struct NodeState {
   std::shared_ptr<Node> owner;
 };
 
-// The walk's nodes in discovery order. A backward of a few nodes (the per-call case: a compiled
-// function's node and its leaves) finds a node by scanning this short vector instead of
-// maintaining a hash map per field; past kLinearLimit nodes an index map takes over.
+// The walk's nodes in discovery order, in a vector the walk lends it (WalkScratch). A backward of
+// a few nodes (the per-call case: a compiled function's node and its leaves) finds a node by
+// scanning this short vector instead of maintaining a hash map per field; past kLinearLimit nodes
+// an index map takes over.
 class NodeTable {
  public:
   static constexpr size_t kLinearLimit = 16;
 
-  NodeTable() { states_.reserve(8); }  // a compiled call's backward: its node and a few leaves
+  explicit NodeTable(std::vector<NodeState>& states) : states_(states) {}
 
   // The index of `n`'s state, added if new; second: whether it was.
   std::pair<uint32_t, bool> insert(Node* n) {
@@ -102,8 +104,60 @@ class NodeTable {
   std::vector<NodeState>& states() { return states_; }
 
  private:
-  std::vector<NodeState> states_;
+  std::vector<NodeState>& states_;
   std::unordered_map<Node*, uint32_t> index_;  // empty while states_ is short
+};
+
+// The vectors one walk works in. A walk borrows its thread's set, emptied by the walk before it
+// with their capacity kept, so the backward of a small compiled call allocates none of them; a
+// walk started while another runs on the thread (backward() inside a node's apply) gets its own.
+struct WalkScratch {
+  std::vector<std::pair<Edge, Tensor>> roots;
+  std::vector<NodeState> states;
+  std::vector<uint32_t> ready, stack;
+  bool lent = false;
+
+  // Empties the vectors (releasing the nodes and gradients they hold); a set grown past a large
+  // walk's size gives its memory back instead of keeping it for the thread's life.
+  void reset() {
+    constexpr size_t kKeep = 64;
+    auto empty = [](auto& v) {
+      if (v.capacity() > kKeep)
+        std::remove_reference_t<decltype(v)>().swap(v);
+      else
+        v.clear();
+    };
+    empty(roots);
+    empty(states);
+    empty(ready);
+    empty(stack);
+  }
+};
+
+// This thread's WalkScratch while no walk holds it, else a new one; returned when destroyed.
+class ScratchLoan {
+ public:
+  ScratchLoan() {
+    thread_local WalkScratch cached;
+    if (!cached.lent) {
+      cached.lent = true;
+      s_ = &cached;
+    } else {
+      own_ = std::make_unique<WalkScratch>();
+      s_ = own_.get();
+    }
+  }
+  ~ScratchLoan() {
+    s_->reset();
+    s_->lent = false;
+  }
+  ScratchLoan(const ScratchLoan&) = delete;
+  ScratchLoan& operator=(const ScratchLoan&) = delete;
+  WalkScratch& operator*() const { return *s_; }
+
+ private:
+  WalkScratch* s_ = nullptr;
+  std::unique_ptr<WalkScratch> own_;
 };
 
 // Marks the nodes of `table` that must run for grad(): those with an edge, direct or not, to a
@@ -175,9 +229,12 @@ class GraphTask {
  public:
   GraphTask(const std::vector<Tensor>& outputs, const std::vector<Tensor>& grad_outputs,
             bool retain_graph, bool create_graph, const std::vector<Tensor>* inputs)
-      : retain_graph_(retain_graph), create_graph_(create_graph), inputs_(inputs) {
-    roots_.reserve(outputs.size());
-    ready_.reserve(8);
+      : retain_graph_(retain_graph),
+        create_graph_(create_graph),
+        inputs_(inputs),
+        roots_((*scratch_).roots),
+        table_((*scratch_).states),
+        ready_((*scratch_).ready) {
     make_roots(outputs, grad_outputs);
     count_dependencies();
     if (inputs_) make_captures();
@@ -194,13 +251,14 @@ class GraphTask {
   void run_node(uint32_t i);
   void make_ready(uint32_t i);
 
+  ScratchLoan scratch_;  // first: the members below use its vectors, and it outlives them
   bool retain_graph_, create_graph_;
   const std::vector<Tensor>* inputs_;  // grad()'s inputs; null for backward()
-  std::vector<std::pair<Edge, Tensor>> roots_;
+  std::vector<std::pair<Edge, Tensor>>& roots_;
   NodeTable table_;  // every node reachable from the roots
   std::vector<Capture> captures_;
   std::vector<Tensor> result_;
-  std::vector<uint32_t> ready_;  // indices into table_: a heap, later sequence numbers first
+  std::vector<uint32_t>& ready_;  // indices into table_: a heap, later sequence numbers first
 };
 
 void GraphTask::make_roots(const std::vector<Tensor>& outputs,
@@ -231,7 +289,7 @@ void GraphTask::make_roots(const std::vector<Tensor>& outputs,
 }
 
 void GraphTask::count_dependencies() {
-  std::vector<uint32_t> stack;
+  std::vector<uint32_t>& stack = (*scratch_).stack;
   for (auto& [e, g] : roots_)
     if (auto [i, added] = table_.insert(e.node.get()); added) stack.push_back(i);
   while (!stack.empty()) {
