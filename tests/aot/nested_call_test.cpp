@@ -25,7 +25,9 @@ ag::AotConfig cpp_config() {
   return c;
 }
 
-Tensor inner_body(const Tensor& x) { return (x * 2.0).sin() + 1.0; }
+Tensor inner_body(const Tensor& x) {
+  return (x * 2.0).sin() + 1.0;
+}
 
 // A compiled function, run by the kernel of a custom op.
 const ag::AotFunction<Tensor (*)(const Tensor&)>& inner() {
@@ -37,7 +39,9 @@ std::vector<ag::TensorSpec> same_spec(const ag::OpArgs& a) {
   const Tensor& x = std::get<Tensor>(a[0]);
   return {{x.dtype(), x.sizes()}};
 }
-std::vector<Tensor> run_inner(const ag::OpArgs& a) { return {inner()(std::get<Tensor>(a[0]))}; }
+std::vector<Tensor> run_inner(const ag::OpArgs& a) {
+  return {inner()(std::get<Tensor>(a[0]))};
+}
 
 const std::string& inner_op() {
   static const std::string name = ag::register_op(
@@ -87,7 +91,8 @@ TEST(NestedCall, ACompiledCallInsideACompiledCallKeepsItsOwnValues) {
   Tensor want = ((x * y * 2.0).sin() + 1.0) * y + x.exp();
   for (int call = 0; call < 3; ++call) {  // the first call compiles; the later ones reuse scratch
     Tensor got = f(x, y);
-    EXPECT_TRUE(ag::testing::allclose(got, want, 1e-6, 1e-6)) << "call " << call << "\n" << got.to_string();
+    EXPECT_TRUE(ag::testing::allclose(got, want, 1e-6, 1e-6)) << "call " << call << "\n"
+                                                              << got.to_string();
   }
   EXPECT_TRUE(ag::testing::allclose(inner()(x), inner_body(x), 1e-6, 1e-6));
 }
