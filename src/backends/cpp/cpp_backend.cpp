@@ -264,7 +264,7 @@ std::string value_name(const graph::Graph& g, int64_t v) {
 }
 
 // A fused product and its post-ops in the order they run, as the schedule text (with the
-// residual's name) and the step profile (without) show it: "gemm aten.addmm.default + gelu".
+// residual's name) and the step profile (without) show it: "gemm aten.addmm.default + relu".
 void describe_product(std::ostream& o, const graph::Graph& g, const cpp::GemmFusion& f,
                       bool residual_name) {
   static const char* activations[] = {"", " + relu", " + gelu", " + gelu(tanh)"};

@@ -1,5 +1,5 @@
 // Product epilogues for the cpp backend: a matrix product (addmm with beta == alpha == 1, or mm) of
-// f32 matrices whose result flows, through views only, into an activation (relu, gelu) and/or a
+// f32 matrices whose result flows, through views only, into an activation (relu) and/or a
 // residual add, runs as one oneDNN matmul with those ops as post-ops (kernels::mm_epilogue); a
 // 2-D f32 convolution (not transposed) whose result flows straight into them runs as one oneDNN
 // convolution with the same post-ops (kernels::conv2d_epilogue) when asked (`convolutions`: off

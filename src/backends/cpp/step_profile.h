@@ -15,7 +15,7 @@
 namespace aotgrad::backends::cpp {
 
 struct StepTime {
-  std::string label;     // "forward: gemm aten.addmm.default + gelu [1024, 1024]"
+  std::string label;     // "forward: gemm aten.addmm.default + relu [1024, 1024]"
   bool product = false;  // a matrix product or convolution (a GEMM step or such an extern op)
   double ms = 0;         // summed over calls
   int64_t calls = 0;

@@ -43,6 +43,9 @@ TEST(CppGemmEpilogue, AResidualAddThroughViewsJoinsTheProduct) {
                                               ag::testing::kF32Tolerances);
 }
 
+// relu fuses as a post-op, and the residual add after it. gelu does not (oneDNN's gelu loses
+// the negative tail, see gemm_fusion.cpp): the product, then the eager gelu kernel, bit for bit
+// what the interpreter computes.
 TEST(CppGemmEpilogue, ActivationsThenResidualMatchTheInterpreter) {
   for (const char* act : {"aten.relu.default(%mm)", "aten.gelu.default(%mm)",
                           "aten.gelu.default(%mm, approximate=\"tanh\")"}) {
@@ -55,11 +58,17 @@ TEST(CppGemmEpilogue, ActivationsThenResidualMatchTheInterpreter) {
   return (%o)
 })");
     cpp::Schedule s = cpp::schedule_graph(g);
-    ASSERT_EQ(s.gemms.size(), 1u) << act;
-    EXPECT_NE(s.gemms[0].activation, ag::kernels::GemmActivation::none);
-    EXPECT_EQ(s.gemms[0].nodes.size(), 3u);
-    ag::testing::expect_cpp_matches_interpreter(g, ag::testing::graph_inputs(g, 4),
-                                                ag::testing::kF32Tolerances, act);
+    const bool relu = std::string(act).find("relu") != std::string::npos;
+    if (relu) {
+      ASSERT_EQ(s.gemms.size(), 1u) << act;
+      EXPECT_EQ(s.gemms[0].activation, ag::kernels::GemmActivation::relu);
+      EXPECT_EQ(s.gemms[0].nodes.size(), 3u);
+      ag::testing::expect_cpp_matches_interpreter(g, ag::testing::graph_inputs(g, 4),
+                                                  ag::testing::kF32Tolerances, act);
+    } else {
+      EXPECT_TRUE(s.gemms.empty()) << act;
+      ag::testing::expect_cpp_matches_interpreter(g, ag::testing::graph_inputs(g, 4), {0, 0}, act);
+    }
   }
 }
 
