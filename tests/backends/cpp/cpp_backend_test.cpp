@@ -111,8 +111,7 @@ TEST(CppBackend, GeluIsEagersToTheBitInTheNegativeTail) {
       const ag::DType dtype = std::string(t) == "f32" ? ag::DType::f32 : ag::DType::f64;
       // 512 points from -16 to 4.
       ag::Tensor x = (ag::arange(0, 512).to(dtype) * (20.0 / 512) - 16.0).reshape({512, 1});
-      std::vector<ag::Tensor> in{x, ag::ones({1, 1}, dtype),
-                                 ag::testing::graph_inputs(g, 5)[2]};
+      std::vector<ag::Tensor> in{x, ag::ones({1, 1}, dtype), ag::testing::graph_inputs(g, 5)[2]};
       expect_cpp_matches_interpreter(g, in, {0, 0}, std::string(approximate) + " " + t);
       // The tail is there to compare: eager's gelu of -10 is a tiny negative, not 0.
       ag::Tensor y = ag::gelu(ag::full({}, -10.0, dtype), approximate);
