@@ -1,6 +1,7 @@
 // A differential fuzzer for the cpp backend: random graphs of pointwise ops (unary, binary with
-// broadcasting, scalar, comparison + where, threshold_backward), views (t, expand), matmuls,
-// linear layers with activations and residual adds (GEMM epilogues) and row sums, run under the cpp
+// broadcasting, scalar, comparison + where, threshold_backward; exp, erf, log, sqrt, rsqrt, pow on
+// bounded arguments), views (t, expand), matmuls, linear layers with activations and residual adds
+// (GEMM epilogues), row sums, means, maxima, softmax and log_softmax, run under the cpp
 // backend and the interpreter on the same inputs. Each graph holds ~40 nodes, so one compiler run
 // covers many kernels. The CI mode runs two graphs with fixed seeds; AOTGRAD_CPP_FUZZ_GRAPHS=N runs
 // N more (seeds from AOTGRAD_CPP_FUZZ_SEED, default 1) for a longer session (scripts/fuzz style).
@@ -107,7 +108,7 @@ class GraphFuzzer {
   void step(int i) {
     static const char* unary[] = {"sin", "cos", "tanh", "sigmoid", "relu", "neg", "abs", "sign"};
     const ag::IntList full{m_, n_}, contiguous = ag::contiguous_strides(full);
-    switch (pick(0, 12)) {
+    switch (pick(0, 14)) {
       case 0:
       case 1:
       case 2: {
@@ -164,6 +165,16 @@ class GraphFuzzer {
         define({m_, p_}, ag::contiguous_strides({m_, p_}), false,
                "aten.mm.default(%" + operand(true).name + ", %w)");
         break;
+      case 12:
+        bounded_math();
+        break;
+      case 13: {
+        const FuzzValue& a = operand(true);
+        define({m_, 1}, {1, 1}, false,
+               std::string(pick(0, 1) ? "aten.amax.default(%" : "aten.mean.dim(%") + a.name +
+                   ", [1], true)");
+        break;
+      }
       case 11:
         if (pick(0, 1)) {
           define(
@@ -178,6 +189,36 @@ class GraphFuzzer {
         break;
     }
     (void)i;
+  }
+
+  // The functions the generated code computes with its own math (exp, erf) or libm's (log,
+  // sqrt, pow), on a bounded argument (sin of an operand, scaled or shifted): results stay below
+  // ~12, so neither side overflows to inf (which the comparison cannot subtract), and a later sin
+  // or cos of them does not turn an ulp of difference into a different value (exp(30 sin x) did).
+  void bounded_math() {
+    const ag::IntList full{m_, n_}, contiguous = ag::contiguous_strides(full);
+    std::string s =
+        define(full, contiguous, false, "aten.sin.default(%" + operand(true).name + ")").name;
+    switch (pick(0, 5)) {
+      case 0:
+        s = define(full, contiguous, false, "aten.mul.Scalar(%" + s + ", 2.5)").name;
+        define(full, contiguous, false, "aten.exp.default(%" + s + ")");
+        break;
+      case 1:
+        s = define(full, contiguous, false, "aten.mul.Scalar(%" + s + ", 4.5)").name;
+        define(full, contiguous, false, "aten.erf.default(%" + s + ")");
+        break;
+      default: {
+        // Positive arguments: s + 1.5 is in [0.5, 2.5].
+        s = define(full, contiguous, false, "aten.add.Scalar(%" + s + ", 1.5)").name;
+        static const char* positive[] = {"aten.log.default(%", "aten.sqrt.default(%",
+                                         "aten.rsqrt.default(%", "aten.pow.Tensor_Scalar(%"};
+        const int64_t f = pick(0, 3);
+        define(full, contiguous, false,
+               positive[f] + s + (f == 3 ? (pick(0, 1) ? ", 2.5)" : ", -0.5)") : ")"));
+        break;
+      }
+    }
   }
 
   // A linear layer's product, maybe an activation, maybe a residual add (before or after the
@@ -198,8 +239,7 @@ class GraphFuzzer {
       static const char* act[] = {"aten.relu.default(%", "aten.gelu.default(%",
                                   "aten.gelu.default(%"};
       if (int64_t a = pick(0, 3); a < 3)
-        v = define(full, contiguous, false,
-                   act[a] + v + (a == 2 ? ", approximate=\"tanh\")" : ")"))
+        v = define(full, contiguous, false, act[a] + v + (a == 2 ? ", approximate=\"tanh\")" : ")"))
                 .name;
     };
     auto residual = [&] {
