@@ -38,9 +38,8 @@ class CompiledBackward final : public autograd::Node {
     //   an output of its node.
     saved_.reserve(saved.size());
     for (Tensor& value : saved) {
-      Saved& s = saved_.emplace_back(Saved{std::move(value), 0});
-      Tensor& t = s.value;
-      s.version = t.version();
+      const uint64_t version = value.version();
+      Tensor& t = saved_.emplace_back(Saved{std::move(value), version}).value;
       if (!t.defined()) continue;
       const TensorImpl* impl = t.impl();
       const bool sole = t.impl_ptr().use_count() == 1 && !impl->base && !impl->autograd;

@@ -13,7 +13,6 @@
 // that cannot record (Node::double_backward_error, or a VJP that called a row without a
 // derivative) runs without recording and its results get a DelayedError node instead.
 #include <algorithm>
-#include <memory>
 #include <optional>
 #include <stdexcept>
 #include <unordered_map>
@@ -26,6 +25,7 @@
 #include "autograd/traced.h"
 #include "kernels/factory.h"
 #include "tensor/current_op.h"
+#include "tensor/thread_loan.h"
 
 namespace aotgrad::autograd {
 namespace {
@@ -67,10 +67,10 @@ struct NodeState {
   std::shared_ptr<Node> owner;
 };
 
-// The walk's nodes in discovery order, in a vector the walk lends it (WalkScratch). A backward of
-// a few nodes (the per-call case: a compiled function's node and its leaves) finds a node by
-// scanning this short vector instead of maintaining a hash map per field; past kLinearLimit nodes
-// an index map takes over.
+// The walk's nodes in discovery order, in a vector the walk lends it (WalkScratch::states). A
+// backward of a few nodes (the per-call case: a compiled function's node and its leaves) finds a
+// node by scanning this short vector instead of maintaining a hash map per field; past kLinearLimit
+// nodes an index map takes over.
 class NodeTable {
  public:
   static constexpr size_t kLinearLimit = 16;
@@ -108,56 +108,21 @@ class NodeTable {
   std::unordered_map<Node*, uint32_t> index_;  // empty while states_ is short
 };
 
-// The vectors one walk works in. A walk borrows its thread's set, emptied by the walk before it
-// with their capacity kept, so the backward of a small compiled call allocates none of them; a
-// walk started while another runs on the thread (backward() inside a node's apply) gets its own.
+// The vectors one walk works in, borrowed from its thread (ThreadLoan): the backward of a small
+// compiled call allocates none of them.
 struct WalkScratch {
   std::vector<std::pair<Edge, Tensor>> roots;
   std::vector<NodeState> states;
   std::vector<uint32_t> ready, stack;
-  bool lent = false;
 
-  // Empties the vectors (releasing the nodes and gradients they hold); a set grown past a large
-  // walk's size gives its memory back instead of keeping it for the thread's life.
+  // Releases the nodes and gradients the walk left here.
   void reset() {
     constexpr size_t kKeep = 64;
-    auto empty = [](auto& v) {
-      if (v.capacity() > kKeep)
-        std::remove_reference_t<decltype(v)>().swap(v);
-      else
-        v.clear();
-    };
-    empty(roots);
-    empty(states);
-    empty(ready);
-    empty(stack);
+    clear_keeping(roots, kKeep);
+    clear_keeping(states, kKeep);
+    clear_keeping(ready, kKeep);
+    clear_keeping(stack, kKeep);
   }
-};
-
-// This thread's WalkScratch while no walk holds it, else a new one; returned when destroyed.
-class ScratchLoan {
- public:
-  ScratchLoan() {
-    thread_local WalkScratch cached;
-    if (!cached.lent) {
-      cached.lent = true;
-      s_ = &cached;
-    } else {
-      own_ = std::make_unique<WalkScratch>();
-      s_ = own_.get();
-    }
-  }
-  ~ScratchLoan() {
-    s_->reset();
-    s_->lent = false;
-  }
-  ScratchLoan(const ScratchLoan&) = delete;
-  ScratchLoan& operator=(const ScratchLoan&) = delete;
-  WalkScratch& operator*() const { return *s_; }
-
- private:
-  WalkScratch* s_ = nullptr;
-  std::unique_ptr<WalkScratch> own_;
 };
 
 // Marks the nodes of `table` that must run for grad(): those with an edge, direct or not, to a
@@ -232,9 +197,9 @@ class GraphTask {
       : retain_graph_(retain_graph),
         create_graph_(create_graph),
         inputs_(inputs),
-        roots_((*scratch_).roots),
-        table_((*scratch_).states),
-        ready_((*scratch_).ready) {
+        roots_(scratch_->roots),
+        table_(scratch_->states),
+        ready_(scratch_->ready) {
     make_roots(outputs, grad_outputs);
     count_dependencies();
     if (inputs_) make_captures();
@@ -251,7 +216,7 @@ class GraphTask {
   void run_node(uint32_t i);
   void make_ready(uint32_t i);
 
-  ScratchLoan scratch_;  // first: the members below use its vectors, and it outlives them
+  ThreadLoan<WalkScratch> scratch_;  // first: the members below use its vectors; outlives them
   bool retain_graph_, create_graph_;
   const std::vector<Tensor>* inputs_;  // grad()'s inputs; null for backward()
   std::vector<std::pair<Edge, Tensor>>& roots_;
@@ -289,7 +254,7 @@ void GraphTask::make_roots(const std::vector<Tensor>& outputs,
 }
 
 void GraphTask::count_dependencies() {
-  std::vector<uint32_t>& stack = (*scratch_).stack;
+  std::vector<uint32_t>& stack = scratch_->stack;
   for (auto& [e, g] : roots_)
     if (auto [i, added] = table_.insert(e.node.get()); added) stack.push_back(i);
   while (!stack.empty()) {

@@ -31,7 +31,9 @@ std::string gemm_backend(const Tensor& a, const Tensor& b);
 
 // ---- a linear layer's epilogue fused into the product (the cpp backend's GEMM steps) ----
 
-enum class GemmActivation : uint8_t { none, relu, gelu_erf, gelu_tanh };
+// relu only: oneDNN's gelu post-ops lose gelu's negative tail (0 where the eager kernel gives
+// -2.1e-32 at x = -12), so no caller may fuse gelu here.
+enum class GemmActivation : uint8_t { none, relu };
 
 // What runs on a product (a matmul here, or a convolution: conv.h) before it is stored, as oneDNN
 // post-ops: the bias (addmm's self with beta == alpha == 1: f32 [N] or [rows, N] with rows 1 or M;

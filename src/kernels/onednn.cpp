@@ -18,10 +18,6 @@ dnnl::algorithm eltwise_of(GemmActivation act) {
   switch (act) {
     case GemmActivation::relu:
       return dnnl::algorithm::eltwise_relu;
-    case GemmActivation::gelu_erf:
-      return dnnl::algorithm::eltwise_gelu_erf;
-    case GemmActivation::gelu_tanh:
-      return dnnl::algorithm::eltwise_gelu_tanh;
     case GemmActivation::none:
       break;
   }

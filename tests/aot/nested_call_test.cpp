@@ -1,8 +1,8 @@
 // Calls made from inside other calls on the same thread. The per-call path borrows scratch from
-// its thread so that a small call allocates less: the cpp backend's value slots
-// (backends/cpp/cpp_backend.cpp, SlotsLoan) and the backward walk's vectors
-// (autograd/engine.cpp, ScratchLoan). A call made while another holds them must get its own,
-// and neither may keep a tensor or a node alive after its call.
+// its thread (tensor/thread_loan.h) so that a small call allocates less: the cpp backend's value
+// slots (backends/cpp/cpp_backend.cpp) and the backward walk's vectors (autograd/engine.cpp). A
+// call made while another holds them must get its own, and neither may keep a tensor or a node
+// alive after its call.
 #include <gtest/gtest.h>
 
 #include <memory>

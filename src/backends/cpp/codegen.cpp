@@ -142,7 +142,7 @@ std::string node_expr(const graph::Node& n, uint32_t scalar_base) {
     if (schema[k].type == ops::ArgType::tensor)
       operands.push_back(std::get<graph::ValueId>(n.args[k]).index);
   std::string out;
-  for (const std::string& tok : expr_tokens(fusion_expr_of(n))) {
+  for (const std::string& tok : expr_tokens(n.op->fusion_expr)) {
     if (tok.size() == 1 && tok[0] >= 'a' && tok[0] <= 'c')
       out += var(operands[tok[0] - 'a']);
     else if (tok.size() == 2 && tok[0] == 's' && tok[1] >= '0' && tok[1] <= '9')
@@ -391,7 +391,7 @@ std::string generate_source(const graph::Graph& g, const Schedule& s) {
   for (const Kernel& k : s.kernels) {
     math |= k.reduction == Reduction::softmax || k.reduction == Reduction::log_softmax;
     for (uint32_t i : k.nodes) {
-      const std::string_view e = fusion_expr_of(g.nodes()[i]);
+      const std::string_view e = g.nodes()[i].op->fusion_expr;
       math |= with_own_math(std::string(e)) != e;
     }
   }

@@ -19,6 +19,7 @@
 #include "kernels/gemm.h"
 #include "ops/attention.h"
 #include "tensor/current_op.h"
+#include "tensor/thread_loan.h"
 
 namespace aotgrad::backends {
 namespace {
@@ -132,43 +133,11 @@ void broadcast_strides_into(const Tensor& t, const IntList& shape, int64_t* out)
     out[lead + d] = sizes[d] != 1 && shape[lead + d] != 1 ? strides[d] : 0;
 }
 
-// The value slots of one call: this thread's vector from its previous call (emptied, its
-// capacity kept), so a small graph's call does not allocate them; a call made while another runs
-// on the thread (a compiled function inside a custom op) gets a vector of its own. Emptied on the
-// way out, exception or not, so no value outlives its call.
-class SlotsLoan {
- public:
-  explicit SlotsLoan(size_t n) {
-    thread_local Cached cached;
-    if (!cached.lent) {
-      cached.lent = true;
-      lent_ = &cached;
-      v_ = &cached.slots;
-    } else {
-      v_ = &own_;
-    }
-    v_->resize(n);
-  }
-  ~SlotsLoan() {
-    constexpr size_t kKeep = 4096;  // slots a thread keeps between calls (64 KiB)
-    if (v_->capacity() > kKeep)
-      std::vector<Tensor>().swap(*v_);
-    else
-      v_->clear();
-    if (lent_) lent_->lent = false;
-  }
-  SlotsLoan(const SlotsLoan&) = delete;
-  SlotsLoan& operator=(const SlotsLoan&) = delete;
-  std::vector<Tensor>& operator*() const { return *v_; }
-
- private:
-  struct Cached {
-    std::vector<Tensor> slots;
-    bool lent = false;
-  };
-  Cached* lent_ = nullptr;
-  std::vector<Tensor>* v_ = nullptr;
-  std::vector<Tensor> own_;
+// The value slots of one call, borrowed from its thread (ThreadLoan): a small graph's call does
+// not allocate them, and none of its values outlives it.
+struct Slots {
+  std::vector<Tensor> values;
+  void reset() { clear_keeping(values, 4096); }  // up to 64 KiB kept per thread
 };
 
 // Runs a generated kernel; false (nothing written) when an input's actual layout does not fit
@@ -267,7 +236,7 @@ std::string value_name(const graph::Graph& g, int64_t v) {
 // residual's name) and the step profile (without) show it: "gemm aten.addmm.default + relu".
 void describe_product(std::ostream& o, const graph::Graph& g, const cpp::GemmFusion& f,
                       bool residual_name) {
-  static const char* activations[] = {"", " + relu", " + gelu", " + gelu(tanh)"};
+  static const char* activations[] = {"", " + relu"};
   const std::string residual =
       f.residual < 0 ? "" : " + residual" + (residual_name ? " " + value_name(g, f.residual) : "");
   o << (f.conv ? "conv " : "gemm ") << g.nodes()[f.nodes[0]].op->name
@@ -457,8 +426,9 @@ CompiledGraph compile_cpp(const graph::Graph& g, const CppOptions& options) {
   // Reentrant: the program is read-only; the value slots belong to the call.
   return [prog, signature](std::vector<Tensor>&& inputs) {
     check_inputs(*signature, inputs);
-    SlotsLoan loan(prog->num_values);
-    std::vector<Tensor>& slots = *loan;
+    ThreadLoan<Slots> loan;
+    std::vector<Tensor>& slots = loan->values;
+    slots.resize(prog->num_values);
     for (size_t i = 0; i < prog->inputs.size(); ++i) slots[prog->inputs[i]] = std::move(inputs[i]);
     inputs.clear();
     for (uint32_t v : prog->free_at_start) slots[v] = Tensor();

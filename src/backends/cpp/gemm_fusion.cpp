@@ -83,7 +83,7 @@ bool starts_fusion(const graph::Graph& g, const graph::Node& n, GemmFusion& f) {
 
 // relu only: oneDNN's gelu post-ops compute the textbook formula, which cancels in the negative
 // tail (0 where eager gives -2.1e-32 at x = -12, erf or tanh), so gelu runs as the eager kernel
-// after the product (schedule.cpp, fusion_expr_of).
+// after the product (its op row has no fusion_expr either, ops/pointwise.cpp).
 std::optional<GemmActivation> activation_of(const graph::Node& n) {
   if (n.op->name == "aten.relu.default") return GemmActivation::relu;
   return std::nullopt;

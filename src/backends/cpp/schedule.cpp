@@ -122,15 +122,6 @@ IntList broadcast_strides(const IntList& sizes, const IntList& strides, const In
   return out;
 }
 
-std::string_view fusion_expr_of(const graph::Node& n) {
-  // gelu and gelu_backward have no fusion expression: they run as the eager kernel, so compiled
-  // and eager agree to the bit. Their textbook formula, x (1 + erf(x / sqrt 2)) / 2, cancels
-  // in the negative tail: in f32 it was 15% off at x = -4.9, and 0 where eager gives
-  // -4.6e-11 (x = -6.1). The eager kernels compute the tail without cancellation
-  // (kernels/vec/math-inl.h, GeluErf).
-  return n.op->fusion_expr;
-}
-
 Reduction fusable_reduction(const graph::Graph& g, const graph::Node& n) {
   const std::string_view name = n.op->name;
   Reduction r = name == "aten.sum.dim_IntList"        ? Reduction::sum
@@ -174,7 +165,7 @@ Reduction fusable_reduction(const graph::Graph& g, const graph::Node& n) {
 
 bool is_fusable(const graph::Graph& g, const graph::Node& n) {
   const ops::OpDef& op = *n.op;
-  if (fusion_expr_of(n).empty() || op.is_view() || op.is_inplace() || n.outputs.size() != 1)
+  if (op.fusion_expr.empty() || op.is_view() || op.is_inplace() || n.outputs.size() != 1)
     return false;
   const ops::TensorMeta& out = g.value(n.outputs[0]).meta;
   if (!fusable_dtype(out.dtype) || !dense_row_major(out)) return false;
@@ -198,7 +189,7 @@ bool is_fusable(const graph::Graph& g, const graph::Node& n) {
     }
   }
   if (out.dtype == DType::b8 && !float_input) return false;
-  for (const std::string& tok : expr_tokens(fusion_expr_of(n))) {
+  for (const std::string& tok : expr_tokens(op.fusion_expr)) {
     if (int t = tensor_operand(tok); t >= 0 && t >= tensors) return false;
     if (int s = scalar_operand(tok); s >= 0 && (s >= scalars || !scalar_ok[s])) return false;
   }

@@ -95,10 +95,6 @@ std::vector<std::string> expr_tokens(std::string_view expr);
 // against a larger one, or a missing leading dim), and where `shape` has size 1.
 IntList broadcast_strides(const IntList& sizes, const IntList& strides, const IntList& shape);
 
-// The expression a node computes in a kernel: its row's fusion_expr. Empty when the node has
-// none (then it runs as an extern call to its eager kernel); gelu and gelu_backward have none.
-std::string_view fusion_expr_of(const graph::Node& n);
-
 // Elements up to which a full sum (`aten.sum.default` of a 1-D value) is fused: it runs on one
 // thread, as one row.
 inline constexpr int64_t kFullSumLimit = 32768;
