@@ -1,8 +1,10 @@
 // A differential fuzzer for the cpp backend: random graphs of pointwise ops (unary, binary with
 // broadcasting, scalar, comparison + where, threshold_backward; exp, erf, log, sqrt, rsqrt, pow on
-// bounded arguments), views (t, expand), matmuls, linear layers with activations and residual adds
-// (GEMM epilogues), row sums, means, maxima, softmax and log_softmax, run under the cpp
-// backend and the interpreter on the same inputs. Each graph holds ~40 nodes, so one compiler run
+// bounded arguments), views (t, expand; slices and selects at a storage offset), matmuls, linear
+// layers with activations and residual adds (GEMM epilogues), cats of kernel results (written in
+// place, also through flattening views) read back through a slice, row sums, means, maxima,
+// softmax and log_softmax, column sums and means, run under the cpp backend and the interpreter
+// on the same inputs. Each graph holds ~40 nodes, so one compiler run
 // covers many kernels. The CI mode runs two graphs with fixed seeds; AOTGRAD_CPP_FUZZ_GRAPHS=N runs
 // N more (seeds from AOTGRAD_CPP_FUZZ_SEED, default 1) for a longer session (scripts/fuzz style).
 #include <gtest/gtest.h>
@@ -24,6 +26,7 @@ struct FuzzValue {
   std::string name;
   ag::IntList sizes, strides;
   bool is_bool = false;
+  int64_t offset = 0;  // storage offset in elements (slices and selects of inputs)
 };
 
 class GraphFuzzer {
@@ -46,6 +49,9 @@ class GraphFuzzer {
     add_input("wsq", {n_, n_});
     add_input("bn", {n_});
     add_input("mask", {m_, n_}, true);
+    add_input("xw", {m_, n_ + 3});
+    add_input("xr", {m_ + 2, n_});
+    add_input("x3", {2, m_, n_});
     for (int i = 0; i < nodes; ++i) step(i);
     std::string text = "graph fuzz(" + signature_ + ") {\n" + body_.str() + "  return (";
     // The last few values and a random sample of the rest.
@@ -69,6 +75,7 @@ class GraphFuzzer {
         s += (i ? "," : "") + std::to_string(v.strides[i]);
       s += "}";
     }
+    if (v.offset) s += "@" + std::to_string(v.offset);
     for (char& c : s)
       if (c == ' ') c = '\0';
     s.erase(std::remove(s.begin(), s.end(), '\0'), s.end());
@@ -81,8 +88,8 @@ class GraphFuzzer {
   }
 
   const FuzzValue& define(const ag::IntList& sizes, const ag::IntList& strides, bool is_bool,
-                          const std::string& call) {
-    values_.push_back({"v" + std::to_string(defined_++), sizes, strides, is_bool});
+                          const std::string& call, int64_t offset = 0) {
+    values_.push_back({"v" + std::to_string(defined_++), sizes, strides, is_bool, offset});
     body_ << "  %" << values_.back().name << ": " << type(values_.back()) << " = " << call << "\n";
     return values_.back();
   }
@@ -100,7 +107,7 @@ class GraphFuzzer {
     for (;;) {
       const FuzzValue& v = operand(false);
       if (v.sizes == ag::IntList{m_, n_} || v.sizes == ag::IntList{n_} ||
-          v.sizes == ag::IntList{m_, 1} || v.sizes.empty())
+          v.sizes == ag::IntList{m_, 1} || v.sizes == ag::IntList{1, n_} || v.sizes.empty())
         return v;
     }
   }
@@ -108,7 +115,7 @@ class GraphFuzzer {
   void step(int i) {
     static const char* unary[] = {"sin", "cos", "tanh", "sigmoid", "relu", "neg", "abs", "sign"};
     const ag::IntList full{m_, n_}, contiguous = ag::contiguous_strides(full);
-    switch (pick(0, 14)) {
+    switch (pick(0, 17)) {
       case 0:
       case 1:
       case 2: {
@@ -168,6 +175,21 @@ class GraphFuzzer {
       case 12:
         bounded_math();
         break;
+      case 14:
+        offset_view();
+        break;
+      case 15:
+        cat_then_slice();
+        break;
+      case 16: {
+        // Column reductions (a bias gradient's sum; not fused: they reduce a non-last dim).
+        const FuzzValue& a = operand(true);
+        if (pick(0, 1))
+          define({1, n_}, {n_, 1}, false, "aten.sum.dim_IntList(%" + a.name + ", [0], true)");
+        else
+          define({n_}, {1}, false, "aten.mean.dim(%" + a.name + ", [0])");
+        break;
+      }
       case 13: {
         const FuzzValue& a = operand(true);
         define({m_, 1}, {1, 1}, false,
@@ -260,6 +282,98 @@ class GraphFuzzer {
     // where the whole chain fuses.
     if (pick(0, 1) && values_.size() > first + 1)
       values_.erase(values_.begin() + static_cast<std::ptrdiff_t>(first), values_.end() - 1);
+  }
+
+  // An [m, n] view at a storage offset, read in place by the kernels that consume it: columns or
+  // rows of a wider input, or one matrix of a 3-D one.
+  void offset_view() {
+    const ag::IntList full{m_, n_};
+    switch (pick(0, 2)) {
+      case 0: {
+        const int64_t start = pick(0, 3);
+        define(full, {n_ + 3, 1}, false,
+               "aten.slice.Tensor(%xw, 1, " + std::to_string(start) + ", " +
+                   std::to_string(start + n_) + ")",
+               start);
+        break;
+      }
+      case 1: {
+        const int64_t start = pick(0, 2);
+        define(full, ag::contiguous_strides(full), false,
+               "aten.slice.Tensor(%xr, 0, " + std::to_string(start) + ", " +
+                   std::to_string(start + m_) + ")",
+               start * n_);
+        break;
+      }
+      default: {
+        const int64_t index = pick(0, 1);
+        define(full, ag::contiguous_strides(full), false,
+               "aten.select.int(%x3, 0, " + std::to_string(index) + ")", index * m_ * n_);
+        break;
+      }
+    }
+  }
+
+  // Two [m, n] kernel results concatenated (the cpp backend writes each straight into its slice
+  // of the result), directly along dim 0 or 1, or flattened through views along dim 0; then one
+  // [m, n] part of the result read back as a view.
+  void cat_then_slice() {
+    const ag::IntList full{m_, n_}, contiguous = ag::contiguous_strides(full);
+    auto part = [&] {
+      static const char* unary[] = {"sin", "neg", "relu", "tanh"};
+      return define(
+                 full, contiguous, false,
+                 std::string("aten.") + unary[pick(0, 3)] + ".default(%" + operand(true).name + ")")
+          .name;
+    };
+    const int64_t how = pick(0, 2);
+    // b is sometimes an operand (then copied at the cat step); the flattening views need a
+    // contiguous source, so there both are kernel results.
+    std::string a = part(), b = how == 2 || pick(0, 2) ? part() : operand(true).name;
+    const bool second = pick(0, 1) == 1;
+    switch (how) {
+      case 0: {
+        const ag::IntList cs{2 * m_, n_};
+        std::string c = define(cs, ag::contiguous_strides(cs), false,
+                               "aten.cat.default([%" + a + ", %" + b + "], 0)")
+                            .name;
+        define(full, contiguous, false,
+               "aten.slice.Tensor(%" + c + ", 0, " + std::to_string(second ? m_ : 0) + ", " +
+                   std::to_string(second ? 2 * m_ : m_) + ")",
+               second ? m_ * n_ : 0);
+        break;
+      }
+      case 1: {
+        const ag::IntList cs{m_, 2 * n_};
+        std::string c = define(cs, ag::contiguous_strides(cs), false,
+                               "aten.cat.default([%" + a + ", %" + b + "], 1)")
+                            .name;
+        define(full, {2 * n_, 1}, false,
+               "aten.slice.Tensor(%" + c + ", 1, " + std::to_string(second ? n_ : 0) + ", " +
+                   std::to_string(second ? 2 * n_ : n_) + ")",
+               second ? n_ : 0);
+        break;
+      }
+      default: {
+        const int64_t mn = m_ * n_;
+        auto flat = [&](const std::string& v) {
+          return define({mn}, {1}, false,
+                        "aten.view.default(%" + v + ", [" + std::to_string(mn) + "])")
+              .name;
+        };
+        std::string fa = flat(a), fb = flat(b);
+        std::string c =
+            define({2 * mn}, {1}, false, "aten.cat.default([%" + fa + ", %" + fb + "], 0)").name;
+        std::string r = define({2, m_, n_}, ag::contiguous_strides({2, m_, n_}), false,
+                               "aten.view.default(%" + c + ", [2, " + std::to_string(m_) + ", " +
+                                   std::to_string(n_) + "])")
+                            .name;
+        define(full, contiguous, false,
+               "aten.select.int(%" + r + ", 0, " + std::to_string(second ? 1 : 0) + ")",
+               second ? mn : 0);
+        break;
+      }
+    }
   }
 
   std::string sum_of_row() {
