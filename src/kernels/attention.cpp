@@ -66,6 +66,21 @@ Operand<T> operand(const Tensor& t) {
   return o;
 }
 
+// Where a result [*, rows, cols] is written: entry n starts at offset[n], rows `ld` apart, columns
+// unit-stride (a contiguous result, or a view of a caller's buffer: kernels/attention.h).
+template <typename T>
+struct Dest {
+  T* data = nullptr;
+  std::vector<int64_t> offset;
+  int64_t ld = 1;
+  T* at(int64_t n) const { return data + offset[static_cast<size_t>(n)]; }
+};
+
+template <typename T>
+Dest<T> dest_of(Tensor& t) {
+  return {data_of<T>(t), batch_offsets(t), std::max<int64_t>({1, t.size(-1), t.stride(-2)})};
+}
+
 // Row-major C[M, N] = op(A) @ op(B), op(X) = X or X^T as `ta` / `tb` say ('N' / 'T').
 template <typename T>
 void product(char ta, char tb, int64_t m, int64_t n, int64_t k, const T* a, int64_t lda, const T* b,
@@ -455,21 +470,23 @@ Tensor forward_typed(const Tensor& q, const Tensor& k, const Tensor& v, const Te
 // backward restricted to the blocks the mask leaves something in. s and ds are scratch [T, S].
 template <typename T>
 void tiled_backward(const Inputs<T>& in, int64_t n, const Tiling& tl, const T* gn, int64_t ld_gn,
-                    T* s, const T* p, T* ds, T* dq, T* dk, T* dv, T* out) {
+                    T* s, const T* p, T* ds, const Dest<T>* dq, const Dest<T>* dk,
+                    const Dest<T>* dv, T* out) {
   const Geometry& g = in.g;
   const T *q = in.entry(in.q, n), *k = in.entry(in.k, n), *v = in.entry(in.v, n);
   if (out) tiled_output(in, n, tl, p, out);
   // Over key blocks: dv = p^T @ grad_out and, below, dk = ds^T @ q, each over the queries that
   // attend the block (the other rows of p and ds are 0 there).
-  const auto by_key_block = [&](const T* weights, const T* b, int64_t ldb, int64_t cols, T* out) {
+  const auto by_key_block = [&](const T* weights, const T* b, int64_t ldb, int64_t cols,
+                                const Dest<T>& to) {
     for (int64_t c = 0; c * tl.tile < g.s; ++c) {
       const int64_t j0 = c * tl.tile, j1 = std::min(g.s, j0 + tl.tile);
       const Span queries = tl.queries[static_cast<size_t>(c)];
       product<T>('T', 'N', j1 - j0, cols, queries.size(), weights + queries.lo * g.s + j0, g.s,
-                 b + queries.lo * ldb, ldb, out + (n * g.s + j0) * cols, cols);
+                 b + queries.lo * ldb, ldb, to.at(n) + j0 * to.ld, to.ld);
     }
   };
-  if (dv) by_key_block(p, gn, ld_gn, g.dv, dv);
+  if (dv) by_key_block(p, gn, ld_gn, g.dv, *dv);
   if (!dq && !dk) return;
   const MaskView mask = in.mask_of(n);
   const T scale = static_cast<T>(in.scale), masked = T(0) * scale;
@@ -488,21 +505,23 @@ void tiled_backward(const Inputs<T>& in, int64_t n, const Tiling& tl, const T* g
     }
     if (dq)
       product<T>('N', 'N', i1 - i0, g.d, keys.size(), ds + i0 * g.s + keys.lo, g.s,
-                 k + keys.lo * in.k.ld, in.k.ld, dq + (n * g.t + i0) * g.d, g.d);
+                 k + keys.lo * in.k.ld, in.k.ld, dq->at(n) + i0 * dq->ld, dq->ld);
   });
-  if (dk) by_key_block(ds, q, in.q.ld, g.d, dk);
+  if (dk) by_key_block(ds, q, in.q.ld, g.d, *dk);
 }
 
-// {dq, dk, dv} as `need` asks, and with `with_output` the forward's output too (fourth), from the
-// same weights.
+// {dq, dk, dv} as `need` asks (written into `into`'s where defined), and with `with_output` the
+// forward's output too (fourth), from the same weights.
 template <typename T>
 std::array<Tensor, 4> backward_typed(const Tensor& grad_out, const Tensor& q, const Tensor& k,
                                      const Tensor& v, const Tensor& mask, double scale,
-                                     std::array<bool, 3> need, bool with_output) {
+                                     std::array<bool, 3> need, bool with_output,
+                                     const std::array<Tensor, 3>& into) {
   std::array<Tensor, 4> grads;
   const std::array<const Tensor*, 3> like{&q, &k, &v};
   for (size_t i = 0; i < 3; ++i)
-    if (need[i]) grads[i] = make_tensor(like[i]->sizes(), like[i]->dtype());
+    if (need[i])
+      grads[i] = into[i].defined() ? into[i] : make_tensor(like[i]->sizes(), like[i]->dtype());
   if (with_output) {
     IntList out_sizes = q.sizes();
     out_sizes.back() = v.size(-1);
@@ -511,9 +530,12 @@ std::array<Tensor, 4> backward_typed(const Tensor& grad_out, const Tensor& q, co
   const Inputs<T> in = inputs_of<T>(q, k, v, mask, scale);
   const Operand<T> go = operand<T>(grad_out);
   const Geometry& g = in.g;
-  T* dq = need[0] ? data_of<T>(grads[0]) : nullptr;
-  T* dk = need[1] ? data_of<T>(grads[1]) : nullptr;
-  T* dv = need[2] ? data_of<T>(grads[2]) : nullptr;
+  std::array<Dest<T>, 3> dests;
+  for (size_t i = 0; i < 3; ++i)
+    if (need[i] && grads[i].numel() > 0) dests[i] = dest_of<T>(grads[i]);
+  const Dest<T>* dq = dests[0].data ? &dests[0] : nullptr;
+  const Dest<T>* dk = dests[1].data ? &dests[1] : nullptr;
+  const Dest<T>* dv = dests[2].data ? &dests[2] : nullptr;
   T* out = with_output && grads[3].numel() > 0 ? data_of<T>(grads[3]) : nullptr;
   const T scale_t = static_cast<T>(scale);
   over_batch<T>(g, 3, [&](int64_t n, T* scratch) {
@@ -542,7 +564,7 @@ std::array<Tensor, 4> backward_typed(const Tensor& grad_out, const Tensor& q, co
       product<T>('N', 'N', g.t, g.dv, g.s, p, g.s, in.entry(in.v, n), in.v.ld, out + n * g.t * g.dv,
                  g.dv);
     // dv = p^T @ grad_out
-    if (dv) product<T>('T', 'N', g.s, g.dv, g.t, p, g.s, gn, go.ld, dv + n * g.s * g.dv, g.dv);
+    if (dv) product<T>('T', 'N', g.s, g.dv, g.t, p, g.s, gn, go.ld, dv->at(n), dv->ld);
     if (!dq && !dk) return;
     // dp = grad_out @ v^T (into s), then eager softmax's backward, the mask, the scale.
     product<T>('N', 'T', g.t, g.s, g.dv, gn, go.ld, in.entry(in.v, n), in.v.ld, s, g.s);
@@ -555,11 +577,9 @@ std::array<Tensor, 4> backward_typed(const Tensor& grad_out, const Tensor& q, co
       scale_or_fill<T>(row, m, i, scale_t, T(0) * scale_t, g.s);
     }
     if (dq)
-      product<T>('N', 'N', g.t, g.d, g.s, ds, g.s, in.entry(in.k, n), in.k.ld, dq + n * g.t * g.d,
-                 g.d);
+      product<T>('N', 'N', g.t, g.d, g.s, ds, g.s, in.entry(in.k, n), in.k.ld, dq->at(n), dq->ld);
     if (dk)
-      product<T>('T', 'N', g.s, g.d, g.t, ds, g.s, in.entry(in.q, n), in.q.ld, dk + n * g.s * g.d,
-                 g.d);
+      product<T>('T', 'N', g.s, g.d, g.t, ds, g.s, in.entry(in.q, n), in.q.ld, dk->at(n), dk->ld);
   });
   return grads;
 }
@@ -578,11 +598,25 @@ namespace {
 
 std::array<Tensor, 4> backward_of(const Tensor& grad_out, const Tensor& q, const Tensor& k,
                                   const Tensor& v, const Tensor& mask, double scale,
-                                  std::array<bool, 3> need, bool with_output) {
+                                  std::array<bool, 3> need, bool with_output,
+                                  const std::array<Tensor, 3>& into) {
+  const std::array<const Tensor*, 3> like{&q, &k, &v};
+  static const char* names[] = {"dq", "dk", "dv"};
+  for (size_t i = 0; i < 3; ++i) {
+    const Tensor& t = into[i];
+    if (!t.defined()) continue;
+    const bool rows_apart = t.dim() >= 2 && (t.size(-1) <= 1 || t.stride(-1) == 1) &&
+                            (t.size(-2) <= 1 || t.stride(-2) >= t.size(-1));
+    if (!need[i] || t.dtype() != q.dtype() || t.sizes() != like[i]->sizes() || !rows_apart)
+      throw std::invalid_argument(
+          std::string("masked_attention_backward: the buffer given for ") + names[i] +
+          " must be a needed result's " + std::string(dtype_name(q.dtype())) +
+          shape_to_string(like[i]->sizes()) + " with unit-stride rows that do not overlap");
+  }
   if (q.dtype() == DType::f32)
-    return backward_typed<float>(grad_out, q, k, v, mask, scale, need, with_output);
+    return backward_typed<float>(grad_out, q, k, v, mask, scale, need, with_output, into);
   if (q.dtype() == DType::f64)
-    return backward_typed<double>(grad_out, q, k, v, mask, scale, need, with_output);
+    return backward_typed<double>(grad_out, q, k, v, mask, scale, need, with_output, into);
   throw std::invalid_argument("masked_attention_backward: expected f32 or f64 query, got " +
                               std::string(dtype_name(q.dtype())));
 }
@@ -592,16 +626,18 @@ std::array<Tensor, 4> backward_of(const Tensor& grad_out, const Tensor& q, const
 std::array<Tensor, 3> masked_attention_backward(const Tensor& grad_out, const Tensor& q,
                                                 const Tensor& k, const Tensor& v,
                                                 const Tensor& mask, double scale,
-                                                std::array<bool, 3> need) {
-  std::array<Tensor, 4> r = backward_of(grad_out, q, k, v, mask, scale, need, false);
+                                                std::array<bool, 3> need,
+                                                const std::array<Tensor, 3>& into) {
+  std::array<Tensor, 4> r = backward_of(grad_out, q, k, v, mask, scale, need, false, into);
   return {r[0], r[1], r[2]};
 }
 
 std::array<Tensor, 4> masked_attention_with_backward(const Tensor& grad_out, const Tensor& q,
                                                      const Tensor& k, const Tensor& v,
                                                      const Tensor& mask, double scale,
-                                                     std::array<bool, 3> need) {
-  return backward_of(grad_out, q, k, v, mask, scale, need, true);
+                                                     std::array<bool, 3> need,
+                                                     const std::array<Tensor, 3>& into) {
+  return backward_of(grad_out, q, k, v, mask, scale, need, true, into);
 }
 
 }  // namespace aotgrad::kernels

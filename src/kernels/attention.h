@@ -44,11 +44,16 @@ Tensor masked_attention(const Tensor& q, const Tensor& k, const Tensor& v, const
                         double scale);
 
 // Gradients {dq, dk, dv} (each contiguous, shaped like its input) for output gradient `grad_out`
-// [*, T, Dv]; `need` picks which are computed (the others come back undefined).
+// [*, T, Dv]; `need` picks which are computed (the others come back undefined). A defined
+// `into[i]` (a needed result's dtype and sizes, rows unit-stride and not overlapping, any batch
+// strides: a view of a caller's buffer, e.g. the heads' slice of a cat the cpp backend fills,
+// backends/cpp/cat_fusion.h) is written instead of a new tensor and returned; the values are the
+// same either way.
 std::array<Tensor, 3> masked_attention_backward(const Tensor& grad_out, const Tensor& q,
                                                 const Tensor& k, const Tensor& v,
                                                 const Tensor& mask, double scale,
-                                                std::array<bool, 3> need);
+                                                std::array<bool, 3> need,
+                                                const std::array<Tensor, 3>& into = {});
 
 // masked_attention_backward's {dq, dk, dv}, then masked_attention's output from the same weights:
 // one pass over the [T, S] blocks where a backward that must recompute the output (a partition
@@ -57,6 +62,7 @@ std::array<Tensor, 3> masked_attention_backward(const Tensor& grad_out, const Te
 std::array<Tensor, 4> masked_attention_with_backward(const Tensor& grad_out, const Tensor& q,
                                                      const Tensor& k, const Tensor& v,
                                                      const Tensor& mask, double scale,
-                                                     std::array<bool, 3> need);
+                                                     std::array<bool, 3> need,
+                                                     const std::array<Tensor, 3>& into = {});
 
 }  // namespace aotgrad::kernels

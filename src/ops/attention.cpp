@@ -141,7 +141,8 @@ std::vector<TensorMeta> attention_backward_meta(const OpArgs& a) {
 
 // The backward row's results for its arguments `a` (checked), each gradient not asked for an
 // empty [0] tensor; with `with_output`, the forward's output from the same weights after them.
-std::vector<Tensor> backward_results(const OpArgs& a, bool with_output) {
+std::vector<Tensor> backward_results(const OpArgs& a, bool with_output,
+                                     const std::array<Tensor, 3>& into = {}) {
   attention_backward_meta(a);
   const std::array<bool, 3> need = output_mask_of(a);
   const Tensor &g = tensor_arg(a, 0), &q = tensor_arg(a, 1), &k = tensor_arg(a, 2),
@@ -149,11 +150,11 @@ std::vector<Tensor> backward_results(const OpArgs& a, bool with_output) {
   std::vector<Tensor> r(with_output ? 4 : 3);
   if (with_output) {
     std::array<Tensor, 4> all =
-        kernels::masked_attention_with_backward(g, q, k, v, mask, float_arg(a, 5), need);
+        kernels::masked_attention_with_backward(g, q, k, v, mask, float_arg(a, 5), need, into);
     std::move(all.begin(), all.end(), r.begin());
   } else {
     std::array<Tensor, 3> grads =
-        kernels::masked_attention_backward(g, q, k, v, mask, float_arg(a, 5), need);
+        kernels::masked_attention_backward(g, q, k, v, mask, float_arg(a, 5), need, into);
     std::move(grads.begin(), grads.end(), r.begin());
   }
   for (size_t i = 0; i < 3; ++i)
@@ -167,8 +168,14 @@ std::vector<Tensor> attention_backward_kernel(const OpArgs& a) {
 
 }  // namespace
 
-std::vector<Tensor> masked_attention_with_backward(const OpArgs& a) {
-  return backward_results(a, true);
+std::vector<Tensor> masked_attention_with_backward(const OpArgs& a,
+                                                   const std::array<Tensor, 3>& into) {
+  return backward_results(a, true, into);
+}
+
+std::vector<Tensor> masked_attention_backward_into(const OpArgs& a,
+                                                   const std::array<Tensor, 3>& into) {
+  return backward_results(a, false, into);
 }
 
 namespace {

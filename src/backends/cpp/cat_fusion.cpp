@@ -47,6 +47,46 @@ struct Uses : ValueUses {
   std::vector<int> extern_step;  // per node: its extern step, or -1
 };
 
+// Whether value `v` is read by one node only and is not a graph output.
+bool single_use(const Uses& u, uint32_t v) {
+  return u.users[v].size() == 1 && !u.is_output[v];
+}
+
+// Fills `part` as written by an attention backward when kernel `kern` is one clone of a
+// transpose of that backward's gradient (see cat_fusion.h); `strides` are the clone result's in
+// the cat.
+void find_attention_part(const graph::Graph& g, const Uses& u, const Kernel& kern,
+                         const IntList& strides, std::vector<uint32_t>& chain, CatPart& part) {
+  if (kern.nodes.size() != 1 || kern.inputs.size() != 1 || kern.outputs.size() != 1 ||
+      kern.inputs[0].folded_node >= 0 || g.nodes()[kern.nodes[0]].op->name != "aten.clone.default")
+    return;
+  const uint32_t t = kern.inputs[0].value;
+  const int32_t tp = g.value(graph::ValueId{t}).producer;
+  if (tp < 0 || !single_use(u, t) || u.extern_step[tp] < 0) return;
+  const graph::Node& transpose = g.nodes()[tp];
+  if (transpose.op->name != "aten.transpose.int") return;
+  const auto* a = std::get_if<graph::ValueId>(&transpose.args[0]);
+  const auto* d0 = std::get_if<int64_t>(&transpose.args[1]);
+  const auto* d1 = std::get_if<int64_t>(&transpose.args[2]);
+  if (!a || !d0 || !d1 || !single_use(u, a->index)) return;
+  const int32_t ap = g.value(*a).producer;
+  if (ap < 0 || u.extern_step[ap] < 0) return;
+  const graph::Node& attention = g.nodes()[ap];
+  if (attention.op->name != "aotgrad.masked_attention_backward.default") return;
+  const ops::TensorMeta& m = g.value(*a).meta;
+  const auto rank = static_cast<int64_t>(m.sizes.size());
+  const int64_t i0 = *d0 < 0 ? *d0 + rank : *d0, i1 = *d1 < 0 ? *d1 + rank : *d1;
+  if (!contiguous_meta(m) || rank < 2 || i0 < 0 || i1 < 0 || i0 >= rank || i1 >= rank) return;
+  IntList st = strides;
+  std::swap(st[static_cast<size_t>(i0)], st[static_cast<size_t>(i1)]);
+  if (st.back() != 1 || (m.sizes[rank - 2] > 1 && st[rank - 2] < m.sizes.back())) return;
+  for (size_t r = 0; r < attention.outputs.size(); ++r)
+    if (attention.outputs[r] == *a) part.attention_result = static_cast<int32_t>(r);
+  part.attention = ap;
+  part.strides = std::move(st);
+  chain.push_back(static_cast<uint32_t>(tp));
+}
+
 // Walks from the cat's input `v` back through single-use reshaping views to a pointwise kernel
 // output; fills `part` when it reaches one whose slice layout the kernel can write.
 void find_kernel_part(const graph::Graph& g, const Schedule& s, const Uses& u,
@@ -73,8 +113,16 @@ void find_kernel_part(const graph::Graph& g, const Schedule& s, const Uses& u,
         m.sizes != kern.shape)
       return;
     const IntList& sizes = g.value(graph::ValueId{part.value}).meta.sizes;
-    if (slice_strides(kern.shape, sizes, cat.sizes, dim).empty()) return;
+    IntList strides = slice_strides(kern.shape, sizes, cat.sizes, dim);
+    if (strides.empty()) return;
+    part.offset = part.start * product(sizes, dim + 1, sizes.size());
+    find_attention_part(g, u, kern, strides, chain, part);
     std::reverse(chain.begin(), chain.end());
+    if (part.attention >= 0) {
+      part.kernel_output = v;  // the clone's result, never computed
+      part.chain = std::move(chain);
+      return;
+    }
     part.kernel = static_cast<int32_t>(k);
     part.kernel_output = v;
     part.chain = std::move(chain);
@@ -110,7 +158,7 @@ std::optional<CatFusion> cat_fusion_of(const graph::Graph& g, const Schedule& s,
     c.parts.push_back(std::move(part));
   }
   bool any =
-      std::any_of(c.parts.begin(), c.parts.end(), [](const CatPart& p) { return p.kernel >= 0; });
+      std::any_of(c.parts.begin(), c.parts.end(), [](const CatPart& p) { return p.in_place(); });
   if (!any || start != out.sizes[d]) return std::nullopt;
   return c;
 }
@@ -126,9 +174,27 @@ void target_kernels(const graph::Graph& g, Schedule& s, int32_t ci) {
     size_t j = std::find(k.outputs.begin(), k.outputs.end(), p.kernel_output) - k.outputs.begin();
     const IntList& sizes = g.value(graph::ValueId{p.value}).meta.sizes;
     k.out_cat[j].cat = ci;
-    k.out_cat[j].offset = p.start * product(sizes, c.dim + 1, sizes.size());
+    k.out_cat[j].offset = p.offset;
     k.out_cat[j].strides = slice_strides(k.shape, sizes, cat_sizes, static_cast<size_t>(c.dim));
   }
+}
+
+// Removes the kernels marked in `gone` (their steps already dropped), renumbering the steps' and
+// the cat parts' kernel indices.
+void remove_kernels(Schedule& s, const std::vector<bool>& gone) {
+  std::vector<int32_t> index(s.kernels.size(), -1);
+  std::vector<Kernel> kept;
+  for (size_t k = 0; k < s.kernels.size(); ++k)
+    if (!gone[k]) {
+      index[k] = static_cast<int32_t>(kept.size());
+      kept.push_back(std::move(s.kernels[k]));
+    }
+  s.kernels = std::move(kept);
+  for (Step& st : s.steps)
+    if (st.is_kernel) st.index = static_cast<uint32_t>(index[st.index]);
+  for (CatFusion& c : s.cats)
+    for (CatPart& p : c.parts)
+      if (p.kernel >= 0) p.kernel = index[static_cast<size_t>(p.kernel)];
 }
 
 }  // namespace
@@ -136,10 +202,13 @@ void target_kernels(const graph::Graph& g, Schedule& s, int32_t ci) {
 void fuse_cats(const graph::Graph& g, const ValueUses& uses, Schedule& s) {
   const auto& nodes = g.nodes();
   Uses u{uses, std::vector<int>(nodes.size(), -1)};
+  std::vector<int> kernel_step(s.kernels.size(), -1);
   for (size_t st = 0; st < s.steps.size(); ++st)
     if (!s.steps[st].is_kernel && !s.steps[st].is_gemm)
       u.extern_step[s.steps[st].index] = static_cast<int>(st);
-  std::vector<bool> drop(s.steps.size(), false);
+    else if (s.steps[st].is_kernel)
+      kernel_step[s.steps[st].index] = static_cast<int>(st);
+  std::vector<bool> drop(s.steps.size(), false), gone(s.kernels.size(), false);
   for (uint32_t i = 0; i < nodes.size(); ++i) {
     if (nodes[i].op->name != "aten.cat.default" || u.extern_step[i] < 0) continue;
     std::optional<CatFusion> c = cat_fusion_of(g, s, u, i);
@@ -148,8 +217,16 @@ void fuse_cats(const graph::Graph& g, const ValueUses& uses, Schedule& s) {
     Step& step = s.steps[u.extern_step[i]];
     step.is_cat = true;
     step.index = static_cast<uint32_t>(ci);
-    for (const CatPart& p : c->parts)
+    for (const CatPart& p : c->parts) {
       for (uint32_t n : p.chain) drop[u.extern_step[n]] = true;
+      if (p.attention < 0) continue;
+      // The clone's kernel: the only one producing kernel_output.
+      for (size_t k = 0; k < s.kernels.size(); ++k)
+        if (s.kernels[k].outputs.size() == 1 && s.kernels[k].outputs[0] == p.kernel_output) {
+          gone[k] = true;
+          drop[kernel_step[k]] = true;
+        }
+    }
     s.cats.push_back(std::move(*c));
     target_kernels(g, s, ci);
   }
@@ -157,6 +234,7 @@ void fuse_cats(const graph::Graph& g, const ValueUses& uses, Schedule& s) {
   for (size_t st = 0; st < s.steps.size(); ++st)
     if (!drop[st]) kept.push_back(s.steps[st]);
   s.steps = std::move(kept);
+  remove_kernels(s, gone);
 }
 
 }  // namespace aotgrad::backends::cpp

@@ -11,6 +11,14 @@
 // are extern steps, and the slice, seen through the views in the kernel's shape, has unit stride in
 // the last dim the kernel loops over. The cat's result is dense row-major f32/f64. The fused
 // outputs get Kernel::out_cat; the views' steps are dropped and the cat's step becomes a cat step.
+//
+// A part may also be a gradient of an `aotgrad.masked_attention_backward` (alone or as an
+// attention pair's step) moved back to the heads' layout: the gradient, read only by a
+// `transpose`, read only by a kernel that is that one `clone`, whose result reaches the cat as
+// above. That is how the backward of a fused qkv projection's split and head transposes reads.
+// The attention step then writes the gradient straight into its slice of the cat's result (rows
+// unit-stride, kernels::masked_attention_backward's `into`), and the transpose's and the clone's
+// steps go; the clone's kernel is removed from the schedule.
 #pragma once
 
 #include <cstdint>
@@ -25,10 +33,19 @@ struct Schedule;
 
 struct CatPart {
   uint32_t value = 0;           // the cat's input
-  int32_t kernel = -1;          // the kernel writing it into its slice; -1: copied at the cat step
+  int32_t kernel = -1;          // the kernel writing it into its slice; -1: see `attention`, else
+                                // copied at the cat step
   uint32_t kernel_output = 0;   // the kernel's value (the start of `chain`)
   std::vector<uint32_t> chain;  // the view nodes from kernel_output to `value`, in graph order
   int64_t start = 0, size = 0;  // the slice along the cat dim
+  // Or the attention backward node writing it (its result `attention_result`, with `strides` per
+  // dim of that result, at element `offset` of the cat's result); `chain` then ends with the
+  // transpose. -1: none.
+  int32_t attention = -1;
+  int32_t attention_result = 0;
+  int64_t offset = 0;
+  IntList strides;
+  bool in_place() const { return kernel >= 0 || attention >= 0; }
 };
 
 struct CatFusion {

@@ -34,7 +34,8 @@ struct CatSlice {
   int64_t cat_value = -1;  // the cat's result; -1: the output has its own buffer
   ops::TensorMeta cat_meta;
   int64_t offset = 0;  // elements
-  IntList strides;     // per dim group
+  IntList strides;     // per dim group (an attention backward's gradient: per dim)
+  IntList sizes;       // an attention backward's gradient: its sizes
 };
 
 struct KernelCall {
@@ -67,6 +68,7 @@ struct Program {
     bool is_gemm = false;
     bool is_cat = false;
     int64_t pair_output = -1;          // an attention pair's step: the forward's output value
+    std::vector<CatSlice> into;        // an attention backward's step: per gradient, or empty
     uint32_t index = 0;                // into externs (node index), kernels, gemms or cats
     std::vector<uint32_t> free_after;  // values whose last use is this step
     std::string label;                 // for the step profile (step_profile.h)
@@ -94,11 +96,16 @@ bool may_take_buffer(const Tensor& t, const ops::TensorMeta& m) {
          t.storage_offset() == 0;
 }
 
-// The address kernel output `c` is written at, its strides row filled in; the cat's result is
-// allocated by the first kernel that writes into it.
-char* cat_slice(const CatSlice& c, std::vector<Tensor>& slots, int64_t* strides_row) {
+// The result of the cat `c` goes into, allocated by the first step that writes into it.
+Tensor& cat_of(const CatSlice& c, std::vector<Tensor>& slots) {
   Tensor& cat = slots[c.cat_value];
   if (!cat.defined()) cat = make_tensor(c.cat_meta.sizes, c.cat_meta.dtype);
+  return cat;
+}
+
+// The address kernel output `c` is written at, its strides row filled in.
+char* cat_slice(const CatSlice& c, std::vector<Tensor>& slots, int64_t* strides_row) {
+  Tensor& cat = cat_of(c, slots);
   std::copy(c.strides.begin(), c.strides.end(), strides_row);
   return cat.impl()->data_bytes() + c.offset * cat.element_size();
 }
@@ -112,6 +119,7 @@ void run_cat(const Program& p, uint32_t index, std::vector<Tensor>& slots) {
   if (!cat.defined()) cat = make_tensor(m.sizes, m.dtype);
   CurrentOpScope scope("cpp.cat");
   for (const cpp::CatPart& part : c.parts) {
+    if (part.attention >= 0) continue;  // its attention backward wrote it
     if (part.kernel >= 0) {
       if (!slots[part.kernel_output].defined()) continue;  // written in place
       for (uint32_t n : part.chain) run_node_call(p.externs[n], slots);
@@ -228,6 +236,25 @@ void run_attention_pair(const NodeCall& backward, uint32_t forward_output,
   slots[forward_output] = std::move(r[3]);
 }
 
+// An attention backward (with its paired forward when `forward_output` >= 0) writing the
+// gradients that `into` places straight into their cats' results (cat_fusion.h); the others go to
+// their slots.
+void run_attention_into(const NodeCall& backward, int64_t forward_output,
+                        const std::vector<CatSlice>& into, std::vector<Tensor>& slots) {
+  ops::OpArgs args = backward.args;
+  fill_args(backward, slots, args);
+  std::array<Tensor, 3> views;
+  for (size_t i = 0; i < 3; ++i)
+    if (into[i].cat_value >= 0)
+      views[i] = cat_of(into[i], slots).as_strided(into[i].sizes, into[i].strides, into[i].offset);
+  CurrentOpScope scope(forward_output >= 0 ? "cpp.attention_pair" : "cpp.attention_into_cat");
+  std::vector<Tensor> r = forward_output >= 0 ? ops::masked_attention_with_backward(args, views)
+                                              : ops::masked_attention_backward_into(args, views);
+  for (size_t i = 0; i < backward.outputs.size(); ++i)
+    if (into[i].cat_value < 0) slots[backward.outputs[i]] = std::move(r[i]);
+  if (forward_output >= 0) slots[forward_output] = std::move(r[3]);
+}
+
 std::string value_name(const graph::Graph& g, int64_t v) {
   return "%" + g.value(graph::ValueId{static_cast<uint32_t>(v)}).name;
 }
@@ -248,7 +275,7 @@ void describe_cat(std::ostream& o, const graph::Graph& g, const cpp::CatFusion& 
   o << "cat -> " << value_name(g, c.output) << " (";
   for (size_t i = 0; i < c.parts.size(); ++i)
     o << (i ? ", " : "") << value_name(g, c.parts[i].value)
-      << (c.parts[i].kernel >= 0 ? " in place" : " copied");
+      << (c.parts[i].in_place() ? " in place" : " copied");
   o << ")";
 }
 
@@ -282,7 +309,14 @@ std::string describe_steps(const graph::Graph& g, const cpp::Schedule& sched) {
         o << " + " << g.nodes()[sched.attention_pairs[st.attention_pair].forward].op->name
           << " (one pass over the weights)";
       o << " ->";
-      for (graph::ValueId v : n.outputs) o << " " << value_name(g, v.index);
+      for (graph::ValueId v : n.outputs) {
+        o << " " << value_name(g, v.index);
+        for (const cpp::CatFusion& c : sched.cats)
+          for (const cpp::CatPart& part : c.parts)
+            if (part.attention == static_cast<int32_t>(st.index) &&
+                n.outputs[part.attention_result] == v)
+              o << " (into " << value_name(g, c.output) << ")";
+      }
       if (st.attention_pair >= 0)
         for (graph::ValueId v : g.nodes()[sched.attention_pairs[st.attention_pair].forward].outputs)
           o << " " << value_name(g, v.index);
@@ -412,6 +446,20 @@ std::shared_ptr<Program> build(const graph::Graph& traced, const CppOptions& opt
     if (st.attention_pair >= 0)
       step.pair_output =
           g.nodes()[sched.attention_pairs[st.attention_pair].forward].outputs[0].index;
+    for (const cpp::CatFusion& c : sched.cats)
+      for (const cpp::CatPart& part : c.parts) {
+        if (st.is_kernel || st.is_gemm || st.is_cat ||
+            part.attention != static_cast<int32_t>(st.index))
+          continue;
+        step.into.resize(3);
+        CatSlice& slice = step.into[static_cast<size_t>(part.attention_result)];
+        slice.cat_value = c.output;
+        slice.cat_meta = g.value(graph::ValueId{c.output}).meta;
+        slice.offset = part.offset;
+        slice.strides = part.strides;
+        const graph::Node& n = g.nodes()[st.index];
+        slice.sizes = g.value(n.outputs[static_cast<size_t>(part.attention_result)]).meta.sizes;
+      }
     step.free_after = std::move(live.free_after[i]);
     step.label = step_label(g, sched, st, step.product);
   }
@@ -440,6 +488,8 @@ CompiledGraph compile_cpp(const graph::Graph& g, const CppOptions& options) {
         run_gemm(*prog, prog->gemms[s.index], slots);
       } else if (s.is_cat) {
         run_cat(*prog, s.index, slots);
+      } else if (!s.into.empty()) {
+        run_attention_into(prog->externs[s.index], s.pair_output, s.into, slots);
       } else if (s.pair_output >= 0) {
         run_attention_pair(prog->externs[s.index], static_cast<uint32_t>(s.pair_output), slots);
       } else if (!s.is_kernel) {

@@ -15,9 +15,11 @@ std::vector<StepValues> step_values(const graph::Graph& g, const Schedule& s) {
         if (v >= 0) u.reads.push_back(static_cast<uint32_t>(v));
       u.writes = {f.output};
     } else if (st.is_cat) {
-      // Reads the kernel outputs it may have to copy when their kernel fell back at run time.
+      // Reads the kernel outputs it may have to copy when their kernel fell back at run time
+      // (an attention backward's part is always in place).
       for (const CatPart& part : s.cats[st.index].parts)
-        u.reads.push_back(part.kernel >= 0 ? part.kernel_output : part.value);
+        if (part.attention < 0)
+          u.reads.push_back(part.kernel >= 0 ? part.kernel_output : part.value);
       u.writes = {s.cats[st.index].output};
     } else if (st.is_kernel) {
       const Kernel& k = s.kernels[st.index];
