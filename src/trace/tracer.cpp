@@ -489,6 +489,20 @@ Tensor Tracer::scatter_into_root(size_t state_index, const Tensor& updated) {
                              "the op to a clone() instead.");
     u = step.op->view_scatter(bases[i], u, step.args);
   }
+  // Eager writes the root in place, so its strides never change; the scatters of t, transpose,
+  // permute and squeeze are themselves views and leave the new value laid out as the written
+  // view was. A view regenerated from that value and returned from the graph would then have
+  // strides eager never gives (x.t().mul_(2); return x.t()). Intermediate roots are contiguous;
+  // an input's new value is copied into the caller's tensor, whose strides stay.
+  const Tensor& old_root = bases.front();
+  bool root_contiguous =
+      old_root.strides() == contiguous_strides(old_root.sizes()) && old_root.storage_offset() == 0;
+  if (root_contiguous && (u.strides() != old_root.strides() || u.storage_offset() != 0)) {
+    const ops::OpDef& clone = ops::lookup("aten.clone.default");
+    ops::OpArgs cargs{u};
+    ops::normalize(clone, cargs);
+    u = record(clone, cargs, /*track=*/false).at(0);
+  }
   return u;
 }
 

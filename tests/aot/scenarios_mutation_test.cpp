@@ -559,6 +559,47 @@ TEST(ScenarioMutation, ViewOfIntermediateMutatedThenBaseReturned) {
       });
 }
 
+TEST(ScenarioMutation, TransposedViewOfIntermediateMutatedThenBaseReturned) {
+  // Found by AotProgramFuzz: t's scatter is a t, so the graph's new value of y was laid out as
+  // the written view ([1, 3] strides) while eager's y keeps its own ([2, 1]).
+  run_scenario(
+      [] {
+        return TensorList{leaf({3, 2}, 1)};
+      },
+      [](const TensorList& a) {
+        Tensor y = a[0] * 2.0;
+        y.t().mul_(2.0);
+        return y;
+      });
+}
+
+TEST(ScenarioMutation, TransposedViewOfIntermediateMutatedThenReturned) {
+  // Found by AotProgramFuzz (seed 7): the returned view was regenerated from a base with the
+  // wrong layout, so it came back contiguous instead of transposed.
+  run_scenario(
+      [] {
+        return TensorList{leaf({3, 2}, 2, false)};
+      },
+      [](const TensorList& a) {
+        Tensor v = (a[0] * 2.0).t();
+        v.mul_(2.0);
+        return v;
+      });
+}
+
+TEST(ScenarioMutation, PermutedUnsqueezedViewOfIntermediateMutatedThenViewReturned) {
+  run_scenario(
+      [] {
+        return TensorList{leaf({2, 3, 2}, 3)};
+      },
+      [](const TensorList& a) {
+        Tensor y = a[0].mean({0}, true);
+        Tensor v = y.unsqueeze(3).permute({0, 2, 1, 3});
+        ag::sigmoid_(v);
+        return TensorList{v.squeeze(3), y};
+      });
+}
+
 TEST(ScenarioMutation, IntermediateSavedForBackwardThenMutatedFailsAtBackward) {
   // Eager's version check fires at backward; so must the compiled one (both sides throw).
   run_scenario([] { return TensorList{leaf({3}, 2)}; },
