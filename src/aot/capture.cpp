@@ -203,11 +203,12 @@ void record_requires_grad_changes(const trace::Tracer& tracer, const InputPlan& 
   }
 }
 
-// An autograd::grad without retain_graph inside the function freed the saved values of the nodes
-// it ran through (Tracer::freed_nodes); eager's backward fails at the first of them it reaches.
-void note_freed_nodes(const graph::Graph& g, const std::vector<bool>& rg,
-                      const std::vector<bool>& freed, std::vector<std::string>& errors) {
-  if (freed.empty()) return;
+// The nodes whose VJP eager's backward from the graph's outputs would run, by node index: those
+// on a path from an output that requires grad back to a value that requires grad. Eager raises
+// its backward errors (a freed or overwritten saved value) only at such a node; a dead value, or
+// one whose gradient reaches nothing, never runs its VJP.
+std::vector<bool> nodes_backward_runs(const graph::Graph& g, const std::vector<bool>& rg) {
+  std::vector<bool> runs(g.nodes().size(), false);
   std::vector<bool> receives(g.values().size(), false);
   for (graph::ValueId v : g.outputs()) receives[v.index] = rg[v.index];
   for (size_t ni = g.nodes().size(); ni-- > 0;) {
@@ -215,17 +216,31 @@ void note_freed_nodes(const graph::Graph& g, const std::vector<bool>& rg,
     bool gets = false;
     for (graph::ValueId o : n.outputs) gets = gets || receives[o.index];
     if (!gets || !n.op->vjp) continue;
-    bool any_input = false;
     for (const graph::NodeArg& a : n.args)
       for (graph::ValueId v : graph::arg_values(a))
-        if (rg[v.index]) any_input = receives[v.index] = true;
-    if (any_input && ni < freed.size() && freed[ni])
+        if (rg[v.index]) runs[ni] = receives[v.index] = true;
+  }
+  return runs;
+}
+
+// The tracer's backward errors that eager's backward would reach, then those of the nodes an
+// autograd::grad without retain_graph inside the function freed (Tracer::freed_nodes).
+std::vector<std::string> reachable_backward_errors(const trace::Tracer& tracer,
+                                                   const graph::Graph& g,
+                                                   const std::vector<bool>& rg) {
+  std::vector<bool> runs = nodes_backward_runs(g, rg);
+  std::vector<std::string> errors;
+  for (const trace::Tracer::BackwardError& e : tracer.backward_errors())
+    if (e.node < runs.size() && runs[e.node]) errors.push_back(e.message);
+  const std::vector<bool>& freed = tracer.freed_nodes();
+  for (size_t ni = std::min(runs.size(), freed.size()); ni-- > 0;)  // backward's order
+    if (runs[ni] && freed[ni])
       errors.push_back("Trying to backward through the graph a second time (at " +
-                       std::string(n.op->name) +
+                       std::string(g.nodes()[ni].op->name) +
                        "): an autograd::grad inside the compiled "
                        "function freed its saved values. Pass retain_graph=true to that grad() "
                        "if you need to backward through it again.");
-  }
+  return errors;
 }
 
 // Inputs whose fake ended the trace with another geometry than the caller's tensor (t_,
@@ -416,8 +431,7 @@ CapturedForward capture_forward(const FlatFn& fn, const std::vector<Tensor>& inp
                        Descriptor{DescriptorKind::fw_token, 0});
   rg.resize(c.graph.values().size(), false);  // copy_ results (inference only)
   c.value_requires_grad = rg;
-  c.backward_errors = tracer.backward_errors();
-  if (c.needs_autograd) note_freed_nodes(c.graph, rg, tracer.freed_nodes(), c.backward_errors);
+  if (c.needs_autograd) c.backward_errors = reachable_backward_errors(tracer, c.graph, rg);
   return c;
 }
 

@@ -418,10 +418,11 @@ void Tracer::note_saved_modified(const ops::OpDef& op, size_t storage) {
   for (const SavedUse& use : saved_uses_)
     if (use.storage == storage && use.generation == storages_[storage].generation)
       backward_errors_.push_back(
-          "one of the variables needed for gradient computation has been modified by an inplace "
-          "operation: " +
-          use.what + " was modified by " + std::string(op.name) +
-          " inside the compiled function. Clone it before modifying it.");
+          {use.node,
+           "one of the variables needed for gradient computation has been modified by an inplace "
+           "operation: " +
+               use.what + " was modified by " + std::string(op.name) +
+               " inside the compiled function. Clone it before modifying it."});
 }
 
 void Tracer::check_as_strided(const ops::OpDef& op, size_t storage, bool writing) const {

@@ -84,8 +84,13 @@ class Tracer final : public ops::Interpreter, public autograd::TracedAutograd {
     bool under_grad = false;
   };
   MetadataTouch metadata_touch(const Tensor& t) const;
-  // Messages of eager version-counter errors a backward through this trace would raise.
-  const std::vector<std::string>& backward_errors() const { return backward_errors_; }
+  // Eager version-counter errors: the VJP of `node` would read a saved value written in place
+  // after it was saved. Eager raises only when its backward runs that node's VJP.
+  struct BackwardError {
+    size_t node = 0;
+    std::string message;
+  };
+  const std::vector<BackwardError>& backward_errors() const { return backward_errors_; }
   // Nodes (by index) an autograd::grad without retain_graph ran through: a later backward
   // through them fails, as in eager.
   const std::vector<bool>& freed_nodes() const { return freed_nodes_; }
@@ -187,7 +192,7 @@ class Tracer final : public ops::Interpreter, public autograd::TracedAutograd {
   std::vector<InteriorLeaf> interior_leaves_;
   std::vector<bool> freed_nodes_;
   std::vector<std::pair<const TensorImpl*, bool>> metadata_touches_;  // (tensor, grad mode on)
-  std::vector<std::string> backward_errors_;
+  std::vector<BackwardError> backward_errors_;
   Tensor rng_seed_, rng_offset_;  // fakes of the RNG inputs, once a random op was traced
   size_t rng_offset_input_ = 0;   // graph input position of rng_offset_
   int64_t rng_blocks_ = 0;        // Philox blocks the traced call draws so far

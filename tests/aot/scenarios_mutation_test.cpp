@@ -600,6 +600,29 @@ TEST(ScenarioMutation, PermutedUnsqueezedViewOfIntermediateMutatedThenViewReturn
       });
 }
 
+TEST(ScenarioMutation, IntermediateSavedOnlyByDeadValueThenMutated) {
+  // Found by AotProgramFuzz (seeds 17, 38): eager's backward never runs the VJP of a value
+  // nothing returned depends on, so its saved input may be overwritten; the compiled backward
+  // raised eager's version error anyway.
+  run_scenario([] { return TensorList{leaf({3}, 4)}; },
+               [](const TensorList& a) {
+                 Tensor x = a[0] * 1.0;
+                 Tensor dead = x * x;
+                 ag::sigmoid_(x);
+                 return x;
+               });
+}
+
+TEST(ScenarioMutation, IntermediateSavedByValueNoGradientReachesThenMutated) {
+  run_scenario([] { return TensorList{leaf({3}, 5)}; },
+               [](const TensorList& a) {
+                 Tensor x = a[0] * 1.0;
+                 Tensor positive = (x * x).gt(0.5);
+                 x.mul_(2.0);
+                 return TensorList{x, positive};
+               });
+}
+
 TEST(ScenarioMutation, IntermediateSavedForBackwardThenMutatedFailsAtBackward) {
   // Eager's version check fires at backward; so must the compiled one (both sides throw).
   run_scenario([] { return TensorList{leaf({3}, 2)}; },
