@@ -203,43 +203,24 @@ void record_requires_grad_changes(const trace::Tracer& tracer, const InputPlan& 
   }
 }
 
-// The nodes whose VJP eager's backward from the graph's outputs would run, by node index: those
-// on a path from an output that requires grad back to a value that requires grad. Eager raises
-// its backward errors (a freed or overwritten saved value) only at such a node; a dead value, or
-// one whose gradient reaches nothing, never runs its VJP.
-std::vector<bool> nodes_backward_runs(const graph::Graph& g, const std::vector<bool>& rg) {
-  std::vector<bool> runs(g.nodes().size(), false);
-  std::vector<bool> receives(g.values().size(), false);
-  for (graph::ValueId v : g.outputs()) receives[v.index] = rg[v.index];
-  for (size_t ni = g.nodes().size(); ni-- > 0;) {
-    const graph::Node& n = g.nodes()[ni];
-    bool gets = false;
-    for (graph::ValueId o : n.outputs) gets = gets || receives[o.index];
-    if (!gets || !n.op->vjp) continue;
-    for (const graph::NodeArg& a : n.args)
-      for (graph::ValueId v : graph::arg_values(a))
-        if (rg[v.index]) runs[ni] = receives[v.index] = true;
-  }
-  return runs;
-}
-
-// The tracer's backward errors that eager's backward would reach, then those of the nodes an
-// autograd::grad without retain_graph inside the function freed (Tracer::freed_nodes).
-std::vector<std::string> reachable_backward_errors(const trace::Tracer& tracer,
-                                                   const graph::Graph& g,
-                                                   const std::vector<bool>& rg) {
-  std::vector<bool> runs = nodes_backward_runs(g, rg);
-  std::vector<std::string> errors;
+// Every backward error a backward through the trace could raise, each at the forward node whose
+// VJP would raise it: a saved value overwritten in place (Tracer::backward_errors), then, in
+// backward's order, the nodes an autograd::grad without retain_graph inside the function freed
+// (Tracer::freed_nodes). lower_training keeps those whose VJP the joint graph runs.
+std::vector<BackwardError> backward_error_candidates(const trace::Tracer& tracer,
+                                                     const graph::Graph& g) {
+  std::vector<BackwardError> errors;
   for (const trace::Tracer::BackwardError& e : tracer.backward_errors())
-    if (e.node < runs.size() && runs[e.node]) errors.push_back(e.message);
+    errors.push_back({g.nodes()[e.node].outputs.at(0), e.message});
   const std::vector<bool>& freed = tracer.freed_nodes();
-  for (size_t ni = std::min(runs.size(), freed.size()); ni-- > 0;)  // backward's order
-    if (runs[ni] && freed[ni])
-      errors.push_back("Trying to backward through the graph a second time (at " +
-                       std::string(g.nodes()[ni].op->name) +
-                       "): an autograd::grad inside the compiled "
-                       "function freed its saved values. Pass retain_graph=true to that grad() "
-                       "if you need to backward through it again.");
+  for (size_t ni = std::min(g.nodes().size(), freed.size()); ni-- > 0;)
+    if (freed[ni] && g.nodes()[ni].op->vjp && !g.nodes()[ni].outputs.empty())
+      errors.push_back({g.nodes()[ni].outputs[0],
+                        "Trying to backward through the graph a second time (at " +
+                            std::string(g.nodes()[ni].op->name) +
+                            "): an autograd::grad inside the compiled function freed its saved "
+                            "values. Pass retain_graph=true to that grad() if you need to backward "
+                            "through it again."});
   return errors;
 }
 
@@ -431,7 +412,7 @@ CapturedForward capture_forward(const FlatFn& fn, const std::vector<Tensor>& inp
                        Descriptor{DescriptorKind::fw_token, 0});
   rg.resize(c.graph.values().size(), false);  // copy_ results (inference only)
   c.value_requires_grad = rg;
-  if (c.needs_autograd) c.backward_errors = reachable_backward_errors(tracer, c.graph, rg);
+  if (c.needs_autograd) c.backward_errors = backward_error_candidates(tracer, c.graph);
   return c;
 }
 

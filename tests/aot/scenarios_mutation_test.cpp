@@ -623,6 +623,23 @@ TEST(ScenarioMutation, IntermediateSavedByValueNoGradientReachesThenMutated) {
                });
 }
 
+TEST(ScenarioMutation, ResultSavedByItsOpThenOverwrittenByFill) {
+  // Found by AotProgramFuzz (seed 1000 range): sigmoid saves its result, fill_ overwrites it;
+  // fill's VJP gives self no gradient, so eager's backward never runs sigmoid's and does not
+  // raise. The compiled backward must decide by the VJPs the joint graph runs, not by data flow.
+  run_scenario(
+      [] {
+        return TensorList{leaf({3}, 6), leaf({3}, 7)};
+      },
+      [](const TensorList& a) {
+        Tensor y = (a[0] * 2.0).sigmoid();
+        y.fill_(0.5);
+        Tensor z = (a[1] * 1.0).tanh();
+        z.copy_(a[0]);
+        return TensorList{y, z};
+      });
+}
+
 TEST(ScenarioMutation, IntermediateSavedForBackwardThenMutatedFailsAtBackward) {
   // Eager's version check fires at backward; so must the compiled one (both sides throw).
   run_scenario([] { return TensorList{leaf({3}, 2)}; },
