@@ -81,6 +81,20 @@ TEST(ScenarioMutation, FillInPlace) {
       });
 }
 
+TEST(ScenarioMutation, ZeroInPlaceOfIntermediateKeepsRequiringGrad) {
+  // Found by AotProgramFuzz (seed 1669): zero_ was functionalized as zeros_like, a factory
+  // without a VJP, so the zeroed tensor came back not requiring grad and as a leaf.
+  run_scenario(
+      [] {
+        return TensorList{leaf({3, 4}, 8)};
+      },
+      [](const TensorList& a) {
+        Tensor y = a[0] + a[0];
+        y.zero_();
+        return TensorList{y, y.t() * a[0].t()};
+      });
+}
+
 TEST(ScenarioMutation, ZeroInPlaceOfUnusedInput) {
   run_scenario(
       [] {
