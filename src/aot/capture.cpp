@@ -234,7 +234,7 @@ void record_metadata_mutations(const trace::Tracer& tracer, const std::vector<Te
     const Tensor& f = user_fakes[i];
     if (e.kind == InputPlan::Kind::duplicate) continue;  // the same tensor as input e.index
     trace::Tracer::MetadataTouch touch = tracer.metadata_touch(f);
-    if (!touch.touched) continue;
+    if (!touch.storage_touched) continue;
     bool changed = f.sizes() != inputs[i].sizes() || f.strides() != inputs[i].strides() ||
                    f.storage_offset() != inputs[i].storage_offset();
     meta.metadata_mutations.push_back(

@@ -98,7 +98,9 @@ ViewStep piece_step(const ops::OpDef& op, const ops::OpArgs& args, size_t piece,
 Tracer::MetadataTouch Tracer::metadata_touch(const Tensor& t) const {
   MetadataTouch m;
   for (const auto& [impl, under_grad] : metadata_touches_)
-    if (impl == t.impl()) m = {true, m.under_grad || under_grad};
+    if (impl == t.impl()) m = {true, m.under_grad || under_grad, true};
+  if (const TensorState* ts = state_of(t))
+    for (size_t s : metadata_touched_storages_) m.storage_touched |= s == ts->storage;
   return m;
 }
 
@@ -568,6 +570,7 @@ std::vector<Tensor> Tracer::functionalize_metadata(const ops::OpDef& op, ops::Op
   const TensorState& ts = tensors_[self.impl()->trace.alias];
   check_leaf_mutation(op, ts, !grad_on || ts.hidden, graph::ValueId{self.impl()->trace.value});
   note_saved_modified(op, ts.storage);
+  metadata_touched_storages_.push_back(ts.storage);
   self.storage()->bump_version();
   const ops::OpDef& view = ops::lookup(op.functional_variant);
   ops::OpArgs vargs = args;

@@ -78,10 +78,13 @@ class Tracer final : public ops::Interpreter, public autograd::TracedAutograd {
   const TensorState* state_of(const Tensor& t) const;
   // Whether a metadata-mutating op (t_, as_strided_, ...) was applied to `t` (even one that
   // left its geometry as it was: eager still bumps the version counter), and whether one ran with
-  // grad mode on (the runtime then replays the change where autograd sees it).
+  // grad mode on (the runtime then replays the change where autograd sees it). storage_touched:
+  // one was applied to `t` or to another tensor sharing its storage (a view, a detach()): the
+  // version counter lives on the storage, so eager bumps `t`'s too.
   struct MetadataTouch {
     bool touched = false;
     bool under_grad = false;
+    bool storage_touched = false;
   };
   MetadataTouch metadata_touch(const Tensor& t) const;
   // Eager version-counter errors: the VJP of `node` would read a saved value written in place
@@ -192,6 +195,7 @@ class Tracer final : public ops::Interpreter, public autograd::TracedAutograd {
   std::vector<InteriorLeaf> interior_leaves_;
   std::vector<bool> freed_nodes_;
   std::vector<std::pair<const TensorImpl*, bool>> metadata_touches_;  // (tensor, grad mode on)
+  std::vector<size_t> metadata_touched_storages_;
   std::vector<BackwardError> backward_errors_;
   Tensor rng_seed_, rng_offset_;  // fakes of the RNG inputs, once a random op was traced
   size_t rng_offset_input_ = 0;   // graph input position of rng_offset_
