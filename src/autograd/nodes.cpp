@@ -360,17 +360,15 @@ bool view_history_is_stale(const Tensor& t, const AutogradMeta& m) {
   return op && op->view_version && *op->view_version != t.version() && t._base().requires_grad();
 }
 
-// A view made normally while its base had no history (v = b.unsqueeze(1), then b.mul_(w)) has
-// none of its own, yet requires grad through its base; PyTorch's grad_fn getter gives it the
-// base's history, as after any write of the base. A view made under no_grad keeps none.
-bool view_lacks_base_history(const Tensor& t) {
-  if (!t.is_view()) return false;
-  const AutogradMeta* m = t.impl()->autograd.get();
-  if (m && (m->grad_fn || m->view_creation != ViewCreation::normal)) return false;
-  return t._base().grad_fn() != nullptr;
-}
-
 }  // namespace
+
+void adopt_base_history(const Tensor& t) {
+  if (!t.defined() || !t.is_view() || t.is_fake()) return;
+  const AutogradMeta* m = t.impl()->autograd.get();
+  // A view made under no_grad keeps none (view_creation.h).
+  if (m && (m->grad_fn || m->view_creation != ViewCreation::normal)) return;
+  if (t._base().grad_fn()) rebase_view_history(t);
+}
 
 ViewHistory view_history(const Tensor& t) {
   ViewHistory h;
@@ -385,7 +383,7 @@ ViewHistory view_history(const Tensor& t) {
 
 Edge gradient_edge(const Tensor& t) {
   if (!t.defined()) return {};
-  if (view_lacks_base_history(t)) rebase_view_history(t);
+  adopt_base_history(t);
   if (!t.impl()->autograd) return {};
   AutogradMeta& m = *t.impl()->autograd;
   // PyTorch's grad_fn getter: a view made under no_grad or by a multi-output op cannot be given a

@@ -420,6 +420,7 @@ TEST(EngineViews, ViewMadeBeforeItsBaseHadHistoryFollowsTheWrite) {
   Tensor v = b.unsqueeze(1);
   b.mul_(w);
   ASSERT_TRUE(v.requires_grad());
+  EXPECT_FALSE(v.is_leaf());  // as PyTorch's grad_fn getter: before autograd used v, too
   ag::sum(v * 2.0).backward();
   ASSERT_TRUE(w.grad().defined());
   EXPECT_EQ(w.grad().to_vector<double>(), (std::vector<double>{4.0}));  // 2 * (1 - 2 + 3)
