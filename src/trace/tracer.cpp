@@ -167,12 +167,25 @@ Tensor Tracer::add_input(const Tensor& example, std::string_view name_hint, Desc
 }
 
 Tensor Tracer::add_strided_view(const Tensor& base, const IntList& sizes, const IntList& strides,
-                                int64_t storage_offset, bool requires_grad) {
+                                int64_t storage_offset, bool requires_grad, ViewCreation creation) {
   const ops::OpDef& as_strided = ops::lookup("aten.as_strided.default");
   ops::OpArgs args{base, sizes, strides, storage_offset};
   ops::normalize(as_strided, args);
-  GradModeScope mode(requires_grad);
-  return record(as_strided, args, /*track=*/true).at(0);
+  Tensor view;
+  {
+    // Grad mode off only where it must be, for a view that does not require grad of a base that
+    // does: the view step remembers the mode, and a view regenerated after a write that requires
+    // grad (base.mul_(w)) must require grad as eager's does. A view made with grad off is marked
+    // a no_grad view, which the creation below replaces.
+    GradModeScope mode(requires_grad || !base.requires_grad());
+    view = record(as_strided, args, /*track=*/true).at(0);
+  }
+  if (creation != ViewCreation::normal || view.impl()->autograd) {
+    AutogradMeta& m = view.impl()->autograd_meta();
+    m.view_creation = creation;
+    m.view_creation_version = view.version();
+  }
+  return view;
 }
 
 graph::ValueId Tracer::value_of(const Tensor& t, const std::string& what) {

@@ -51,9 +51,12 @@ class Tracer final : public ops::Interpreter, public autograd::TracedAutograd {
   // A fake tensor standing for a new graph input (the root of its own storage) with `example`'s
   // metadata and requires_grad.
   Tensor add_input(const Tensor& example, std::string_view name_hint, Descriptor desc = {});
-  // A fake view of `base` (a tracked tensor) with the given geometry, recorded as as_strided.
+  // A fake view of `base` (a tracked tensor) with the given geometry, recorded as as_strided, that
+  // autograd's view rules treat as made the way `creation` says (the caller's tensor's way: a
+  // view it made with grad mode on may be written in place with grad on, however the fake was
+  // recorded).
   Tensor add_strided_view(const Tensor& base, const IntList& sizes, const IntList& strides,
-                          int64_t storage_offset, bool requires_grad);
+                          int64_t storage_offset, bool requires_grad, ViewCreation creation);
   // An untracked fake tensor bound to an existing value of the graph.
   Tensor bind(graph::ValueId v, bool requires_grad);
   // The value a traced tensor currently stands for (regenerated first if stale); a real tensor
