@@ -308,15 +308,28 @@ std::string Program::to_string() const {
   os << "// body: fn(a0.." << (inputs.size() - 1) << ")\n";
   bool in_no_grad = false;
   size_t next_value = inputs.size();
-  for (const Step& s : steps) {
-    if (s.no_grad != in_no_grad) os << (s.no_grad ? "{ NoGradGuard no_grad;\n" : "}\n");
+  for (size_t k = 0; k < steps.size(); ++k) {
+    const Step& s = steps[k];
+    if (s.no_grad && !in_no_grad) {
+      // Values made under no_grad are declared before the block, so later steps can use them.
+      std::string made;
+      size_t v = next_value;
+      for (size_t j = k; j < steps.size() && steps[j].no_grad; ++j)
+        if (!row(steps[j].op).in_place)
+          made += (made.empty() ? "Tensor " : ", ") + value_name(*this, static_cast<int>(v++));
+      if (!made.empty()) os << made << ";\n";
+      os << "{\n  NoGradGuard no_grad;\n";
+    } else if (!s.no_grad && in_no_grad) {
+      os << "}\n";
+    }
     in_no_grad = s.no_grad;
     os << (in_no_grad ? "  " : "");
     std::string e = expression(s, value_name(*this, s.a), s.b >= 0 ? value_name(*this, s.b) : "");
     if (row(s.op).in_place)
       os << e << ";\n";
     else
-      os << "Tensor " << value_name(*this, static_cast<int>(next_value++)) << " = " << e << ";\n";
+      os << (in_no_grad ? "" : "Tensor ") << value_name(*this, static_cast<int>(next_value++))
+         << " = " << e << ";\n";
   }
   if (in_no_grad) os << "}\n";
   os << "return {";
