@@ -382,7 +382,10 @@ std::vector<Tensor> Tracer::record(const ops::OpDef& op, ops::OpArgs& args, bool
       out.impl()->trace = TraceSlot{this, outs[i].index};
       mark_requires_grad(outs[i], r);
       if (r) out.impl()->autograd_meta().requires_grad = true;
-      autograd::record_view_creation(out, base, multi_output_view);
+      // Eager's detach() result has no _base, so no view creation either: made under no_grad,
+      // it may still be written in place with grad on. (detach is the one view row without a
+      // VJP.)
+      if (op.vjp) autograd::record_view_creation(out, base, multi_output_view);
       if (track && base.impl()->trace.alias != UINT32_MAX) {
         ViewStep step{&op, args, autograd::grad_mode_enabled()};
         step.args[op.view_of_arg()] = Tensor();

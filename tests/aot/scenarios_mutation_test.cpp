@@ -391,6 +391,26 @@ TEST(ScenarioMutation, SliceOfNonLeafMutatedThroughDetach) {
                });
 }
 
+TEST(ScenarioMutation, DetachedUnderNoGradThenWrittenWithGradOn) {
+  // Found by AotProgramFuzz (seed 2265): the trace made detach()'s result a view created under
+  // no_grad and refused the write; eager's detach() result is no view, and the write is fine.
+  run_scenario(
+      [] {
+        return nonleaf_setup({4, 5}, 25);
+      },
+      [](const TensorList& a) {
+        Tensor c = a[0].cos();
+        Tensor d;
+        {
+          ag::NoGradGuard no_grad;
+          d = c.detach();
+          ag::unsqueeze_(d, 2);
+        }
+        d.add_(d);
+        return TensorList{d * 1.0, c};
+      });
+}
+
 TEST(ScenarioMutation, MutatedUnderNoGradAndViewOfItReturned) {
   run_scenario(
       [] {
