@@ -163,6 +163,9 @@ Tensor Tracer::add_input(const Tensor& example, std::string_view name_hint, Desc
   input_is_leaf_.push_back(example.is_leaf());
   track_root(fake, index);
   storages_.back().root_offset = example.storage_offset();
+  storages_.back().root_is_storage =
+      example.is_contiguous() && static_cast<int64_t>(example.storage()->nbytes() /
+                                                      itemsize(example.dtype())) == example.numel();
   return fake;
 }
 
@@ -446,9 +449,12 @@ void Tracer::note_saved_modified(const ops::OpDef& op, size_t storage) {
 void Tracer::check_as_strided(const ops::OpDef& op, size_t storage, bool writing) const {
   const StorageState& s = storages_[storage];
   if (s.input_index >= 0) reads_input_offsets_ = true;
-  if (s.root_offset == 0 || (!writing && s.generation == 0)) return;
+  if ((s.root_offset == 0 && s.root_is_storage) || (!writing && s.generation == 0)) return;
+  std::string which = s.root_offset != 0
+                          ? "which starts at storage offset " + std::to_string(s.root_offset)
+                          : "which is not a contiguous tensor over its whole storage";
   throw UnsupportedError(std::string(op.name) + " on input " + std::to_string(s.input_index) +
-                         ", which starts at storage offset " + std::to_string(s.root_offset) +
+                         ", " + which +
                          (writing ? ", is written through" : " after the input was mutated") +
                          ": aot_function cannot yet rebase as_strided's absolute offsets there. "
                          "Pass a contiguous clone of the input, or use slice/select/view.");

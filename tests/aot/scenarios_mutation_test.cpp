@@ -9,6 +9,7 @@
 
 namespace ag = aotgrad;
 using ag::Tensor;
+using ag::testing::expect_unsupported;
 using ag::testing::leaf;
 using ag::testing::nonleaf_setup;
 using ag::testing::run_scenario;
@@ -294,6 +295,34 @@ TEST(ScenarioMutation, AsStridedViewOfInputMutated) {
         diag.zero_();
         return a[0].sin();
       });
+}
+
+TEST(ScenarioRaises, AsStridedOfTransposedInputAfterItWasMutatedIsRefused) {
+  // Found by AotProgramFuzz (seed 2033): the input's new value is row-major while its storage
+  // is not, so as_strided read other elements than eager's; refused like an input at an offset.
+  expect_unsupported(
+      [] {
+        return TensorList{leaf({3, 2}, 26, false).t()};
+      },
+      [](const TensorList& a) {
+        Tensor x = a[0];
+        x.mul_(2.0);
+        return x.as_strided({2}, {1}) * 1.0;
+      },
+      "not a contiguous tensor over its whole storage");
+}
+
+TEST(ScenarioRaises, AsStridedOfSliceInputAfterItWasMutatedIsRefused) {
+  expect_unsupported(
+      [] {
+        return TensorList{leaf({4, 2}, 27, false).slice(0, 0, 2)};
+      },
+      [](const TensorList& a) {
+        Tensor x = a[0];
+        x.mul_(2.0);
+        return x.as_strided({6}, {1}) * 1.0;
+      },
+      "not a contiguous tensor over its whole storage");
 }
 
 TEST(ScenarioMutation, PermuteUnsqueezeSqueezeChainMutated) {
