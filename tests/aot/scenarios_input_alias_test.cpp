@@ -303,3 +303,20 @@ TEST(ScenarioInputAlias, AliasedInputsNotRequiringGradOneMutatedByTensorThatRequ
         return TensorList{a[0] + 1.0, x.t() * 2.0};
       });
 }
+
+TEST(ScenarioInputAlias, WholeBaseInputOverwrittenWhileAViewOfItIsAnInput) {
+  // Found by AotProgramFuzz (seed 1985): eager's fill_ of x gives x's history no gradient, so
+  // the leaf's .grad() stays undefined; the compiled backward gave zeros through the synthetic
+  // base's as_strided_scatter.
+  run_scenario(
+      [] {
+        Tensor l = leaf({5, 6}, 28);
+        Tensor x = l * 1.0;
+        return ScenarioInputs{{x, x.slice(0, 1, 4, 2)}, {l}};
+      },
+      [](const TensorList& a) {
+        Tensor x = a[0];
+        x.fill_(1.0);
+        return x;
+      });
+}
