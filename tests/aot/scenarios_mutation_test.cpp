@@ -395,6 +395,24 @@ TEST(ScenarioMutation, SliceOfLeafMutatedUnderNoGrad) {
       });
 }
 
+// KNOWN BUG (found by AotProgramFuzz, seeds 1147 and 1979): eager gives a detach()ed alias
+// written in place with grad on by a tensor that requires grad a history of its own (d requires
+// grad, w gets a gradient through it), while the trace treats every write through a detached
+// alias as hidden from autograd and the runtime regenerates d from the input by replaying
+// detach(), so the compiled d needs no grad and w gets nothing. A fix needs the alias to keep
+// its own value and history in the trace and an output kind for it in the runtime.
+TEST(ScenarioMutation, DISABLED_DetachedAliasWrittenByTensorThatRequiresGradGetsAHistory) {
+  run_scenario(
+      [] {
+        return TensorList{leaf({3}, 30, false), leaf({3}, 31)};
+      },
+      [](const TensorList& a) {
+        Tensor d = a[0].detach();
+        d.sub_(a[1]);
+        return d * 2.0;
+      });
+}
+
 TEST(ScenarioMutation, LeafMutatedThroughDetach) {
   run_scenario([] { return TensorList{leaf({3}, 5)}; },
                [](const TensorList& a) {
