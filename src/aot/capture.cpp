@@ -37,6 +37,12 @@ std::vector<Descriptor> graph_input_descs(const InputPlan& plan,
 }
 
 // The fake tensors the user function sees, one per user input, following the plan.
+// How the caller made `t`, as autograd's in-place rules see it (a tensor that is no view: normal).
+ViewCreation view_creation_of(const Tensor& t) {
+  return t.is_view() && t.impl()->autograd ? t.impl()->autograd->view_creation
+                                           : ViewCreation::normal;
+}
+
 std::vector<Tensor> make_user_fakes(trace::Tracer& tracer, const std::vector<Tensor>& inputs,
                                     const InputPlan& plan, const std::vector<Tensor>& graph_inputs,
                                     const std::vector<Descriptor>& descs) {
@@ -54,9 +60,9 @@ std::vector<Tensor> make_user_fakes(trace::Tracer& tracer, const std::vector<Ten
     else if (e.kind == InputPlan::Kind::duplicate)
       fakes[i] = fakes[e.index];
     else
-      fakes[i] = tracer.add_strided_view(graph_fakes[graph_input_of_base[e.index]],
-                                         inputs[i].sizes(), inputs[i].strides(),
-                                         inputs[i].storage_offset(), inputs[i].requires_grad());
+      fakes[i] = tracer.add_strided_view(
+          graph_fakes[graph_input_of_base[e.index]], inputs[i].sizes(), inputs[i].strides(),
+          inputs[i].storage_offset(), inputs[i].requires_grad(), view_creation_of(inputs[i]));
   }
   return fakes;
 }
@@ -203,29 +209,25 @@ void record_requires_grad_changes(const trace::Tracer& tracer, const InputPlan& 
   }
 }
 
-// An autograd::grad without retain_graph inside the function freed the saved values of the nodes
-// it ran through (Tracer::freed_nodes); eager's backward fails at the first of them it reaches.
-void note_freed_nodes(const graph::Graph& g, const std::vector<bool>& rg,
-                      const std::vector<bool>& freed, std::vector<std::string>& errors) {
-  if (freed.empty()) return;
-  std::vector<bool> receives(g.values().size(), false);
-  for (graph::ValueId v : g.outputs()) receives[v.index] = rg[v.index];
-  for (size_t ni = g.nodes().size(); ni-- > 0;) {
-    const graph::Node& n = g.nodes()[ni];
-    bool gets = false;
-    for (graph::ValueId o : n.outputs) gets = gets || receives[o.index];
-    if (!gets || !n.op->vjp) continue;
-    bool any_input = false;
-    for (const graph::NodeArg& a : n.args)
-      for (graph::ValueId v : graph::arg_values(a))
-        if (rg[v.index]) any_input = receives[v.index] = true;
-    if (any_input && ni < freed.size() && freed[ni])
-      errors.push_back("Trying to backward through the graph a second time (at " +
-                       std::string(n.op->name) +
-                       "): an autograd::grad inside the compiled "
-                       "function freed its saved values. Pass retain_graph=true to that grad() "
-                       "if you need to backward through it again.");
-  }
+// Every backward error a backward through the trace could raise, each at the forward node whose
+// VJP would raise it: a saved value overwritten in place (Tracer::backward_errors), then, in
+// backward's order, the nodes an autograd::grad without retain_graph inside the function freed
+// (Tracer::freed_nodes). lower_training keeps those whose VJP the joint graph runs.
+std::vector<BackwardError> backward_error_candidates(const trace::Tracer& tracer,
+                                                     const graph::Graph& g) {
+  std::vector<BackwardError> errors;
+  for (const trace::Tracer::BackwardError& e : tracer.backward_errors())
+    errors.push_back({g.nodes()[e.node].outputs.at(0), e.message});
+  const std::vector<bool>& freed = tracer.freed_nodes();
+  for (size_t ni = std::min(g.nodes().size(), freed.size()); ni-- > 0;)
+    if (freed[ni] && g.nodes()[ni].op->vjp && !g.nodes()[ni].outputs.empty())
+      errors.push_back({g.nodes()[ni].outputs[0],
+                        "Trying to backward through the graph a second time (at " +
+                            std::string(g.nodes()[ni].op->name) +
+                            "): an autograd::grad inside the compiled function freed its saved "
+                            "values. Pass retain_graph=true to that grad() if you need to backward "
+                            "through it again."});
+  return errors;
 }
 
 // Inputs whose fake ended the trace with another geometry than the caller's tensor (t_,
@@ -238,7 +240,7 @@ void record_metadata_mutations(const trace::Tracer& tracer, const std::vector<Te
     const Tensor& f = user_fakes[i];
     if (e.kind == InputPlan::Kind::duplicate) continue;  // the same tensor as input e.index
     trace::Tracer::MetadataTouch touch = tracer.metadata_touch(f);
-    if (!touch.touched) continue;
+    if (!touch.storage_touched) continue;
     bool changed = f.sizes() != inputs[i].sizes() || f.strides() != inputs[i].strides() ||
                    f.storage_offset() != inputs[i].storage_offset();
     meta.metadata_mutations.push_back(
@@ -416,8 +418,7 @@ CapturedForward capture_forward(const FlatFn& fn, const std::vector<Tensor>& inp
                        Descriptor{DescriptorKind::fw_token, 0});
   rg.resize(c.graph.values().size(), false);  // copy_ results (inference only)
   c.value_requires_grad = rg;
-  c.backward_errors = tracer.backward_errors();
-  if (c.needs_autograd) note_freed_nodes(c.graph, rg, tracer.freed_nodes(), c.backward_errors);
+  if (c.needs_autograd) c.backward_errors = backward_error_candidates(tracer, c.graph);
   return c;
 }
 

@@ -22,12 +22,19 @@
 
 namespace aotgrad::aot {
 
+// An error eager's backward raises if, and only if, it runs the VJP of the forward node whose
+// first result is `at`: a node no gradient reaches never reads what it saved.
+struct BackwardError {
+  graph::ValueId at;
+  std::string message;
+};
+
 struct CapturedForward {
   graph::Graph graph{"forward"};
   std::vector<bool> value_requires_grad;  // by value index
   ViewAndMutationMeta meta;
   bool needs_autograd = false;
-  std::vector<std::string> backward_errors;
+  std::vector<BackwardError> backward_errors;
   // Memory budget of each traced node's MemoryBudgetGuard region, by node index (NaN: none).
   std::vector<double> node_budgets;
   bool reads_input_offsets = false;  // trace::Tracer::reads_input_offsets

@@ -24,7 +24,9 @@ class JointBuilder {
         rg_(rg),
         tracer_(j_.graph),
         fake_(forward.values().size()),
-        grads_(forward.values().size()) {}
+        grads_(forward.values().size()) {
+    j_.vjp_ran.assign(forward.values().size(), false);
+  }
 
   JointGraph build() {
     copy_forward();
@@ -147,6 +149,7 @@ class JointBuilder {
         gr = zeros(fw_.value(o).meta.sizes, fw_.value(o).meta.dtype);
       out_grads.push_back(gr);
     }
+    for (graph::ValueId o : n.outputs) j_.vjp_ran[o.index] = true;
     ops::VjpContext ctx{*n.op, args, outs, out_grads, needs_grad};
     std::vector<Tensor> in_grads = n.op->vjp(ctx);
     size_t k = 0;

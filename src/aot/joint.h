@@ -23,6 +23,9 @@ struct JointGraph {
   std::vector<size_t> tangent_of_output;
   // Primals whose gradient is a joint output (in gradient-output order).
   std::vector<size_t> grad_of_primal;
+  // By forward value index: whether the VJP of the node that made it ran (a gradient reached one
+  // of its results and one of its inputs needs one), as eager's engine would run it.
+  std::vector<bool> vjp_ran;
 };
 
 JointGraph build_joint(const graph::Graph& forward, const std::vector<bool>& value_requires_grad);

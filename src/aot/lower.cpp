@@ -142,6 +142,11 @@ void mark_recomputed(graph::Graph& backward) {
 void lower_training(const CapturedForward& c, const AotConfig& config, Artifact& a,
                     const GraphHook& on_graph) {
   JointGraph joint = build_joint(c.graph, c.value_requires_grad);
+  for (const BackwardError& e : c.backward_errors)
+    if (joint.vjp_ran[e.at.index]) {
+      a.backward_error = e.message;
+      break;
+    }
   if (on_graph) on_graph("joint", joint.graph);
   partition::Partition part =
       run_partition(config, joint.graph, {joint.num_primals, joint.num_fw_outputs, c.node_budgets});
@@ -186,7 +191,6 @@ Captured capture(const LowerInput& input, const AotConfig& config) {
   else
     c.forward = capture_loaded(std::get<LoadedGraph>(input), a.guards);
   a.meta = std::move(c.forward.meta);
-  if (!c.forward.backward_errors.empty()) a.backward_error = c.forward.backward_errors.front();
   return c;
 }
 

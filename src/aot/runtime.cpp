@@ -133,6 +133,26 @@ void RequiresGradChanges::before(CallFrame& f) const {
     Tensor(f.inputs[c.input]).requires_grad_(c.requires_grad);
 }
 
+namespace {
+
+// An output regenerated as a special view (made under no_grad: view_creation.h) before the
+// version bump of a metadata mutation of its storage. The function made it as the data stood
+// after its writes, so the bump must not make it look written since it was made (autograd
+// would refuse to use it). As for data writes, whose bumps come before the outputs are
+// regenerated, a view made before the write is then not refused either: the compiled function
+// is more permissive than eager there, never less.
+void keep_view_creation_current(const std::vector<Tensor>& outputs, const Storage* storage,
+                                uint64_t before, uint64_t after) {
+  for (const Tensor& out : outputs) {
+    if (!out.defined() || !out.is_view() || out.storage().get() != storage) continue;
+    AutogradMeta* m = out.impl()->autograd.get();
+    if (m && m->view_creation != ViewCreation::normal && m->view_creation_version == before)
+      m->view_creation_version = after;
+  }
+}
+
+}  // namespace
+
 // Gives each caller's tensor the geometry the function left its input in (after the outputs
 // were regenerated: aliases of an input replay their chain from its original geometry).
 void MetadataMutations::after(CallFrame& f) const {
@@ -152,6 +172,7 @@ void MetadataMutations::after(CallFrame& f) const {
       as_strided_(target, m.sizes, m.strides, m.storage_offset);
     }
     if (f.node) f.node->forgive_version_bump(target.storage().get(), before, target.version());
+    keep_view_creation_current(f.result, target.storage().get(), before, target.version());
   }
 }
 

@@ -362,6 +362,14 @@ bool view_history_is_stale(const Tensor& t, const AutogradMeta& m) {
 
 }  // namespace
 
+void adopt_base_history(const Tensor& t) {
+  if (!t.defined() || !t.is_view() || t.is_fake()) return;
+  const AutogradMeta* m = t.impl()->autograd.get();
+  // A view made under no_grad keeps none (view_creation.h).
+  if (m && (m->grad_fn || m->view_creation != ViewCreation::normal)) return;
+  if (t._base().grad_fn()) rebase_view_history(t);
+}
+
 ViewHistory view_history(const Tensor& t) {
   ViewHistory h;
   if (!t.impl()->autograd || !t.impl()->autograd->grad_fn) return h;
@@ -374,7 +382,9 @@ ViewHistory view_history(const Tensor& t) {
 }
 
 Edge gradient_edge(const Tensor& t) {
-  if (!t.defined() || !t.impl()->autograd) return {};
+  if (!t.defined()) return {};
+  adopt_base_history(t);
+  if (!t.impl()->autograd) return {};
   AutogradMeta& m = *t.impl()->autograd;
   // PyTorch's grad_fn getter: a view made under no_grad or by a multi-output op cannot be given a
   // new history once its storage was written through another alias.

@@ -139,6 +139,12 @@ Tensor detached_alias(const Tensor& t);
 // history was recorded.
 void rebase_view_history(const Tensor& view);
 
+// Gives a view made normally while its base had no history (v = b.unsqueeze(1), then b.mul_(w))
+// the base's new history, as PyTorch's grad_fn getter does; nothing for any other tensor.
+// Tensor::grad_fn and gradient_edge call it, so is_leaf() does not depend on whether autograd
+// has used the view yet.
+void adopt_base_history(const Tensor& t);
+
 // The history `t` has, as view errors name it ("Output 1 of UnbindBackward0").
 ViewHistory view_history(const Tensor& t);
 

@@ -49,6 +49,7 @@ void Tensor::set_grad(const Tensor& g) const {
 
 const std::shared_ptr<autograd::Node>& Tensor::grad_fn() const {
   static const std::shared_ptr<autograd::Node> none;
+  autograd::adopt_base_history(*this);
   // An accessor: unlike PyTorch's grad_fn getter it never raises. A special view whose storage
   // was written since raises when autograd uses its history (gradient_edge).
   return impl_ && impl_->autograd ? impl_->autograd->grad_fn : none;

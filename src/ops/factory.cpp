@@ -283,6 +283,13 @@ std::vector<Tensor> no_grad_vjp(const VjpContext&) {
   return {Tensor()};
 }
 
+// zero(self): zero_'s functional variant (PyTorch's aten.zero), fill.Scalar with 0. Not
+// zeros_like, a factory without a VJP: a zeroed tensor keeps requiring grad, as self.zero_() does.
+std::vector<Tensor> zero_kernel(const OpArgs& a) {
+  const Tensor& self = tensor_arg(a, 0);
+  return {kernels::full(self.sizes(), Scalar(0), self.dtype())};
+}
+
 // fill.Tensor(self, value): fill.Scalar with a 0-dim tensor value, which gets the gradient (the sum
 // of the incoming one, as derivatives.yaml); self gets none.
 std::vector<TensorMeta> fill_tensor_meta(const OpArgs& a) {
@@ -434,6 +441,9 @@ const OpDef kRows[] = {
   {.name = "aten.fill.Scalar", .schema = "fill.Scalar(Tensor self, Scalar value) -> Tensor",
    .meta = fill_meta, .kernel = fill_kernel, .vjp = no_grad_vjp,
    .recompute = Recompute::pointwise, .fusion_expr = "s0"},
+  {.name = "aten.zero.default", .schema = "zero(Tensor self) -> Tensor",
+   .meta = fill_meta, .kernel = zero_kernel, .vjp = no_grad_vjp,
+   .recompute = Recompute::pointwise},
   {.name = "aten.fill.Tensor", .schema = "fill.Tensor(Tensor self, Tensor value) -> Tensor",
    .meta = fill_tensor_meta, .kernel = fill_tensor_kernel, .vjp = fill_tensor_vjp,
    .recompute = Recompute::pointwise},

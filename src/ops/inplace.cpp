@@ -297,7 +297,7 @@ const OpDef kRows[] = {
    .recompute = Recompute::effectful, .functional_variant = "aten.copy.default"},
   {.name = "aten.zero_.default", .schema = "zero_(Tensor(a!) self) -> Tensor(a!)",
    .meta = zero__meta, .kernel = zero__kernel, .vjp = overwrite_vjp,
-   .recompute = Recompute::effectful, .functional_variant = "aten.zeros_like.default"},
+   .recompute = Recompute::effectful, .functional_variant = "aten.zero.default"},
   {.name = "aten.fill_.Scalar", .schema = "fill_.Scalar(Tensor(a!) self, Scalar value) -> Tensor(a!)",
    .meta = fill__meta, .kernel = fill__kernel, .vjp = overwrite_vjp,
    .recompute = Recompute::effectful, .functional_variant = "aten.fill.Scalar"},

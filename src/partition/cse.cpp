@@ -4,6 +4,8 @@
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
+#include <variant>
+#include <vector>
 
 namespace aotgrad::partition {
 namespace {
@@ -69,8 +71,21 @@ bool mergeable(const graph::Node& n, const std::unordered_set<uint32_t>& graph_o
 }  // namespace
 
 size_t eliminate_common_subexpressions(graph::Graph& g) {
+  // Graph outputs, and the values they view: two outputs that are views of two equal values
+  // (1-D matmul's squeeze of an mm) must not end up views of one tensor either.
   std::unordered_set<uint32_t> graph_outputs;
-  for (graph::ValueId v : g.outputs()) graph_outputs.insert(v.index);
+  std::vector<graph::ValueId> pending(g.outputs().begin(), g.outputs().end());
+  while (!pending.empty()) {
+    graph::ValueId v = pending.back();
+    pending.pop_back();
+    if (!graph_outputs.insert(v.index).second) continue;
+    int32_t p = g.value(v).producer;
+    if (p < 0) continue;
+    const graph::Node& n = g.nodes()[static_cast<size_t>(p)];
+    if (!n.op->is_view()) continue;
+    if (const auto* base = std::get_if<graph::ValueId>(&n.args[n.op->view_of_arg()]))
+      pending.push_back(*base);
+  }
   std::unordered_map<uint32_t, graph::ValueId> replaced;  // removed value -> surviving value
   std::unordered_map<std::string, size_t> seen;           // key -> index in `kept`
   std::vector<graph::Node> kept;

@@ -5,7 +5,8 @@
 // Guarantees: a node whose op and arguments (after earlier merges) equal an earlier node's is
 // removed and its users read the earlier node's results. Never merged: random ops (two draws are
 // two different tensors), effectful and in-place ops, and nodes whose results are graph outputs
-// (two outputs must stay two tensors: the caller may mutate one). Inputs, outputs, value names and
+// or values a graph output is a view of (two outputs must stay two tensors with two storages:
+// the caller may mutate one). Inputs, outputs, value names and
 // the relative order of the survivors are unchanged; results of removed nodes stay in g.values(),
 // unreferenced (as after eliminate_dead_code).
 //

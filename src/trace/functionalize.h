@@ -68,6 +68,10 @@ struct StorageState {
   // as_strided's offsets are absolute, so as_strided on such a storage after a mutation (or a
   // write through an as_strided view of it) is refused (Tracer::check_as_strided).
   int64_t root_offset = 0;
+  // The input is contiguous and covers its whole storage, so a functional value of it (row
+  // major, numel elements) is laid out as its storage is. Otherwise as_strided's strides and
+  // offsets mean other elements after a mutation, and check_as_strided refuses it too.
+  bool root_is_storage = true;
   bool mutated = false;
   bool all_mutations_under_no_grad = true;
   bool all_mutations_hidden = true;  // under no_grad or through a detach()ed alias

@@ -98,7 +98,9 @@ ViewStep piece_step(const ops::OpDef& op, const ops::OpArgs& args, size_t piece,
 Tracer::MetadataTouch Tracer::metadata_touch(const Tensor& t) const {
   MetadataTouch m;
   for (const auto& [impl, under_grad] : metadata_touches_)
-    if (impl == t.impl()) m = {true, m.under_grad || under_grad};
+    if (impl == t.impl()) m = {true, m.under_grad || under_grad, true};
+  if (const TensorState* ts = state_of(t))
+    for (size_t s : metadata_touched_storages_) m.storage_touched |= s == ts->storage;
   return m;
 }
 
@@ -161,16 +163,32 @@ Tensor Tracer::add_input(const Tensor& example, std::string_view name_hint, Desc
   input_is_leaf_.push_back(example.is_leaf());
   track_root(fake, index);
   storages_.back().root_offset = example.storage_offset();
+  storages_.back().root_is_storage =
+      example.is_contiguous() && static_cast<int64_t>(example.storage()->nbytes() /
+                                                      itemsize(example.dtype())) == example.numel();
   return fake;
 }
 
 Tensor Tracer::add_strided_view(const Tensor& base, const IntList& sizes, const IntList& strides,
-                                int64_t storage_offset, bool requires_grad) {
+                                int64_t storage_offset, bool requires_grad, ViewCreation creation) {
   const ops::OpDef& as_strided = ops::lookup("aten.as_strided.default");
   ops::OpArgs args{base, sizes, strides, storage_offset};
   ops::normalize(as_strided, args);
-  GradModeScope mode(requires_grad);
-  return record(as_strided, args, /*track=*/true).at(0);
+  Tensor view;
+  {
+    // Grad mode off only where it must be, for a view that does not require grad of a base that
+    // does: the view step remembers the mode, and a view regenerated after a write that requires
+    // grad (base.mul_(w)) must require grad as eager's does. A view made with grad off is marked
+    // a no_grad view, which the creation below replaces.
+    GradModeScope mode(requires_grad || !base.requires_grad());
+    view = record(as_strided, args, /*track=*/true).at(0);
+  }
+  if (creation != ViewCreation::normal || view.impl()->autograd) {
+    AutogradMeta& m = view.impl()->autograd_meta();
+    m.view_creation = creation;
+    m.view_creation_version = view.version();
+  }
+  return view;
 }
 
 graph::ValueId Tracer::value_of(const Tensor& t, const std::string& what) {
@@ -367,7 +385,10 @@ std::vector<Tensor> Tracer::record(const ops::OpDef& op, ops::OpArgs& args, bool
       out.impl()->trace = TraceSlot{this, outs[i].index};
       mark_requires_grad(outs[i], r);
       if (r) out.impl()->autograd_meta().requires_grad = true;
-      autograd::record_view_creation(out, base, multi_output_view);
+      // Eager's detach() result has no _base, so no view creation either: made under no_grad,
+      // it may still be written in place with grad on. (detach is the one view row without a
+      // VJP.)
+      if (op.vjp) autograd::record_view_creation(out, base, multi_output_view);
       if (track && base.impl()->trace.alias != UINT32_MAX) {
         ViewStep step{&op, args, autograd::grad_mode_enabled()};
         step.args[op.view_of_arg()] = Tensor();
@@ -418,18 +439,22 @@ void Tracer::note_saved_modified(const ops::OpDef& op, size_t storage) {
   for (const SavedUse& use : saved_uses_)
     if (use.storage == storage && use.generation == storages_[storage].generation)
       backward_errors_.push_back(
-          "one of the variables needed for gradient computation has been modified by an inplace "
-          "operation: " +
-          use.what + " was modified by " + std::string(op.name) +
-          " inside the compiled function. Clone it before modifying it.");
+          {use.node,
+           "one of the variables needed for gradient computation has been modified by an inplace "
+           "operation: " +
+               use.what + " was modified by " + std::string(op.name) +
+               " inside the compiled function. Clone it before modifying it."});
 }
 
 void Tracer::check_as_strided(const ops::OpDef& op, size_t storage, bool writing) const {
   const StorageState& s = storages_[storage];
   if (s.input_index >= 0) reads_input_offsets_ = true;
-  if (s.root_offset == 0 || (!writing && s.generation == 0)) return;
+  if ((s.root_offset == 0 && s.root_is_storage) || (!writing && s.generation == 0)) return;
+  std::string which = s.root_offset != 0
+                          ? "which starts at storage offset " + std::to_string(s.root_offset)
+                          : "which is not a contiguous tensor over its whole storage";
   throw UnsupportedError(std::string(op.name) + " on input " + std::to_string(s.input_index) +
-                         ", which starts at storage offset " + std::to_string(s.root_offset) +
+                         ", " + which +
                          (writing ? ", is written through" : " after the input was mutated") +
                          ": aot_function cannot yet rebase as_strided's absolute offsets there. "
                          "Pass a contiguous clone of the input, or use slice/select/view.");
@@ -488,6 +513,20 @@ Tensor Tracer::scatter_into_root(size_t state_index, const Tensor& updated) {
                              "; aot_function cannot write that view back into its base. Apply "
                              "the op to a clone() instead.");
     u = step.op->view_scatter(bases[i], u, step.args);
+  }
+  // Eager writes the root in place, so its strides never change; the scatters of t, transpose,
+  // permute and squeeze are themselves views and leave the new value laid out as the written
+  // view was. A view regenerated from that value and returned from the graph would then have
+  // strides eager never gives (x.t().mul_(2); return x.t()). Intermediate roots are contiguous;
+  // an input's new value is copied into the caller's tensor, whose strides stay.
+  const Tensor& old_root = bases.front();
+  bool root_contiguous =
+      old_root.strides() == contiguous_strides(old_root.sizes()) && old_root.storage_offset() == 0;
+  if (root_contiguous && (u.strides() != old_root.strides() || u.storage_offset() != 0)) {
+    const ops::OpDef& clone = ops::lookup("aten.clone.default");
+    ops::OpArgs cargs{u};
+    ops::normalize(clone, cargs);
+    u = record(clone, cargs, /*track=*/false).at(0);
   }
   return u;
 }
@@ -553,6 +592,7 @@ std::vector<Tensor> Tracer::functionalize_metadata(const ops::OpDef& op, ops::Op
   const TensorState& ts = tensors_[self.impl()->trace.alias];
   check_leaf_mutation(op, ts, !grad_on || ts.hidden, graph::ValueId{self.impl()->trace.value});
   note_saved_modified(op, ts.storage);
+  metadata_touched_storages_.push_back(ts.storage);
   self.storage()->bump_version();
   const ops::OpDef& view = ops::lookup(op.functional_variant);
   ops::OpArgs vargs = args;

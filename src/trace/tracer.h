@@ -51,9 +51,12 @@ class Tracer final : public ops::Interpreter, public autograd::TracedAutograd {
   // A fake tensor standing for a new graph input (the root of its own storage) with `example`'s
   // metadata and requires_grad.
   Tensor add_input(const Tensor& example, std::string_view name_hint, Descriptor desc = {});
-  // A fake view of `base` (a tracked tensor) with the given geometry, recorded as as_strided.
+  // A fake view of `base` (a tracked tensor) with the given geometry, recorded as as_strided, that
+  // autograd's view rules treat as made the way `creation` says (the caller's tensor's way: a
+  // view it made with grad mode on may be written in place with grad on, however the fake was
+  // recorded).
   Tensor add_strided_view(const Tensor& base, const IntList& sizes, const IntList& strides,
-                          int64_t storage_offset, bool requires_grad);
+                          int64_t storage_offset, bool requires_grad, ViewCreation creation);
   // An untracked fake tensor bound to an existing value of the graph.
   Tensor bind(graph::ValueId v, bool requires_grad);
   // The value a traced tensor currently stands for (regenerated first if stale); a real tensor
@@ -78,14 +81,22 @@ class Tracer final : public ops::Interpreter, public autograd::TracedAutograd {
   const TensorState* state_of(const Tensor& t) const;
   // Whether a metadata-mutating op (t_, as_strided_, ...) was applied to `t` (even one that
   // left its geometry as it was: eager still bumps the version counter), and whether one ran with
-  // grad mode on (the runtime then replays the change where autograd sees it).
+  // grad mode on (the runtime then replays the change where autograd sees it). storage_touched:
+  // one was applied to `t` or to another tensor sharing its storage (a view, a detach()): the
+  // version counter lives on the storage, so eager bumps `t`'s too.
   struct MetadataTouch {
     bool touched = false;
     bool under_grad = false;
+    bool storage_touched = false;
   };
   MetadataTouch metadata_touch(const Tensor& t) const;
-  // Messages of eager version-counter errors a backward through this trace would raise.
-  const std::vector<std::string>& backward_errors() const { return backward_errors_; }
+  // Eager version-counter errors: the VJP of `node` would read a saved value written in place
+  // after it was saved. Eager raises only when its backward runs that node's VJP.
+  struct BackwardError {
+    size_t node = 0;
+    std::string message;
+  };
+  const std::vector<BackwardError>& backward_errors() const { return backward_errors_; }
   // Nodes (by index) an autograd::grad without retain_graph ran through: a later backward
   // through them fails, as in eager.
   const std::vector<bool>& freed_nodes() const { return freed_nodes_; }
@@ -187,7 +198,8 @@ class Tracer final : public ops::Interpreter, public autograd::TracedAutograd {
   std::vector<InteriorLeaf> interior_leaves_;
   std::vector<bool> freed_nodes_;
   std::vector<std::pair<const TensorImpl*, bool>> metadata_touches_;  // (tensor, grad mode on)
-  std::vector<std::string> backward_errors_;
+  std::vector<size_t> metadata_touched_storages_;
+  std::vector<BackwardError> backward_errors_;
   Tensor rng_seed_, rng_offset_;  // fakes of the RNG inputs, once a random op was traced
   size_t rng_offset_input_ = 0;   // graph input position of rng_offset_
   int64_t rng_blocks_ = 0;        // Philox blocks the traced call draws so far

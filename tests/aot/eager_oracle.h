@@ -29,9 +29,17 @@ struct OracleSetup {
 
 using OracleFn = std::function<std::vector<Tensor>(std::vector<Tensor>)>;
 
+// Value closeness (allclose's atol, rtol). The default asks f64 results for agreement to
+// rounding; an f32 program compiled by a code generator that sums in another order needs more.
+struct OracleTolerances {
+  double atol = 1e-10;
+  double rtol = 1e-9;
+};
+
 namespace oracle_detail {
 
-inline void expect_same(const Tensor& c, const Tensor& e, const std::string& what) {
+inline void expect_same(const Tensor& c, const Tensor& e, const std::string& what,
+                        const OracleTolerances& tol) {
   ASSERT_EQ(c.defined(), e.defined()) << what;
   if (!e.defined()) return;
   EXPECT_EQ(shape_to_string(c.sizes()), shape_to_string(e.sizes())) << what << ": sizes";
@@ -39,7 +47,7 @@ inline void expect_same(const Tensor& c, const Tensor& e, const std::string& wha
   EXPECT_EQ(c.storage_offset(), e.storage_offset()) << what << ": storage offset";
   EXPECT_EQ(c.dtype(), e.dtype()) << what << ": dtype";
   if (c.sizes() == e.sizes()) {
-    EXPECT_TRUE(allclose(c, e, 1e-10, 1e-9)) << what << ": values";
+    EXPECT_TRUE(allclose(c, e, tol.atol, tol.rtol)) << what << ": values";
   }
 }
 
@@ -69,13 +77,13 @@ inline Run prepare(const std::function<OracleSetup()>& make) {
   return r;
 }
 
-inline void compare_runs(Run& c, Run& e, const std::string& where) {
+inline void compare_runs(Run& c, Run& e, const std::string& where, const OracleTolerances& tol) {
   ASSERT_EQ(c.outs.size(), e.outs.size()) << where;
   const std::vector<Tensor>& ci = c.setup.inputs;
   const std::vector<Tensor>& ei = e.setup.inputs;
   for (size_t o = 0; o < e.outs.size(); ++o) {
     std::string what = where + " output " + std::to_string(o);
-    expect_same(c.outs[o], e.outs[o], what);
+    expect_same(c.outs[o], e.outs[o], what, tol);
     EXPECT_EQ(c.outs[o].requires_grad(), e.outs[o].requires_grad()) << what << ": requires_grad";
     EXPECT_EQ(c.outs[o].is_leaf(), e.outs[o].is_leaf()) << what << ": is_leaf";
     for (size_t i = 0; i < ei.size(); ++i)
@@ -88,13 +96,13 @@ inline void compare_runs(Run& c, Run& e, const std::string& where) {
   }
   for (size_t i = 0; i < ei.size(); ++i) {
     std::string what = where + " input " + std::to_string(i) + " after the call";
-    expect_same(ci[i], ei[i], what);
+    expect_same(ci[i], ei[i], what, tol);
     EXPECT_EQ(ci[i].version() != c.versions_before[i], ei[i].version() != e.versions_before[i])
         << what << ": version counter changed";
   }
 }
 
-inline void compare_grads(Run& c, Run& e, const std::string& where) {
+inline void compare_grads(Run& c, Run& e, const std::string& where, const OracleTolerances& tol) {
   std::vector<Tensor> cs = c.outs, es = e.outs;
   cs.insert(cs.end(), c.setup.inputs.begin(), c.setup.inputs.end());
   es.insert(es.end(), e.setup.inputs.begin(), e.setup.inputs.end());
@@ -105,7 +113,7 @@ inline void compare_grads(Run& c, Run& e, const std::string& where) {
     Tensor cg = c.setup.leaves[l].grad(), eg = e.setup.leaves[l].grad();
     ASSERT_EQ(cg.defined(), eg.defined()) << where << " grad of leaf " << l;
     if (eg.defined()) {
-      EXPECT_TRUE(allclose(cg, eg, 1e-10, 1e-9)) << where << " grad of leaf " << l;
+      EXPECT_TRUE(allclose(cg, eg, tol.atol, tol.rtol)) << where << " grad of leaf " << l;
     }
   }
 }
@@ -114,8 +122,9 @@ inline void compare_grads(Run& c, Run& e, const std::string& where) {
 
 // Runs the comparison with every partitioner; returns the graphs of the last compiled function
 // so the caller can assert about them.
-inline CompiledGraphs expect_like_eager(const std::function<OracleSetup()>& make, const OracleFn& fn,
-                                        AotConfig config = {}) {
+inline CompiledGraphs expect_like_eager(const std::function<OracleSetup()>& make,
+                                        const OracleFn& fn, AotConfig config = {},
+                                        OracleTolerances tol = {}) {
   using namespace oracle_detail;
   CompiledGraphs graphs;
   for (const std::string& p : partition::partitioner_names()) {
@@ -127,11 +136,11 @@ inline CompiledGraphs expect_like_eager(const std::function<OracleSetup()>& make
       std::string where = "[" + p + ", call " + std::to_string(call) + "]";
       Run c = prepare(make);
       c.outs = f(c.setup.inputs);
-      compare_runs(c, e, where);
+      compare_runs(c, e, where, tol);
       if (call == 1) {
         Run e2 = prepare(make);
         e2.outs = fn(e2.setup.inputs);
-        compare_grads(c, e2, where);
+        compare_grads(c, e2, where, tol);
       }
     }
     EXPECT_EQ(f.num_compilations(), 1u) << p;

@@ -260,3 +260,29 @@ TEST(ScenarioRaises, TransposeInPlaceOfLeafThatRequiresGradRaisesLikeEager) {
       },
       "leaf");
 }
+
+TEST(ScenarioInplaceView, TransposeInPlaceOfViewOfInputMovesItsVersion) {
+  // Found by AotProgramFuzz (seed 2696): the version counter lives on the storage, so eager's
+  // transpose_ of a view of the input moves the input's counter; the compiled call did not.
+  run_scenario(
+      [] {
+        return TensorList{leaf({2, 3}, 21, false)};
+      },
+      [](const TensorList& a) {
+        Tensor v = a[0].slice(0, 0, 2);
+        ag::transpose_(v, 0, 1);
+        return v * 2.0;
+      });
+}
+
+TEST(ScenarioInplaceView, UnsqueezeInPlaceOfDetachedInputUnderNoGradMovesItsVersion) {
+  run_scenario([] { return TensorList{leaf({6}, 22)}; },
+               [](const TensorList& a) {
+                 Tensor d = a[0].detach();
+                 {
+                   ag::NoGradGuard no_grad;
+                   ag::unsqueeze_(d, 0);
+                 }
+                 return TensorList{d * 3.0, a[0] * 2.0};
+               });
+}

@@ -286,3 +286,37 @@ TEST(ScenarioInputAlias, OverlappingViewsNoMutation) {
       },
       [](const TensorList& a) { return (a[0] * a[1]).sum(); });
 }
+
+TEST(ScenarioInputAlias, AliasedInputsNotRequiringGradOneMutatedByTensorThatRequiresGrad) {
+  // Found by AotProgramFuzz (seeds 1862, 2216): the synthetic base's member fakes were recorded
+  // with grad mode off (they need no grad), so the trace called them no_grad views and refused
+  // the write eager allows; and a member regenerated after the write did not require grad.
+  run_scenario(
+      [] {
+        Tensor base = leaf({6}, 23, false);
+        Tensor w = leaf({1}, 24);
+        return ScenarioInputs{{base.slice(0, 0, 3), w, base.unsqueeze(1)}, {base, w}};
+      },
+      [](const TensorList& a) {
+        Tensor x = a[2];
+        x.mul_(a[1]);
+        return TensorList{a[0] + 1.0, x.t() * 2.0};
+      });
+}
+
+TEST(ScenarioInputAlias, WholeBaseInputOverwrittenWhileAViewOfItIsAnInput) {
+  // Found by AotProgramFuzz (seed 1985): eager's fill_ of x gives x's history no gradient, so
+  // the leaf's .grad() stays undefined; the compiled backward gave zeros through the synthetic
+  // base's as_strided_scatter.
+  run_scenario(
+      [] {
+        Tensor l = leaf({5, 6}, 28);
+        Tensor x = l * 1.0;
+        return ScenarioInputs{{x, x.slice(0, 1, 4, 2)}, {l}};
+      },
+      [](const TensorList& a) {
+        Tensor x = a[0];
+        x.fill_(1.0);
+        return x;
+      });
+}

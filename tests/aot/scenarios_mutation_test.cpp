@@ -9,6 +9,7 @@
 
 namespace ag = aotgrad;
 using ag::Tensor;
+using ag::testing::expect_unsupported;
 using ag::testing::leaf;
 using ag::testing::nonleaf_setup;
 using ag::testing::run_scenario;
@@ -78,6 +79,20 @@ TEST(ScenarioMutation, FillInPlace) {
         Tensor x = a[0];
         x.fill_(3.0);
         return x + a[1];
+      });
+}
+
+TEST(ScenarioMutation, ZeroInPlaceOfIntermediateKeepsRequiringGrad) {
+  // Found by AotProgramFuzz (seed 1669): zero_ was functionalized as zeros_like, a factory
+  // without a VJP, so the zeroed tensor came back not requiring grad and as a leaf.
+  run_scenario(
+      [] {
+        return TensorList{leaf({3, 4}, 8)};
+      },
+      [](const TensorList& a) {
+        Tensor y = a[0] + a[0];
+        y.zero_();
+        return TensorList{y, y.t() * a[0].t()};
       });
 }
 
@@ -282,6 +297,34 @@ TEST(ScenarioMutation, AsStridedViewOfInputMutated) {
       });
 }
 
+TEST(ScenarioRaises, AsStridedOfTransposedInputAfterItWasMutatedIsRefused) {
+  // Found by AotProgramFuzz (seed 2033): the input's new value is row-major while its storage
+  // is not, so as_strided read other elements than eager's; refused like an input at an offset.
+  expect_unsupported(
+      [] {
+        return TensorList{leaf({3, 2}, 26, false).t()};
+      },
+      [](const TensorList& a) {
+        Tensor x = a[0];
+        x.mul_(2.0);
+        return x.as_strided({2}, {1}) * 1.0;
+      },
+      "not a contiguous tensor over its whole storage");
+}
+
+TEST(ScenarioRaises, AsStridedOfSliceInputAfterItWasMutatedIsRefused) {
+  expect_unsupported(
+      [] {
+        return TensorList{leaf({4, 2}, 27, false).slice(0, 0, 2)};
+      },
+      [](const TensorList& a) {
+        Tensor x = a[0];
+        x.mul_(2.0);
+        return x.as_strided({6}, {1}) * 1.0;
+      },
+      "not a contiguous tensor over its whole storage");
+}
+
 TEST(ScenarioMutation, PermuteUnsqueezeSqueezeChainMutated) {
   run_scenario(
       [] {
@@ -352,6 +395,24 @@ TEST(ScenarioMutation, SliceOfLeafMutatedUnderNoGrad) {
       });
 }
 
+// KNOWN BUG (found by AotProgramFuzz, seeds 1147 and 1979): eager gives a detach()ed alias
+// written in place with grad on by a tensor that requires grad a history of its own (d requires
+// grad, w gets a gradient through it), while the trace treats every write through a detached
+// alias as hidden from autograd and the runtime regenerates d from the input by replaying
+// detach(), so the compiled d needs no grad and w gets nothing. A fix needs the alias to keep
+// its own value and history in the trace and an output kind for it in the runtime.
+TEST(ScenarioMutation, DISABLED_DetachedAliasWrittenByTensorThatRequiresGradGetsAHistory) {
+  run_scenario(
+      [] {
+        return TensorList{leaf({3}, 30, false), leaf({3}, 31)};
+      },
+      [](const TensorList& a) {
+        Tensor d = a[0].detach();
+        d.sub_(a[1]);
+        return d * 2.0;
+      });
+}
+
 TEST(ScenarioMutation, LeafMutatedThroughDetach) {
   run_scenario([] { return TensorList{leaf({3}, 5)}; },
                [](const TensorList& a) {
@@ -375,6 +436,26 @@ TEST(ScenarioMutation, SliceOfNonLeafMutatedThroughDetach) {
                  a[0].slice(0, 1, 3).detach().mul_(-1.0);
                  return a[0] * a[0];
                });
+}
+
+TEST(ScenarioMutation, DetachedUnderNoGradThenWrittenWithGradOn) {
+  // Found by AotProgramFuzz (seed 2265): the trace made detach()'s result a view created under
+  // no_grad and refused the write; eager's detach() result is no view, and the write is fine.
+  run_scenario(
+      [] {
+        return nonleaf_setup({4, 5}, 25);
+      },
+      [](const TensorList& a) {
+        Tensor c = a[0].cos();
+        Tensor d;
+        {
+          ag::NoGradGuard no_grad;
+          d = c.detach();
+          ag::unsqueeze_(d, 2);
+        }
+        d.add_(d);
+        return TensorList{d * 1.0, c};
+      });
 }
 
 TEST(ScenarioMutation, MutatedUnderNoGradAndViewOfItReturned) {
@@ -556,6 +637,87 @@ TEST(ScenarioMutation, ViewOfIntermediateMutatedThenBaseReturned) {
         Tensor y = a[0] * 2.0;
         y.select(0, 1).mul_(3.0);
         return y;
+      });
+}
+
+TEST(ScenarioMutation, TransposedViewOfIntermediateMutatedThenBaseReturned) {
+  // Found by AotProgramFuzz: t's scatter is a t, so the graph's new value of y was laid out as
+  // the written view ([1, 3] strides) while eager's y keeps its own ([2, 1]).
+  run_scenario(
+      [] {
+        return TensorList{leaf({3, 2}, 1)};
+      },
+      [](const TensorList& a) {
+        Tensor y = a[0] * 2.0;
+        y.t().mul_(2.0);
+        return y;
+      });
+}
+
+TEST(ScenarioMutation, TransposedViewOfIntermediateMutatedThenReturned) {
+  // Found by AotProgramFuzz (seed 7): the returned view was regenerated from a base with the
+  // wrong layout, so it came back contiguous instead of transposed.
+  run_scenario(
+      [] {
+        return TensorList{leaf({3, 2}, 2, false)};
+      },
+      [](const TensorList& a) {
+        Tensor v = (a[0] * 2.0).t();
+        v.mul_(2.0);
+        return v;
+      });
+}
+
+TEST(ScenarioMutation, PermutedUnsqueezedViewOfIntermediateMutatedThenViewReturned) {
+  run_scenario(
+      [] {
+        return TensorList{leaf({2, 3, 2}, 3)};
+      },
+      [](const TensorList& a) {
+        Tensor y = a[0].mean({0}, true);
+        Tensor v = y.unsqueeze(3).permute({0, 2, 1, 3});
+        ag::sigmoid_(v);
+        return TensorList{v.squeeze(3), y};
+      });
+}
+
+TEST(ScenarioMutation, IntermediateSavedOnlyByDeadValueThenMutated) {
+  // Found by AotProgramFuzz (seeds 17, 38): eager's backward never runs the VJP of a value
+  // nothing returned depends on, so its saved input may be overwritten; the compiled backward
+  // raised eager's version error anyway.
+  run_scenario([] { return TensorList{leaf({3}, 4)}; },
+               [](const TensorList& a) {
+                 Tensor x = a[0] * 1.0;
+                 Tensor dead = x * x;
+                 ag::sigmoid_(x);
+                 return x;
+               });
+}
+
+TEST(ScenarioMutation, IntermediateSavedByValueNoGradientReachesThenMutated) {
+  run_scenario([] { return TensorList{leaf({3}, 5)}; },
+               [](const TensorList& a) {
+                 Tensor x = a[0] * 1.0;
+                 Tensor positive = (x * x).gt(0.5);
+                 x.mul_(2.0);
+                 return TensorList{x, positive};
+               });
+}
+
+TEST(ScenarioMutation, ResultSavedByItsOpThenOverwrittenByFill) {
+  // Found by AotProgramFuzz (seed 1000 range): sigmoid saves its result, fill_ overwrites it;
+  // fill's VJP gives self no gradient, so eager's backward never runs sigmoid's and does not
+  // raise. The compiled backward must decide by the VJPs the joint graph runs, not by data flow.
+  run_scenario(
+      [] {
+        return TensorList{leaf({3}, 6), leaf({3}, 7)};
+      },
+      [](const TensorList& a) {
+        Tensor y = (a[0] * 2.0).sigmoid();
+        y.fill_(0.5);
+        Tensor z = (a[1] * 1.0).tanh();
+        z.copy_(a[0]);
+        return TensorList{y, z};
       });
 }
 

@@ -456,3 +456,12 @@ TEST(ScenarioOutputAlias, SplitWithSizesPiecesUsedAndOneReturned) {
                  return TensorList{p[2], p[0] * p[1].sum()};
                });
 }
+
+TEST(ScenarioOutputAlias, TwoEqualDotProductsAreTwoTensors) {
+  // Found by AotProgramFuzz (seed 58182): 1-D matmul is a squeeze of an mm; min_cut's CSE kept
+  // the two squeezes (graph outputs) but merged the two mms, so both outputs viewed one tensor.
+  run_scenario([] { return TensorList{leaf({3}, 32)}; },
+               [](const TensorList& a) {
+                 return TensorList{a[0].matmul(a[0]), a[0].matmul(a[0])};
+               });
+}

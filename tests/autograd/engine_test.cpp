@@ -411,6 +411,34 @@ TEST(EngineViews, ViewHistoryFollowsAWriteThroughItsBase) {
   EXPECT_EQ(l.grad().to_vector<double>(), expected);
 }
 
+TEST(EngineViews, ViewMadeBeforeItsBaseHadHistoryFollowsTheWrite) {
+  // Found by AotProgramFuzz: v was made while b needed no grad, so it had no history; after
+  // b.mul_(w) it required grad, yet backward gave w nothing through it.
+  Tensor b = ag::from_vector(std::vector<double>{1, -2, 3}, {3});
+  Tensor w = ag::from_vector(std::vector<double>{0.5}, {1});
+  w.requires_grad_();
+  Tensor v = b.unsqueeze(1);
+  b.mul_(w);
+  ASSERT_TRUE(v.requires_grad());
+  EXPECT_FALSE(v.is_leaf());  // as PyTorch's grad_fn getter: before autograd used v, too
+  ag::sum(v * 2.0).backward();
+  ASSERT_TRUE(w.grad().defined());
+  EXPECT_EQ(w.grad().to_vector<double>(), (std::vector<double>{4.0}));  // 2 * (1 - 2 + 3)
+}
+
+TEST(EngineViews, ViewMadeUnderNoGradKeepsNoHistory) {
+  Tensor l = ag::from_vector(std::vector<double>{1, 2, 3}, {3});
+  l.requires_grad_();
+  Tensor base = l * 1.0;
+  Tensor v;
+  {
+    ag::NoGradGuard no_grad;
+    v = base.slice(0, 0, 2);
+  }
+  (ag::sum(v * 2.0) + ag::sum(base)).backward();  // nothing flows through the no_grad view
+  EXPECT_EQ(l.grad().to_vector<double>(), (std::vector<double>{1, 1, 1}));
+}
+
 TEST(EngineViews, ViewHistoryFollowsAWriteThroughASiblingView) {
   Tensor l = ag::from_vector(std::vector<double>{1, 2, 3, 4}, {4});
   l.requires_grad_();

@@ -1,0 +1,163 @@
+// A differential fuzzer for aot_function against eager, aimed at aliasing and mutation: random
+// programs (program_fuzz.h: inputs that are views of one base, duplicated, non-leaf or not
+// requiring grad; pointwise ops, reductions, matmuls, cat, where; views; in-place writes of data
+// and geometry on intermediates, inputs and views of inputs; no_grad regions; outputs that are
+// inputs, views, duplicates) run through eager_oracle.h's expect_like_eager, with the
+// interpreter and with the cpp code generator. Programs eager rejects are never drawn; a program
+// aot_function refuses with trace::UnsupportedError (a documented limitation) is counted, not
+// failed; any other difference fails with the program printed as C++.
+//
+// The CI mode runs fixed seeds. AOTGRAD_AOT_FUZZ_PROGRAMS=N runs N more programs from seed
+// AOTGRAD_AOT_FUZZ_SEED (default 1) with the compilers in AOTGRAD_AOT_FUZZ_COMPILERS (default
+// "interpreter,cpp"), and goes on past failures up to AOTGRAD_AOT_FUZZ_MAX_FAILURES (default 20).
+#include "aot/program_fuzz.h"
+
+#include <gtest/gtest-spi.h>
+#include <gtest/gtest.h>
+
+#include <cctype>
+#include <cstdlib>
+#include <map>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "aot/eager_oracle.h"
+#include "trace/functionalize.h"
+
+namespace {
+
+namespace ag = aotgrad;
+namespace pf = aotgrad::testing::program_fuzz;
+using ag::Tensor;
+
+constexpr int kAttemptsPerSeed = 8;
+
+struct Tally {
+  int programs = 0;   // seeds that gave a program eager accepts
+  int discarded = 0;  // draws eager rejected
+  int checked = 0;    // (program, compiler) pairs that compiled and were compared
+  int refused = 0;    // ... that aot_function refused with UnsupportedError
+  int failed = 0;
+  std::map<std::string, int> refusals;  // message, digits elided, -> count
+
+  std::string summary() const {
+    std::ostringstream os;
+    os << programs << " programs (" << discarded << " draws eager rejected), " << checked
+       << " compiled runs compared, " << refused << " refused, " << failed << " failed";
+    for (const auto& [why, n] : refusals) os << "\n  refused " << n << "x: " << why;
+    return os.str();
+  }
+};
+
+// The refusal's kind: its message without the op it names first or any number.
+std::string refusal_key(const std::string& what) {
+  std::string rest = what.rfind("aten.", 0) == 0 ? what.substr(what.find(' ') + 1) : what;
+  std::string key;
+  for (char c : rest.substr(0, 140))
+    if (!std::isdigit(static_cast<unsigned char>(c))) key += c;
+  return key;
+}
+
+ag::AotConfig config_for(const std::string& compiler, uint64_t seed) {
+  ag::AotConfig config;
+  config.fw_compiler = compiler;  // bw and inference follow
+  config.name = "program" + std::to_string(seed);
+  return config;
+}
+
+// Runs `p` through the oracle with `compiler`; one failure (the program and the oracle's first
+// complaints) when the compiled function differs from eager.
+void check_program(const pf::Program& p, const std::string& compiler, Tally& tally) {
+  auto program = std::make_shared<const pf::Program>(p);
+  ag::testing::OracleTolerances tol;
+  if (p.dtype == ag::DType::f32) tol = {1e-5, 1e-4};
+  ::testing::TestPartResultArray results;
+  std::string refusal;
+  {
+    ::testing::ScopedFakeTestPartResultReporter reporter(
+        ::testing::ScopedFakeTestPartResultReporter::INTERCEPT_ALL_THREADS, &results);
+    try {
+      ag::testing::expect_like_eager([program] { return program->make(); },
+                                     [program](std::vector<Tensor> a) { return program->run(a); },
+                                     config_for(compiler, p.seed), tol);
+    } catch (const ag::trace::UnsupportedError& e) {
+      refusal = e.what();
+    } catch (const std::exception& e) {
+      ADD_FAILURE() << "aot_function raised where eager did not: " << e.what();
+    }
+  }
+  if (results.size() == 0) {
+    if (refusal.empty()) {
+      ++tally.checked;
+    } else {
+      ++tally.refused;
+      ++tally.refusals[refusal_key(refusal)];
+    }
+    return;
+  }
+  ++tally.failed;
+  std::ostringstream first;
+  for (int i = 0; i < results.size() && i < 6; ++i)
+    first << "  " << results.GetTestPartResult(i).message() << "\n";
+  ADD_FAILURE() << "[" << compiler << "] the compiled program differs from eager ("
+                << results.size() << " differences; the first):\n"
+                << first.str() << p.to_string();
+}
+
+void fuzz_seeds(uint64_t first, uint64_t count, const std::vector<std::string>& compilers,
+                int max_failures, Tally& tally) {
+  for (uint64_t seed = first; seed < first + count && tally.failed < max_failures; ++seed) {
+    std::optional<pf::Program> p = pf::draw_program(seed, kAttemptsPerSeed, &tally.discarded);
+    if (!p) continue;
+    ++tally.programs;
+    for (const std::string& c : compilers) check_program(*p, c, tally);
+  }
+}
+
+std::vector<std::string> split_commas(const std::string& s) {
+  std::vector<std::string> parts;
+  std::stringstream in(s);
+  for (std::string part; std::getline(in, part, ',');)
+    if (!part.empty()) parts.push_back(part);
+  return parts;
+}
+
+TEST(AotProgramFuzz, DrawingIsDeterministicAndPrintable) {
+  int discarded = 0;
+  std::optional<pf::Program> a = pf::draw_program(7, kAttemptsPerSeed, &discarded);
+  std::optional<pf::Program> b = pf::draw_program(7, kAttemptsPerSeed, &discarded);
+  ASSERT_TRUE(a && b);
+  EXPECT_EQ(a->to_string(), b->to_string());
+  EXPECT_NE(a->to_string().find("return {"), std::string::npos) << a->to_string();
+}
+
+TEST(AotProgramFuzz, FixedSeedsInterpreter) {
+  Tally tally;
+  fuzz_seeds(1, 40, {"interpreter"}, 40, tally);
+  std::cout << "[AotProgramFuzz] " << tally.summary() << "\n";
+  EXPECT_GE(tally.checked, 25) << "most fixed programs should compile";
+}
+
+TEST(AotProgramFuzz, FixedSeedsCpp) {
+  Tally tally;
+  fuzz_seeds(101, 6, {"cpp"}, 6, tally);
+  std::cout << "[AotProgramFuzz] " << tally.summary() << "\n";
+}
+
+TEST(AotProgramFuzz, LongerModeFromTheEnvironment) {
+  const char* n = std::getenv("AOTGRAD_AOT_FUZZ_PROGRAMS");
+  if (!n) GTEST_SKIP() << "set AOTGRAD_AOT_FUZZ_PROGRAMS=N for N more random programs";
+  const char* s = std::getenv("AOTGRAD_AOT_FUZZ_SEED");
+  const char* c = std::getenv("AOTGRAD_AOT_FUZZ_COMPILERS");
+  const char* m = std::getenv("AOTGRAD_AOT_FUZZ_MAX_FAILURES");
+  Tally tally;
+  uint64_t first = s ? std::strtoull(s, nullptr, 10) : 1;
+  uint64_t count = std::strtoull(n, nullptr, 10);
+  fuzz_seeds(first, count, split_commas(c ? c : "interpreter,cpp"), m ? std::atoi(m) : 20, tally);
+  std::cout << "[AotProgramFuzz] seeds " << first << ".." << first + count - 1 << ": "
+            << tally.summary() << "\n";
+}
+
+}  // namespace
