@@ -65,6 +65,16 @@ std::mutex& leaf_mutex(const TensorImpl* leaf) {
   return stripes[(reinterpret_cast<uintptr_t>(leaf) / alignof(TensorImpl)) % stripes.size()];
 }
 
+// A view's history is regenerated lazily, by whichever thread first reads it after its base
+// changed (adopt_base_history, a stale view's rebase in gradient_edge): those writes are
+// serialized per view, as PyTorch's grad_fn getter does with its view metadata's mutex, by a lock
+// striped by the view's address. Held while the base's edge is taken: bases are never views, so
+// no second view lock is taken under it.
+std::mutex& view_mutex(const TensorImpl* view) {
+  static std::array<std::mutex, 64> stripes;
+  return stripes[(reinterpret_cast<uintptr_t>(view) / alignof(TensorImpl)) % stripes.size()];
+}
+
 // A tensor with `t`'s geometry and dtype but no data: what a VJP sees for an unsaved argument.
 Tensor metadata_only(const Tensor& t) {
   auto impl = std::make_shared<TensorImpl>();
@@ -364,6 +374,7 @@ bool view_history_is_stale(const Tensor& t, const AutogradMeta& m) {
 
 void adopt_base_history(const Tensor& t) {
   if (!t.defined() || !t.is_view() || t.is_fake()) return;
+  std::lock_guard<std::mutex> lock(view_mutex(t.impl()));
   const AutogradMeta* m = t.impl()->autograd.get();
   // A view made under no_grad keeps none (view_creation.h).
   if (m && (m->grad_fn || m->view_creation != ViewCreation::normal)) return;
@@ -390,7 +401,10 @@ Edge gradient_edge(const Tensor& t) {
   // new history once its storage was written through another alias.
   if (written_since_special_view_creation(t) && (m.grad_fn || t._base().requires_grad()))
     check_view_creation(t, view_history(t), /*indirect=*/true);
-  if (view_history_is_stale(t, m)) rebase_view_history(t);
+  if (t.is_view()) {
+    std::lock_guard<std::mutex> lock(view_mutex(t.impl()));
+    if (view_history_is_stale(t, m)) rebase_view_history(t);
+  }
   if (m.grad_fn) return {m.grad_fn, m.output_nr};
   if (!m.requires_grad) return {};
   std::lock_guard<std::mutex> lock(leaf_mutex(t.impl()));

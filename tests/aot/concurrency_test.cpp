@@ -179,6 +179,31 @@ TEST(ConcurrencyAutograd, SharedLeavesAccumulateEveryGradient) {
   EXPECT_EQ(bytes_of(w.grad()), bytes_of(ag::full({4, 2}, total, ag::DType::f64)));
 }
 
+// Views made before their base had a history get it lazily, from the first reader (PyTorch's
+// grad_fn getter): four threads reading and differentiating through the same views at once each
+// see one history and the same gradient (the writes are under the view's lock; TSan checks).
+TEST(ConcurrencyAutograd, ViewsAdoptTheirBaseHistoryOnceFromManyReaders) {
+  for (int round = 0; round < 20; ++round) {
+    Tensor b = ag::zeros({4, 3}, ag::DType::f64);
+    std::vector<Tensor> views;
+    for (int t = 0; t < kThreads; ++t) views.push_back(b.select(0, t % 2));
+    Tensor w = ag::full({4, 3}, 2.0, ag::DType::f64).requires_grad_();
+    b.add_(w);  // b gains a history; the views were made before it
+    std::vector<std::string> grads(kThreads);
+    std::vector<const void*> fns(kThreads);
+    run_together([&](int t) {
+      fns[t] = views[t].grad_fn().get();
+      grads[t] = bytes_of(ag::autograd::grad({views[t].sum()}, {w}, {}, true)[0]);
+    });
+    for (int t = 0; t < kThreads; ++t) {
+      EXPECT_NE(fns[t], nullptr) << t;
+      Tensor want = ag::zeros({4, 3}, ag::DType::f64);
+      want.select(0, t % 2).fill_(1.0);
+      EXPECT_EQ(grads[t], bytes_of(want)) << t;
+    }
+  }
+}
+
 // All threads call a cold function at once: one trace, one compile; the others wait for it.
 TEST(ConcurrencyAotFunction, FirstCallsCompileOnce) {
   Weights w;
