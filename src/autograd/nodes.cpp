@@ -360,6 +360,18 @@ bool view_history_is_stale(const Tensor& t, const AutogradMeta& m) {
   return op && op->view_version && *op->view_version != t.version() && t._base().requires_grad();
 }
 
+// A view made normally of a base with no history, whose base has one now: only an in-place
+// write (through the base or another of its views) with values that require grad gives a tensor
+// a history after the fact. PyTorch's grad_fn getter regenerates such a view's history from its
+// base's, as for a stale one; without it, gradients through the view went nowhere.
+bool base_gained_history(const Tensor& t) {
+  if (!t.is_view()) return false;
+  const AutogradMeta* m = t.impl()->autograd.get();
+  if (m && (m->grad_fn || m->view_creation != ViewCreation::normal)) return false;
+  const TensorImpl* base = t.impl()->base.get();
+  return base->autograd && base->autograd->grad_fn;
+}
+
 }  // namespace
 
 ViewHistory view_history(const Tensor& t) {
@@ -374,7 +386,9 @@ ViewHistory view_history(const Tensor& t) {
 }
 
 Edge gradient_edge(const Tensor& t) {
-  if (!t.defined() || !t.impl()->autograd) return {};
+  if (!t.defined()) return {};
+  if (base_gained_history(t)) rebase_view_history(t);
+  if (!t.impl()->autograd) return {};
   AutogradMeta& m = *t.impl()->autograd;
   // PyTorch's grad_fn getter: a view made under no_grad or by a multi-output op cannot be given a
   // new history once its storage was written through another alias.
