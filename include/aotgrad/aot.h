@@ -12,9 +12,10 @@
 // std::vector<Tensor>, std::pair or std::tuple of Tensors.
 //
 // Specializations. Each call is keyed by everything the compiled graphs assumed (its guards):
-// dtype, sizes, strides and requires_grad of every tensor, which tensors repeat or overlap, grad
-// mode, the storage offset of every tensor only when the trace depended on it (an as_strided of
-// an input, t_()/as_strided_() on one, or overlapping inputs; so batches sliced from one tensor
+// dtype, sizes, strides and requires_grad of every tensor, which tensors repeat or overlap (and
+// the geometry of the base that overlapping ones are rebuilt from), grad mode, the storage
+// offset of every tensor only when the trace depended on it (an as_strided of an input,
+// t_()/as_strided_() on one, or overlapping inputs; so batches sliced from one tensor
 // share a specialization, as with PyTorch's guards), the length of every tensor list, and the
 // exact type and bits of every number (so 1e-7 and 2e-7 differ, as do -0.0 and 0.0, and 1 and
 // true). A function that branches on x.storage_offset() itself is not guarded on it. The key is

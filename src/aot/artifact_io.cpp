@@ -184,6 +184,9 @@ void write_plan(Writer& w, const InputPlan& p) {
   for (const SyntheticBase& b : p.bases) {
     w.indices(b.members);
     w.boolean(b.common_base);
+    w.ints(b.sizes);
+    w.ints(b.strides);
+    w.i64(b.storage_offset);
   }
   w.u64(p.graph_inputs.size());
   for (const InputPlan::GraphInput& g : p.graph_inputs) {
@@ -211,6 +214,9 @@ InputPlan read_plan(Reader& r) {
   for (SyntheticBase& b : p.bases) {
     b.members = r.indices("plan base members");
     b.common_base = r.boolean("plan base common_base");
+    b.sizes = r.ints("plan base sizes");
+    b.strides = r.ints("plan base strides");
+    b.storage_offset = r.i64("plan base storage_offset");
   }
   p.graph_inputs.resize(r.count("plan graph inputs", 9));
   for (InputPlan::GraphInput& g : p.graph_inputs) {

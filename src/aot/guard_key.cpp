@@ -36,6 +36,9 @@ void append_plan(std::string& key, const InputPlan& plan) {
   for (const SyntheticBase& b : plan.bases) {
     append_indices(key, b.members);
     key += b.common_base ? '1' : '0';
+    append_ints(key, b.sizes);
+    append_ints(key, b.strides);
+    append_u64(key, static_cast<uint64_t>(b.storage_offset));
   }
   append_u64(key, plan.graph_inputs.size());
   for (const InputPlan::GraphInput& g : plan.graph_inputs) {

@@ -87,6 +87,10 @@ std::string InputPlan::to_string() const {
     if (e.kind == Kind::member) s += "view of synthetic base " + std::to_string(e.index);
     s += "\n";
   }
+  for (size_t b = 0; b < bases.size(); ++b)
+    s += "synthetic base " + std::to_string(b) + ": " + shape_to_string(bases[b].sizes) +
+         " strides " + shape_to_string(bases[b].strides) + " offset " +
+         std::to_string(bases[b].storage_offset) + "\n";
   return s;
 }
 
@@ -201,7 +205,17 @@ InputPlan plan_from_aliasing(const std::vector<Tensor>& inputs, const InputAlias
   for (SyntheticBase& b : plan.bases) {
     std::vector<Tensor> members;
     for (size_t m : b.members) members.push_back(inputs[m]);
-    b.common_base = common_base(members).defined();
+    Tensor base = common_base(members);
+    b.common_base = base.defined();
+    if (b.common_base) {
+      b.sizes = base.sizes();
+      b.strides = base.strides();
+      b.storage_offset = base.storage_offset();
+    } else {
+      const Tensor& first = members[0];
+      b.sizes = {static_cast<int64_t>(first.storage()->nbytes() / itemsize(first.dtype()))};
+      b.strides = {1};
+    }
   }
   return plan;
 }

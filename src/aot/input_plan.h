@@ -16,6 +16,10 @@ namespace aotgrad::aot {
 struct SyntheticBase {
   std::vector<size_t> members;  // user inputs regenerated from this base
   bool common_base = false;     // true: the members' shared _base; false: a flat view of storage
+  // The geometry of the tensor passed for it (graph_inputs_for): the graph was traced with it,
+  // and the members' own guards do not fix it (a _base, or a storage, may extend past them).
+  IntList sizes, strides;
+  int64_t storage_offset = 0;
   bool operator==(const SyntheticBase&) const = default;
 };
 
