@@ -224,34 +224,23 @@ void run_gemm(const Program& p, const GemmCall& c, std::vector<Tensor>& slots) {
     for (uint32_t v : p.externs[f.nodes[i]].outputs) slots[v] = Tensor();
 }
 
-// An attention backward with its paired forward (attention_pairs.h): the backward row's
-// arguments, then one call computing both; the forward's output goes to `forward_output`.
-void run_attention_pair(const NodeCall& backward, uint32_t forward_output,
-                        std::vector<Tensor>& slots) {
+// An attention backward step with its paired forward (attention_pairs.h) when `forward_output`
+// >= 0, writing the gradients that `into` places (empty: none) straight into their cats' results
+// (cat_fusion.h): one call computing all of it. The other results go to their slots.
+void run_attention(const NodeCall& backward, int64_t forward_output,
+                   const std::vector<CatSlice>& into, std::vector<Tensor>& slots) {
   ops::OpArgs args = backward.args;
   fill_args(backward, slots, args);
-  CurrentOpScope scope("cpp.attention_pair");
-  std::vector<Tensor> r = ops::masked_attention_with_backward(args);
-  for (size_t i = 0; i < backward.outputs.size(); ++i) slots[backward.outputs[i]] = std::move(r[i]);
-  slots[forward_output] = std::move(r[3]);
-}
-
-// An attention backward (with its paired forward when `forward_output` >= 0) writing the
-// gradients that `into` places straight into their cats' results (cat_fusion.h); the others go to
-// their slots.
-void run_attention_into(const NodeCall& backward, int64_t forward_output,
-                        const std::vector<CatSlice>& into, std::vector<Tensor>& slots) {
-  ops::OpArgs args = backward.args;
-  fill_args(backward, slots, args);
+  auto placed = [&](size_t i) { return i < into.size() && into[i].cat_value >= 0; };
   std::array<Tensor, 3> views;
   for (size_t i = 0; i < 3; ++i)
-    if (into[i].cat_value >= 0)
+    if (placed(i))
       views[i] = cat_of(into[i], slots).as_strided(into[i].sizes, into[i].strides, into[i].offset);
   CurrentOpScope scope(forward_output >= 0 ? "cpp.attention_pair" : "cpp.attention_into_cat");
   std::vector<Tensor> r = forward_output >= 0 ? ops::masked_attention_with_backward(args, views)
                                               : ops::masked_attention_backward_into(args, views);
   for (size_t i = 0; i < backward.outputs.size(); ++i)
-    if (into[i].cat_value < 0) slots[backward.outputs[i]] = std::move(r[i]);
+    if (!placed(i)) slots[backward.outputs[i]] = std::move(r[i]);
   if (forward_output >= 0) slots[forward_output] = std::move(r[3]);
 }
 
@@ -488,10 +477,8 @@ CompiledGraph compile_cpp(const graph::Graph& g, const CppOptions& options) {
         run_gemm(*prog, prog->gemms[s.index], slots);
       } else if (s.is_cat) {
         run_cat(*prog, s.index, slots);
-      } else if (!s.into.empty()) {
-        run_attention_into(prog->externs[s.index], s.pair_output, s.into, slots);
-      } else if (s.pair_output >= 0) {
-        run_attention_pair(prog->externs[s.index], static_cast<uint32_t>(s.pair_output), slots);
+      } else if (!s.into.empty() || s.pair_output >= 0) {
+        run_attention(prog->externs[s.index], s.pair_output, s.into, slots);
       } else if (!s.is_kernel) {
         run_node_call(prog->externs[s.index], slots);
       } else if (!run_kernel(prog->kernels[s.index], slots)) {

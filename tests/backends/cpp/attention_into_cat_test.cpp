@@ -50,6 +50,14 @@ std::vector<ag::Tensor> inputs(const ag::graph::Graph& g, bool causal) {
   return in;
 }
 
+// cpp against the interpreter, bit for bit, on both kinds of mask.
+void expect_bitwise_under_both_masks(const ag::graph::Graph& g) {
+  for (bool causal : {true, false}) {
+    SCOPED_TRACE(causal ? "causal mask (tiled)" : "no empty block (untiled)");
+    ag::testing::expect_cpp_matches_interpreter(g, inputs(g, causal), {0, 0});
+  }
+}
+
 }  // namespace
 
 TEST(CppAttentionIntoCat, TheGradientsAreWrittenIntoTheCatWithoutTheirCopies) {
@@ -71,10 +79,7 @@ TEST(CppAttentionIntoCat, TheGradientsAreWrittenIntoTheCatWithoutTheirCopies) {
   EXPECT_EQ(dk.attention_result, 1);
   EXPECT_EQ(dk.offset, 16);
   EXPECT_EQ(dk.strides, (ag::IntList{6144, 8, 48, 1}));
-  for (bool causal : {true, false}) {
-    SCOPED_TRACE(causal ? "causal mask (tiled)" : "no empty block (untiled)");
-    ag::testing::expect_cpp_matches_interpreter(g, inputs(g, causal), {0, 0});
-  }
+  expect_bitwise_under_both_masks(g);
 }
 
 TEST(CppAttentionIntoCat, AGradientReadElsewhereIsCopiedAndF64MatchesToo) {
@@ -105,10 +110,7 @@ TEST(CppAttentionIntoCat, WithTheRecomputedForwardAsOnePair) {
       "extern aotgrad.masked_attention_backward.default + aotgrad.masked_attention.default (one "
       "pass over the weights) -> %gq (into %cat) %gk (into %cat) %gv (into %cat) %a"))
       << code;
-  for (bool causal : {true, false}) {
-    SCOPED_TRACE(causal ? "causal mask (tiled)" : "no empty block (untiled)");
-    ag::testing::expect_cpp_matches_interpreter(g, inputs(g, causal), {0, 0});
-  }
+  expect_bitwise_under_both_masks(g);
 }
 
 TEST(CppAttentionIntoCat, TheKernelWritesAGivenBufferOrRefusesItInOneLine) {
