@@ -101,6 +101,8 @@ std::string ViewAndMutationMeta::to_string() const {
         os << (k ? ", " : "") << out.view_chain[k].op;
       os << "]";
     }
+    if (out.history_base >= 0)
+      os << " history=base " << out.history_base << " from step " << out.history_step;
     os << "\n";
   }
   for (const RequiresGradChange& c : input_requires_grad_changes)

@@ -63,6 +63,12 @@ struct OutputAliasInfo {  // one per user output
   // a view or a literal): the runtime calls requires_grad_() on the result, which the graph
   // returns without history.
   bool requires_grad_set_inside = false;
+  // alias kinds: the output is (a view of) a detach()ed alias the function wrote through with
+  // grad on, which eager gave a history of its own (trace::Tracer::detached_history). The
+  // runtime replays view_chain up to step `history_step` (the detach) on the base, gives that
+  // tensor the history of intermediate base `history_base`, and replays the rest on it. -1: none.
+  int history_base = -1;
+  int history_step = -1;
 };
 
 // requires_grad_() on a user input inside the function: the caller's tensor ends with this flag,

@@ -141,6 +141,17 @@ void check_outputs(const ViewAndMutationMeta& m, size_t num_user_inputs, size_t 
       }
     }
     check_chain(info.view_chain, what + "'s view chain");
+    if ((info.history_base >= 0) != (info.history_step >= 0))
+      fail(what + " has half a detached history");
+    if (info.history_base >= 0) {
+      check_index(static_cast<size_t>(info.history_base), m.num_intermediate_bases,
+                  what + "'s history base");
+      check_index(static_cast<size_t>(info.history_step), info.view_chain.size(),
+                  what + "'s history step");
+      if (info.type == OutputType::non_alias || info.type == OutputType::unsafe_view_alias ||
+          info.type == OutputType::is_input)
+        fail(what + " is no regenerated alias but has a detached history");
+    }
   }
 }
 

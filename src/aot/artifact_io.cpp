@@ -442,6 +442,8 @@ void write_meta(Writer& w, const ViewAndMutationMeta& m) {
     w.boolean(o.requires_grad);
     write_chain(w, o.view_chain);
     w.boolean(o.requires_grad_set_inside);
+    w.i64(o.history_base);
+    w.i64(o.history_step);
   }
   w.indices(m.mutated_inputs);
   w.u64(m.metadata_mutations.size());
@@ -489,6 +491,8 @@ ViewAndMutationMeta read_meta(Reader& r) {
     o.requires_grad = r.boolean("meta output requires_grad");
     o.view_chain = read_chain(r);
     o.requires_grad_set_inside = r.boolean("meta output requires_grad_set_inside");
+    o.history_base = read_small_int(r, "meta output history_base");
+    o.history_step = read_small_int(r, "meta output history_step");
   }
   m.mutated_inputs = r.indices("meta mutated_inputs");
   m.metadata_mutations.resize(r.count("meta metadata_mutations", 34));

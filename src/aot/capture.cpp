@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <stdexcept>
 
 #include "aotgrad/autograd.h"
@@ -86,11 +87,13 @@ OutputPlan classify_outputs(trace::Tracer& tracer, const std::vector<Tensor>& us
     states.push_back(tracer.state_of(outs[o]));
   }
   std::map<size_t, int> base_of_storage;
+  std::map<size_t, int> base_of_detached;  // by detach() call: the base holding its history
   for (size_t o = 0; o < outs.size(); ++o) {
     OutputAliasInfo info;
     info.requires_grad = tracer.requires_grad(values[o]);
     const trace::TensorState* ts = states[o];
     const trace::StorageState* s = ts ? &tracer.storages()[ts->storage] : nullptr;
+    size_t chain_offset = 0;  // where view_chain starts in the output's chain
     auto as_value = [&](OutputType type) {
       info.type = type;
       info.graph_output = static_cast<int>(plan.user_values.size());
@@ -119,6 +122,7 @@ OutputPlan classify_outputs(trace::Tracer& tracer, const std::vector<Tensor>& us
       size_t aliases = 0;
       int root_output = -1;
       std::vector<trace::ViewStep> from_root;
+      size_t from_root_offset = 0;
       for (size_t p = 0; p < outs.size(); ++p) {
         if (!states[p] || states[p]->storage != ts->storage) continue;
         ++aliases;
@@ -131,6 +135,7 @@ OutputPlan classify_outputs(trace::Tracer& tracer, const std::vector<Tensor>& us
                                       [](const auto& a, const auto& b) { return a.op == b.op; }));
         if (!derived) continue;
         root_output = static_cast<int>(p);
+        from_root_offset = pc.size();
         from_root.assign(oc.begin() + static_cast<std::ptrdiff_t>(pc.size()), oc.end());
       }
       // A piece of split / unbind, or a view made under no_grad of a tensor that requires grad,
@@ -148,6 +153,7 @@ OutputPlan classify_outputs(trace::Tracer& tracer, const std::vector<Tensor>& us
         info.type = OutputType::alias_of_intermediate_base_is_user_output;
         info.base = root_output;
         info.view_chain = to_replay_chain(from_root);
+        chain_offset = from_root_offset;
       } else {
         auto [it, fresh] =
             base_of_storage.emplace(ts->storage, static_cast<int>(plan.bases.size()));
@@ -163,6 +169,17 @@ OutputPlan classify_outputs(trace::Tracer& tracer, const std::vector<Tensor>& us
     }
     if (!info.view_chain.empty() && autograd::written_since_special_view_creation(outs[o]))
       info.view_chain.back().written_after = true;
+    if (!info.view_chain.empty())
+      if (std::optional<trace::Tracer::DetachedHistory> h = tracer.detached_history(*ts);
+          h && h->step >= chain_offset) {
+        auto [it, fresh] = base_of_detached.emplace(h->id, static_cast<int>(plan.bases.size()));
+        if (fresh) {
+          plan.bases.push_back(h->value);
+          plan.base_first_user.push_back(o);
+        }
+        info.history_base = it->second;
+        info.history_step = static_cast<int>(h->step - chain_offset);
+      }
     meta.output_info.push_back(std::move(info));
   }
   return plan;

@@ -92,6 +92,12 @@ std::unique_ptr<AliasedOutputs> aliased_outputs(const ViewAndMutationMeta& m) {
         break;
     }
     if (out.kind != Kind::graph_output) out.chain = resolve(info.view_chain);
+    if (info.history_base >= 0) {
+      out.history = first_base + static_cast<size_t>(info.history_base);
+      auto split = out.chain.begin() + info.history_step + 1;
+      out.after_history.assign(split, out.chain.end());
+      out.chain.erase(split, out.chain.end());
+    }
     identity = identity && out.kind == Kind::graph_output && out.index == o && !out.make_leaf;
     outputs.push_back(std::move(out));
   }

@@ -244,23 +244,48 @@ void AliasedOutputs::after(CallFrame& f) const {
     }
   }
   trace::PieceCache pieces;
+  std::vector<std::pair<size_t, Tensor>> detached;  // by history output: one alias per call
   for (size_t o = 0; o < outputs_.size(); ++o) {
     const Output& out = outputs_[o];
+    const Tensor* base = nullptr;
     switch (out.kind) {
       case Kind::alias_of_graph_input:
-        result[o] = trace::replay_view(f.graph_inputs[out.index], out.chain, pieces);
+        base = &f.graph_inputs[out.index];
         break;
       case Kind::alias_of_graph_output:
-        result[o] = trace::replay_view(f.outs[out.index], out.chain, pieces);
+        base = &f.outs[out.index];
         break;
       case Kind::alias_of_user_output:
-        result[o] = trace::replay_view(result[out.index], out.chain, pieces);
+        base = &result[out.index];
         break;
       default:
         continue;  // graph outputs and inputs were placed above
     }
+    if (out.history == SIZE_MAX) {
+      result[o] = trace::replay_view(*base, out.chain, pieces);
+    } else {
+      Tensor alias = detached_alias_with_history(*base, out, f.outs, pieces, detached);
+      result[o] = trace::replay_view(alias, out.after_history, pieces);
+    }
     if (out.make_leaf) result[o].requires_grad_();
   }
+}
+
+// The detach()ed alias `out` goes through, over the base's storage as in eager, with the history
+// the graph computed for it: eager recorded the writes made through it with grad on on the alias
+// itself. Outputs going through one alias share it, as eager's share their _base.
+Tensor AliasedOutputs::detached_alias_with_history(const Tensor& base, const Output& out,
+                                                   const std::vector<Tensor>& outs,
+                                                   trace::PieceCache& pieces,
+                                                   std::vector<std::pair<size_t, Tensor>>& made) {
+  for (const auto& [history, alias] : made)
+    if (history == out.history) return alias;
+  Tensor alias = trace::replay_view(base, out.chain, pieces);
+  const Tensor& carrier = outs[out.history];
+  if (carrier.requires_grad() && carrier.grad_fn())
+    autograd::set_history(alias, carrier.grad_fn(), carrier.impl()->autograd->output_nr);
+  made.emplace_back(out.history, alias);
+  return alias;
 }
 
 void InferenceBody::call(CallFrame& f) const {

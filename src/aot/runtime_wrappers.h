@@ -5,6 +5,7 @@
 
 #include <memory>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "aot/analysis.h"
@@ -121,6 +122,11 @@ class AliasedOutputs final : public RuntimeWrapper {
     Kind kind = Kind::graph_output;
     size_t index = 0;
     std::vector<trace::ViewStep> chain;  // the alias kinds: replayed on the base
+    // A detach()ed alias with a history of its own (OutputAliasInfo::history_base): `chain` ends
+    // with the detach; the tensor it makes takes the history of graph output `history`, and
+    // `after_history` is replayed on it. SIZE_MAX: none.
+    size_t history = SIZE_MAX;
+    std::vector<trace::ViewStep> after_history;
     bool plain_tensor = false;  // non_alias: a view the graph made is returned as a plain tensor
     bool make_leaf = false;     // the function made it a leaf that requires grad
   };
@@ -130,6 +136,11 @@ class AliasedOutputs final : public RuntimeWrapper {
   void after(CallFrame& f) const override;
 
  private:
+  static Tensor detached_alias_with_history(const Tensor& base, const Output& out,
+                                            const std::vector<Tensor>& outs,
+                                            trace::PieceCache& pieces,
+                                            std::vector<std::pair<size_t, Tensor>>& made);
+
   std::vector<Output> outputs_;
   bool identity_;  // every output is graph output k, in order, with nothing else to do
 };

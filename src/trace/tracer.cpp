@@ -293,13 +293,36 @@ graph::NodeArg Tracer::to_node_arg(const ops::OpDef& op, const ops::Arg& a, size
 
 Tensor Tracer::replay(const StorageState& s, const std::vector<ViewStep>& chain, size_t steps) {
   Tensor cur = bind(s.root, requires_grad(s.root));
-  for (size_t i = 0; i < steps; ++i) {
-    ops::OpArgs args = chain[i].args;
-    args[chain[i].op->view_of_arg()] = cur;
-    GradModeScope mode(chain[i].grad_mode);
-    cur = record(*chain[i].op, args, /*track=*/false).at(0);
-  }
+  for (size_t i = 0; i < steps; ++i) cur = apply_step(chain[i], cur);
   return cur;
+}
+
+Tensor Tracer::apply_step(const ViewStep& step, const Tensor& base) {
+  ops::OpArgs args = step.args;
+  args[step.op->view_of_arg()] = base;
+  Tensor v;
+  {
+    GradModeScope mode(step.grad_mode);
+    v = record(*step.op, args, /*track=*/false).at(0);
+  }
+  if (step.detached == SIZE_MAX || detached_histories_[step.detached] == graph::kNoValue) return v;
+  // The data is the storage's (writes through other aliases since show), the history the
+  // alias's own: hidden_update passes gradient to its first argument only. Grad mode on whatever
+  // the detach() was made under: the history came from writes made with grad on.
+  EnableGradGuard grad;
+  ops::OpArgs hargs{bind(detached_histories_[step.detached], true), v};
+  return record(ops::lookup("aotgrad.hidden_update.default"), hargs, /*track=*/false).at(0);
+}
+
+std::optional<Tracer::DetachedHistory> Tracer::detached_history(const TensorState& ts) {
+  for (size_t k = ts.chain.size(); k-- > 0;) {
+    size_t id = ts.chain[k].detached;
+    if (id == SIZE_MAX) continue;
+    if (detached_histories_[id] == graph::kNoValue) return std::nullopt;
+    Tensor alias = replay(storages_[ts.storage], ts.chain, k + 1);
+    return DetachedHistory{k, id, graph::ValueId{alias.impl()->trace.value}};
+  }
+  return std::nullopt;
 }
 
 void Tracer::sync(const Tensor& t) {
@@ -396,6 +419,10 @@ std::vector<Tensor> Tracer::record(const ops::OpDef& op, ops::OpArgs& args, bool
           step = piece_step(op, args, i, metas);
           step.piece_group = graph_.nodes().size() - 1;
         }
+        if (!op.vjp) {  // detach()
+          step.detached = detached_histories_.size();
+          detached_histories_.push_back(graph::kNoValue);
+        }
         track_view(out, base, std::move(step));
         tensors_.back().history = {r, autograd::pytorch_node_name(op.name),
                                    static_cast<uint32_t>(i)};
@@ -488,7 +515,7 @@ void Tracer::check_leaf_mutation(const ops::OpDef& op, const TensorState& ts, bo
         "). Clone the leaf first, or update it under NoGradGuard.");
 }
 
-Tensor Tracer::scatter_into_root(size_t state_index, const Tensor& updated) {
+Tracer::Scattered Tracer::scatter_into_root(size_t state_index, const Tensor& updated) {
   // A copy: the scatter ops below are traced with tracking, which grows tensors_ and storages_
   // and would leave references into them dangling.
   const std::vector<ViewStep> chain = tensors_[state_index].chain;
@@ -508,15 +535,12 @@ Tensor Tracer::scatter_into_root(size_t state_index, const Tensor& updated) {
   }
   // bases[i] is the tensor chain step i views; the update flows back innermost first.
   std::vector<Tensor> bases{bind(root, requires_grad(root))};
-  for (size_t i = 0; i + 1 < chain.size(); ++i) {
-    ops::OpArgs args = chain[i].args;
-    args[chain[i].op->view_of_arg()] = bases.back();
-    GradModeScope mode(chain[i].grad_mode);
-    bases.push_back(record(*chain[i].op, args, /*track=*/false).at(0));
-  }
+  for (size_t i = 0; i + 1 < chain.size(); ++i) bases.push_back(apply_step(chain[i], bases.back()));
   Tensor u = updated;
+  Tensor detached;
   for (size_t i = chain.size(); i-- > 0;) {
     const ViewStep& step = chain[i];
+    if (step.detached != SIZE_MAX && !detached.defined()) detached = u;
     if (!step.op->view_scatter)
       throw UnsupportedError("an in-place op writes through a view made by " +
                              std::string(step.op->name) +
@@ -538,7 +562,7 @@ Tensor Tracer::scatter_into_root(size_t state_index, const Tensor& updated) {
     ops::normalize(clone, cargs);
     u = record(clone, cargs, /*track=*/false).at(0);
   }
-  return u;
+  return {u, detached};
 }
 
 std::vector<Tensor> Tracer::functionalize_inplace(const ops::OpDef& op, ops::OpArgs& args) {
@@ -569,13 +593,30 @@ std::vector<Tensor> Tracer::functionalize_inplace(const ops::OpDef& op, ops::OpA
     cargs[to_copy.parsed_schema().find_arg("dtype")] = self.dtype();
     updated = record(to_copy, cargs, /*track=*/false).at(0);
   }
-  Tensor new_root = scatter_into_root(state_index, updated);
+  Scattered scattered = scatter_into_root(state_index, updated);
+  Tensor new_root = scattered.root;
   StorageState& s = storages_[tensors_[state_index].storage];
   if (hidden && requires_grad(s.root)) {
     // Autograd must keep seeing the old value's history (eager records nothing for this write).
     EnableGradGuard grad;
     ops::OpArgs hargs{bind(s.root, true), new_root};
     new_root = record(ops::lookup("aotgrad.hidden_update.default"), hargs, /*track=*/false).at(0);
+  } else if (hidden && requires_grad(graph::ValueId{new_root.impl()->trace.value})) {
+    // Written through a detach()ed alias by a tensor that requires grad: the alias gets that
+    // history (below), the root, which had none, still has none.
+    const ops::OpDef& detach = ops::lookup("aten.detach.default");
+    ops::OpArgs dargs{new_root};
+    ops::normalize(detach, dargs);
+    new_root = record(detach, dargs, /*track=*/false).at(0);
+  }
+  if (grad_on && scattered.detached.defined()) {
+    // Eager records the write on the detached alias (its grad_fn, and its views'), which is no
+    // view of the root as far as autograd knows.
+    graph::ValueId v{scattered.detached.impl()->trace.value};
+    size_t last = SIZE_MAX;
+    for (const ViewStep& step : tensors_[state_index].chain)
+      if (step.detached != SIZE_MAX) last = step.detached;
+    detached_histories_[last] = requires_grad(v) ? v : graph::kNoValue;
   }
   note_saved_modified(op, tensors_[state_index].storage);
   self.storage()->bump_version();  // as eager: special views (view_creation.h) compare it

@@ -16,6 +16,10 @@
 // Views carry eager's creation metadata (autograd/view_creation.h), so in-place ops on them raise
 // eager's errors. A real tensor the function uses (a literal it built from data) is recorded as
 // an aotgrad.tensor_constant node and stands for that node's value from then on.
+// A detach() result is a step of its base's view chain (it shares the storage), but for autograd
+// a tensor of its own: a write through it with grad on gives it (and its views) a history, kept
+// per detach() call (detached_history) and joined to the storage's data on every replay, while
+// the root keeps its own history (the write is hidden from it).
 // Thread-safety: one tracer per thread, used while pushed.
 #pragma once
 
@@ -90,6 +94,17 @@ class Tracer final : public ops::Interpreter, public autograd::TracedAutograd {
     bool storage_touched = false;
   };
   MetadataTouch metadata_touch(const Tensor& t) const;
+  // The history eager gives a detach()ed alias written through with grad on: d = x.detach();
+  // d.sub_(w) leaves x's history alone (the write is hidden from it) but makes d, and the views
+  // of d, tensors that require grad, with a history of their own. For a tracked tensor whose
+  // last detach() step (in its chain, at `step`) has such a history: that detach() call's id and
+  // the graph value that is the detached alias now (its current data, its own history).
+  struct DetachedHistory {
+    size_t step = 0;
+    size_t id = 0;
+    graph::ValueId value;
+  };
+  std::optional<DetachedHistory> detached_history(const TensorState& ts);
   // Eager version-counter errors: the VJP of `node` would read a saved value written in place
   // after it was saved. Eager raises only when its backward runs that node's VJP.
   struct BackwardError {
@@ -151,7 +166,16 @@ class Tracer final : public ops::Interpreter, public autograd::TracedAutograd {
   std::vector<Tensor> record(const ops::OpDef& op, ops::OpArgs& args, bool track);
   std::vector<Tensor> functionalize_inplace(const ops::OpDef& op, ops::OpArgs& args);
   std::vector<Tensor> functionalize_metadata(const ops::OpDef& op, ops::OpArgs& args);
-  Tensor scatter_into_root(size_t state_index, const Tensor& updated);
+  // The new value of the storage root after `updated` is written into tensor `state_index`, and
+  // the new value of the last detach()ed alias on the way (undefined when there is none).
+  struct Scattered {
+    Tensor root;
+    Tensor detached;
+  };
+  Scattered scatter_into_root(size_t state_index, const Tensor& updated);
+  // Records view step `step` applied to `base`, under the step's grad mode; a detach() step
+  // whose alias has a history of its own yields that history with the current data.
+  Tensor apply_step(const ViewStep& step, const Tensor& base);
   void note_saved_modified(const ops::OpDef& op, size_t storage);
   void check_as_strided(const ops::OpDef& op, size_t storage, bool writing) const;
   Tensor replay(const StorageState& s, const std::vector<ViewStep>& chain, size_t steps);
@@ -200,6 +224,9 @@ class Tracer final : public ops::Interpreter, public autograd::TracedAutograd {
   std::vector<std::pair<const TensorImpl*, bool>> metadata_touches_;  // (tensor, grad mode on)
   std::vector<size_t> metadata_touched_storages_;
   std::vector<BackwardError> backward_errors_;
+  // By detach() call (ViewStep::detached): the value holding the history writes made through
+  // that alias with grad on gave it; invalid while it has none.
+  std::vector<graph::ValueId> detached_histories_;
   Tensor rng_seed_, rng_offset_;  // fakes of the RNG inputs, once a random op was traced
   size_t rng_offset_input_ = 0;   // graph input position of rng_offset_
   int64_t rng_blocks_ = 0;        // Philox blocks the traced call draws so far

@@ -423,13 +423,11 @@ TEST(ScenarioMutation, SliceOfLeafMutatedUnderNoGrad) {
       });
 }
 
-// KNOWN BUG (found by AotProgramFuzz, seeds 1147 and 1979): eager gives a detach()ed alias
-// written in place with grad on by a tensor that requires grad a history of its own (d requires
-// grad, w gets a gradient through it), while the trace treats every write through a detached
-// alias as hidden from autograd and the runtime regenerates d from the input by replaying
-// detach(), so the compiled d needs no grad and w gets nothing. A fix needs the alias to keep
-// its own value and history in the trace and an output kind for it in the runtime.
-TEST(ScenarioMutation, DISABLED_DetachedAliasWrittenByTensorThatRequiresGradGetsAHistory) {
+// Found by AotProgramFuzz (seeds 1147 and 1979): eager gives a detach()ed alias written in place
+// with grad on by a tensor that requires grad a history of its own (d requires grad, a[1] gets a
+// gradient through it), while the input a[0] keeps none. The trace treated the write as hidden
+// from every alias, so the compiled d * 2 needed no grad and a[1] got nothing.
+TEST(ScenarioMutation, DetachedAliasWrittenByTensorThatRequiresGradGetsAHistory) {
   run_scenario(
       [] {
         return TensorList{leaf({3}, 30, false), leaf({3}, 31)};
@@ -438,6 +436,76 @@ TEST(ScenarioMutation, DISABLED_DetachedAliasWrittenByTensorThatRequiresGradGets
         Tensor d = a[0].detach();
         d.sub_(a[1]);
         return d * 2.0;
+      });
+}
+
+TEST(ScenarioMutation, InputReadAfterAWriteThroughItsDetachedAliasHasNoHistory) {
+  run_scenario(
+      [] {
+        return TensorList{leaf({3}, 32, false), leaf({3}, 33)};
+      },
+      [](const TensorList& a) {
+        a[0].detach().add_(a[1]);
+        return a[0] * 2.0;
+      });
+}
+
+TEST(ScenarioMutation, DetachedAliasWithAHistoryReturnedWithItsViews) {
+  // Seed 1979's shape: the alias is returned, so it is regenerated over the input's storage and
+  // takes the history the graph computed; its views share it as their _base, as in eager.
+  run_scenario(
+      [] {
+        return TensorList{leaf({2, 3}, 34), leaf({2, 3}, 35)};
+      },
+      [](const TensorList& a) {
+        Tensor d;
+        {
+          ag::NoGradGuard no_grad;
+          d = a[0].detach();
+        }
+        d.sub_(a[1]);
+        return TensorList{d, d.unsqueeze(0), d.select(1, 2), a[0] * 1.0};
+      });
+}
+
+TEST(ScenarioMutation, ViewOfADetachedAliasWrittenByATensorThatRequiresGrad) {
+  // Seed 1147's shape: the write goes through a view of the alias, which gets the history too.
+  run_scenario(
+      [] {
+        return TensorList{leaf({2, 3}, 36, false), leaf({2, 1, 1}, 37)};
+      },
+      [](const TensorList& a) {
+        Tensor v = a[0].detach().unsqueeze(1).slice(2, 0, 1);
+        v.copy_(a[1]);
+        return TensorList{v, a[0]};
+      });
+}
+
+TEST(ScenarioMutation, DetachedAliasWithAHistoryThenWrittenThroughItsBase) {
+  // The base's later write changes the alias's data, not its history.
+  run_scenario(
+      [] {
+        return TensorList{leaf({4}, 38, false), leaf({4}, 39)};
+      },
+      [](const TensorList& a) {
+        Tensor d = a[0].detach();
+        d.mul_(a[1]);
+        Tensor x = a[0];
+        x.add_(1.0);
+        return TensorList{d * d, d.slice(0, 1, 3)};
+      });
+}
+
+TEST(ScenarioMutation, DetachedAliasOfAnIntermediateWrittenByATensorThatRequiresGrad) {
+  run_scenario(
+      [] {
+        return TensorList{leaf({3}, 40), leaf({3}, 41)};
+      },
+      [](const TensorList& a) {
+        Tensor c = a[0] * 2.0;
+        Tensor d = c.detach();
+        d.mul_(a[1]);
+        return TensorList{d.unsqueeze(0), c * 1.0, d * 3.0};
       });
 }
 
@@ -770,5 +838,58 @@ TEST(ScenarioMutation, InputMutatedAfterBeingSavedForBackward) {
         Tensor p = x * a[1];  // mul's backward needs x for a[1]'s gradient
         x.add_(1.0);
         return p;
+      });
+}
+
+TEST(ScenarioMutation, DetachedAliasOfADetachedAliasGetsAHistoryOfItsOwn) {
+  // e's write is hidden from d, as d's is from a[0].
+  run_scenario(
+      [] {
+        return TensorList{leaf({3}, 50, false), leaf({3}, 51)};
+      },
+      [](const TensorList& a) {
+        Tensor d = a[0].detach();
+        d.mul_(a[1]);
+        Tensor e = d.detach();
+        e.add_(a[1]);
+        return TensorList{d * 1.0, e * 1.0, e, d};
+      });
+}
+TEST(ScenarioMutation, DetachedAliasWithAHistoryWrittenUnderNoGrad) {
+  run_scenario(
+      [] {
+        return TensorList{leaf({3}, 52, false), leaf({3}, 53)};
+      },
+      [](const TensorList& a) {
+        Tensor d = a[0].detach();
+        d.mul_(a[1]);
+        {
+          ag::NoGradGuard no_grad;
+          d.add_(1.0);
+        }
+        return TensorList{d * d};
+      });
+}
+TEST(ScenarioMutation, DetachedAliasWithAHistoryReturnedBesideItsIntermediate) {
+  run_scenario(
+      [] {
+        return TensorList{leaf({3}, 54), leaf({3}, 55)};
+      },
+      [](const TensorList& a) {
+        Tensor c = a[0] * 2.0;
+        Tensor d = c.detach();
+        d.mul_(a[1]);
+        return TensorList{c, d, d.unsqueeze(1)};
+      });
+}
+TEST(ScenarioMutation, DetachedAliasOfATransposedInputWrittenThroughASelect) {
+  run_scenario(
+      [] {
+        return TensorList{leaf({2, 3}, 56, false), leaf({3}, 57)};
+      },
+      [](const TensorList& a) {
+        Tensor d = a[0].t().detach();
+        d.select(1, 0).mul_(a[1]);
+        return TensorList{d, a[0], d.t() * 1.0};
       });
 }
