@@ -164,12 +164,6 @@ void sweep_row(const ops::OpDef& op, const Sample& sample, Sweep& s) {
   }
 }
 
-std::string join(const std::vector<std::string>& v) {
-  std::ostringstream o;
-  for (const std::string& s : v) o << "\n  " << s;
-  return o.str();
-}
-
 }  // namespace
 
 // Backward rows whose statistics arguments must come from their forward row.

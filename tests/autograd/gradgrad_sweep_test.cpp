@@ -8,7 +8,6 @@
 #include <functional>
 #include <map>
 #include <optional>
-#include <sstream>
 #include <string>
 
 #include "aotgrad/aotgrad.h"
@@ -58,12 +57,6 @@ void check_row(const ops::OpDef& op, Sample sample, SweepResult& r) {
     else
       r.failed.push_back(name + " threw: " + msg);
   }
-}
-
-std::string join(const std::vector<std::string>& v) {
-  std::ostringstream o;
-  for (const std::string& s : v) o << "\n  " << s;
-  return o.str();
 }
 
 }  // namespace

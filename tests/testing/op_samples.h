@@ -27,6 +27,13 @@ struct Sample {
   std::function<Tensor(const std::vector<Tensor>&)> pick = nullptr;
 };
 
+// A sweep's list of rows for a failure message: one indented line each.
+inline std::string join(const std::vector<std::string>& v) {
+  std::string out;
+  for (const std::string& s : v) out += "\n  " + s;
+  return out;
+}
+
 // All results flattened into one vector, so every one of them is checked.
 inline Tensor all_results(const std::vector<Tensor>& r) {
   std::vector<Tensor> flat;
