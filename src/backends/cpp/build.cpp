@@ -136,7 +136,7 @@ const std::string& compile_flags() {
   static const std::string flags = [] {
     std::string f =
         "-std=c++17 -O3 -march=native -mprefer-vector-width=512 -fno-math-errno -fopenmp -fPIC "
-        "-shared -w -lmvec";
+        "-shared -w";
     const char* env = std::getenv("AOTGRAD_CPP_SANITIZE");
     bool sanitize = env && std::string_view(env) == "1";
 #if defined(__SANITIZE_ADDRESS__)
@@ -157,7 +157,6 @@ std::string compile(const Toolchain& tc, const std::string& source) {
   fs::path dir = make_work_directory();
   fs::path src = dir / "kernels.cpp", so = dir / "kernels.so", log = dir / "log.txt";
   write_file(src, source);
-  // Libraries (-lmvec) must follow the source for linkers that default to --as-needed.
   std::string cmd = shell_quote(tc.compiler) + " " + shell_quote(src.string()) + " -o " +
                     shell_quote(so.string()) + " " + compile_flags() + " > " +
                     shell_quote(log.string()) + " 2>&1";

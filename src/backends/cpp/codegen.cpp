@@ -10,8 +10,9 @@ namespace aotgrad::backends::cpp {
 namespace {
 
 // f32 exp, erf and tanh as branch-free inline code, so that the loops calling them vectorize
-// in full (16 lanes with AVX-512) instead of calling libmvec (8 lanes, and a scalar fallback for
-// every vector holding -inf or a value whose result is subnormal: the masked softmax rows).
+// in full (16 lanes with AVX-512), with the same bits in a loop's vector body and its remainder
+// (libmvec would give 8 lanes, a scalar fallback for every vector holding -inf or a value whose
+// result is subnormal, and other bits than libm's).
 // Maximum error over every float, checked exhaustively against double precision: exp 1.01 ulp,
 // erf 1.18 ulp, tanh 1.33 ulp (SLEEF's u10 functions, which the eager kernels call, are within
 // 1 ulp; libmvec within 4). NaN, ±inf, overflow and subnormal results keep IEEE behaviour.
@@ -395,10 +396,12 @@ std::string generate_source(const graph::Graph& g, const Schedule& s) {
       math |= with_own_math(std::string(e)) != e;
     }
   }
-  // glibc declares the SIMD variants of exp, tanh, erf, ... (libmvec, at most 4 ulp) only under
-  // __FAST_MATH__; defining the macro, without -ffast-math's semantics, lets loops calling them
-  // vectorize while NaN and inf keep their IEEE behaviour.
-  o << "#define __FAST_MATH__ 1\n#include <cmath>\n#include <cstdint>\n";
+  // No __FAST_MATH__: under it glibc declares libmvec's SIMD variants of sin, log, pow, the f64
+  // exp, ..., and a vectorized loop would run them in its body and libm in its remainder, which
+  // differ in the last bits: one op would give an element a result that depends on where it sits
+  // (CppMath.EveryMathOpGivesTheSameBitsInTheVectorBodyAndTheRemainder). Those loops stay scalar;
+  // f32 exp, erf and tanh (kMathHelpers) vectorize as they are plain arithmetic.
+  o << "#include <cmath>\n#include <cstdint>\n";
   if (math) o << kMathHelpers;
   // Kernels whose code is the same up to names (each block of a model stacked N times gives N
   // copies) are compiled once: the later ones are aliases of the first.
