@@ -184,12 +184,14 @@ void scale_or_fill(T* row, const MaskView& mask, int64_t i, T scale, T fill, int
 // operands and scale, and the backward falls back to the whole block when a row's weights are NaN
 // (a fully masked row, or an overflowing score), whose NaN the composite spreads to every key.
 
-// The side of a block: half the query rows, a multiple of 16 within [64, 128]; no tiling below
-// kMinTiledRows rows. Measured with `attention_bench` (2 threads, causal): at T = 64, two blocks
-// of 32 ran 2-3% slower than none; at T = 128, blocks of 32 and 64 alike, 8-9% faster than none;
-// at T = 256 to 1024 blocks of 128 fastest (64 loses to the smaller products' lower rate, 256
-// skips less).
-constexpr int64_t kMinTiledRows = 128;
+// The side of a block (the oneDNN products' rows): half the query rows, a multiple of 16 within
+// [64, 128]; no tiling below kMinTiledRows rows. Measured with `attention_bench` (2 threads,
+// causal), when every product went to oneDNN by block: at T = 128, blocks of 32 and 64 alike,
+// 8-9% faster than none; at T = 256 to 1024 blocks of 128 fastest (64 loses to the smaller
+// products' lower rate, 256 skips less). With the strips (kStrip, strip_product) T = 64 gains
+// too: one block of 64, strips of 16, forward 0.83x and backward 0.88-0.92x the untiled time (one
+// thread, direct calls, alternating); two blocks of 32 had run 2-3% slower than none.
+constexpr int64_t kMinTiledRows = 64;
 // Nor above 2^28 scores per batch entry (1 GiB of f32 weights): reading such a mask would take
 // seconds before the scratch's allocation could fail.
 constexpr int64_t kMaxTiledScores = int64_t{1} << 28;
@@ -477,8 +479,8 @@ void tiled_output(const Inputs<T>& in, int64_t n, const Tiling& tl, const T* p, 
   const Geometry& g = in.g;
   over_strips(tl, 0, g.t, [&](int64_t i0, int64_t i1, Span keys) {
     strip_product<T>(i1 - i0, g.dv, keys.size(), p + i0 * g.s + keys.lo, g.s, 1,
-                     in.entry(in.v, n) + keys.lo * in.v.ld, in.v.ld,
-                     out + (n * g.t + i0) * g.dv, g.dv);
+                     in.entry(in.v, n) + keys.lo * in.v.ld, in.v.ld, out + (n * g.t + i0) * g.dv,
+                     g.dv);
   });
 }
 

@@ -6,13 +6,13 @@
 // are broadcast from wherever they lie.
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "kernels/attention_gemm.cpp"
+#include "kernels/attention_gemm.h"
+
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
 #include <hwy/highway.h>
 
 #include <algorithm>
 #include <cstdint>
-
-#include "kernels/attention_gemm.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace aotgrad::kernels::HWY_NAMESPACE {
