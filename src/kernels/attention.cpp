@@ -21,6 +21,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "kernels/attention_gemm.h"
 #include "kernels/data.h"
 #include "kernels/vec/rows.h"
 
@@ -107,6 +108,23 @@ void product(char ta, char tb, int64_t m, int64_t n, int64_t k, const T* a, int6
   }
 }
 
+// C[M, N] = A[M, K] @ B[K, N], A's element (i, p) at a[i * a_row + p * a_col]: one strip of the
+// tiled path (f32: kernels/attention_gemm.h; other dtypes: a plain loop nest).
+template <typename T>
+void strip_product(int64_t m, int64_t n, int64_t k, const T* a, int64_t a_row, int64_t a_col,
+                   const T* b, int64_t ldb, T* c, int64_t ldc) {
+  if constexpr (std::is_same_v<T, float>) {
+    strip_gemm(m, n, k, a, a_row, a_col, b, ldb, c, ldc);
+  } else {
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        T acc = 0;
+        for (int64_t p = 0; p < k; ++p) acc += a[i * a_row + p * a_col] * b[p * ldb + j];
+        c[i * ldc + j] = acc;
+      }
+  }
+}
+
 // y = softmax(x) over n >= 1 elements, as kernels::softmax computes it.
 template <typename T>
 void softmax_row(const T* x, T* y, int64_t n) {
@@ -166,39 +184,55 @@ void scale_or_fill(T* row, const MaskView& mask, int64_t i, T scale, T fill, int
 // operands and scale, and the backward falls back to the whole block when a row's weights are NaN
 // (a fully masked row, or an overflowing score), whose NaN the composite spreads to every key.
 
-// The side of a block: half the query rows, a multiple of 16 within [64, 128]; no tiling below
-// kMinTiledRows rows. Measured with `attention_bench` (2 threads, causal): at T = 64, two blocks
-// of 32 ran 2-3% slower than none; at T = 128, blocks of 32 and 64 alike, 8-9% faster than none;
-// at T = 256 to 1024 blocks of 128 fastest (64 loses to the smaller products' lower rate, 256
-// skips less).
-constexpr int64_t kMinTiledRows = 128;
+// The side of a block (the oneDNN products' rows): half the query rows, a multiple of 16 within
+// [64, 128]; no tiling below kMinTiledRows rows. Measured with `attention_bench` (2 threads,
+// causal), when every product went to oneDNN by block: at T = 128, blocks of 32 and 64 alike,
+// 8-9% faster than none; at T = 256 to 1024 blocks of 128 fastest (64 loses to the smaller
+// products' lower rate, 256 skips less). With the strips (kStrip, strip_product) T = 64 gains
+// too: one block of 64, strips of 16, forward 0.83x and backward 0.88-0.92x the untiled time (one
+// thread, direct calls, alternating); two blocks of 32 had run 2-3% slower than none.
+constexpr int64_t kMinTiledRows = 64;
 // Nor above 2^28 scores per batch entry (1 GiB of f32 weights): reading such a mask would take
 // seconds before the scratch's allocation could fail.
 constexpr int64_t kMaxTiledScores = int64_t{1} << 28;
 int64_t tile_side(int64_t t) {
   return std::clamp<int64_t>(t / 2 / 16 * 16, 64, 128);
 }
+// The side of a strip: the products that are not oneDNN's (strip_product) follow the mask at this
+// step. A multiple of 16 dividing every tile_side.
+constexpr int64_t kStrip = 16;
 
 struct Span {
   int64_t lo = 0, hi = 0;
   int64_t size() const { return hi - lo; }
 };
 
-// Where one batch entry's unmasked scores lie: the rows [r * tile, (r + 1) * tile) attend only
-// keys within keys[r] (never empty: a block whose every row is masked keeps all keys, so its rows
-// come out NaN as in the composite); the keys [c * tile, ...) are attended only by queries within
-// queries[c] (empty when no query attends them).
+// Where one batch entry's unmasked scores lie, at two sizes. The strips of kStrip rows [r * kStrip,
+// ...) attend only keys within keys[r] (never empty: a strip whose every row is masked keeps all
+// keys, so its rows come out NaN as in the composite); the strips of keys [c * kStrip, ...) are
+// attended only by queries within queries[c] (empty when no query attends them). The blocks of
+// `tile` rows, for the products that go to oneDNN, attend block_keys[b]: their strips' spans
+// together.
 struct Tiling {
   int64_t tile = 0;
   std::vector<Span> keys;
   std::vector<Span> queries;
+  std::vector<Span> block_keys;
 };
 
-// Calls f(i0, i1, keys) for each block of rows [i0, i1) of a [t, *] entry and its span of keys.
+// Calls f(i0, i1, keys) for each block of `tile` rows [i0, i1) of a [t, *] entry and its keys.
 template <typename F>
 void over_row_blocks(const Tiling& tl, int64_t t, const F& f) {
   for (int64_t r = 0; r * tl.tile < t; ++r)
-    f(r * tl.tile, std::min(t, (r + 1) * tl.tile), tl.keys[static_cast<size_t>(r)]);
+    f(r * tl.tile, std::min(t, (r + 1) * tl.tile), tl.block_keys[static_cast<size_t>(r)]);
+}
+
+// Calls f(i0, i1, keys) for each strip of rows [i0, i1) within [lo, hi) (strip-aligned) and its
+// keys.
+template <typename F>
+void over_strips(const Tiling& tl, int64_t lo, int64_t hi, const F& f) {
+  for (int64_t i0 = lo; i0 < hi; i0 += kStrip)
+    f(i0, std::min(hi, i0 + kStrip), tl.keys[static_cast<size_t>(i0 / kStrip)]);
 }
 
 // The tiling of a [t, s] mask, or none when it would skip less than an eighth of the scores (the
@@ -206,15 +240,15 @@ void over_row_blocks(const Tiling& tl, int64_t t, const F& f) {
 std::optional<Tiling> tiling_of(const MaskView& m, int64_t t, int64_t s) {
   if (!m.data || t < kMinTiledRows || s == 0 || t > kMaxTiledScores / s) return std::nullopt;
   Tiling tl;
-  const int64_t tile = tl.tile = tile_side(t);
-  tl.keys.resize(static_cast<size_t>((t + tile - 1) / tile));
-  tl.queries.resize(static_cast<size_t>((s + tile - 1) / tile));
+  tl.tile = tile_side(t);
+  tl.keys.resize(static_cast<size_t>((t + kStrip - 1) / kStrip));
+  tl.queries.resize(static_cast<size_t>((s + kStrip - 1) / kStrip));
   std::vector<int64_t> first(static_cast<size_t>(s), t), last(static_cast<size_t>(s), -1);
   int64_t computed = 0;
-  for (int64_t r = 0; r * tile < t; ++r) {
-    const int64_t i1 = std::min(t, (r + 1) * tile);
+  for (int64_t r = 0; r * kStrip < t; ++r) {
+    const int64_t i1 = std::min(t, (r + 1) * kStrip);
     int64_t lo = s, hi = 0;
-    for (int64_t i = r * tile; i < i1; ++i)
+    for (int64_t i = r * kStrip; i < i1; ++i)
       for (int64_t j = 0; j < s; ++j)
         if (!m.at(i, j)) {
           lo = std::min(lo, j);
@@ -224,16 +258,24 @@ std::optional<Tiling> tiling_of(const MaskView& m, int64_t t, int64_t s) {
         }
     if (hi <= lo) lo = 0, hi = s;
     tl.keys[static_cast<size_t>(r)] = {lo, hi};
-    computed += (i1 - r * tile) * (hi - lo);
+    computed += (i1 - r * kStrip) * (hi - lo);
   }
-  for (int64_t c = 0; c * tile < s; ++c) {
+  for (int64_t c = 0; c * kStrip < s; ++c) {
     Span q{t, 0};
-    for (int64_t j = c * tile; j < std::min(s, (c + 1) * tile); ++j)
+    for (int64_t j = c * kStrip; j < std::min(s, (c + 1) * kStrip); ++j)
       if (last[static_cast<size_t>(j)] >= 0) {
         q.lo = std::min(q.lo, first[static_cast<size_t>(j)]);
         q.hi = std::max(q.hi, last[static_cast<size_t>(j)] + 1);
       }
     tl.queries[static_cast<size_t>(c)] = q.hi > q.lo ? q : Span{};
+  }
+  for (int64_t i0 = 0; i0 < t; i0 += tl.tile) {
+    Span block{s, 0};
+    over_strips(tl, i0, std::min(t, i0 + tl.tile), [&](int64_t, int64_t, Span keys) {
+      block.lo = std::min(block.lo, keys.lo);
+      block.hi = std::max(block.hi, keys.hi);
+    });
+    tl.block_keys.push_back(block);
   }
   if (computed * 8 > t * s * 7) return std::nullopt;
   return tl;
@@ -352,10 +394,11 @@ void attention_weights(const Inputs<T>& in, int64_t n, T* s, T* p) {
   }
 }
 
-// attention_weights over `tl`'s spans only: row block r's scores and weights for its keys[r]. With
-// `zero_rest`, the other weights of each row are set to 0 (what the composite's are), for the
-// products over key blocks to read. Returns false when a row's weights hold a NaN (a fully masked
-// row, or an overflowing score): the composite's NaN would then reach keys the spans leave out.
+// attention_weights over `tl`'s spans only: each block's scores for its block_keys (one oneDNN
+// product), then each strip's weights for its keys. With `zero_rest`, the other weights of each
+// row are set to 0 (what the composite's are), for the products over key strips to read. Returns
+// false when a row's weights hold a NaN (a fully masked row, or an overflowing score): the
+// composite's NaN would then reach keys the spans leave out.
 template <typename T>
 bool tiled_attention_weights(const Inputs<T>& in, int64_t n, const Tiling& tl, T* s, T* p,
                              bool zero_rest) {
@@ -363,23 +406,25 @@ bool tiled_attention_weights(const Inputs<T>& in, int64_t n, const Tiling& tl, T
   const MaskView mask = in.mask_of(n);
   const T scale = static_cast<T>(in.scale), minus_inf = -std::numeric_limits<T>::infinity();
   bool finite = true;
-  over_row_blocks(tl, g.t, [&](int64_t i0, int64_t i1, Span keys) {
-    product<T>('N', 'T', i1 - i0, keys.size(), g.d, in.entry(in.q, n) + i0 * in.q.ld, in.q.ld,
-               in.entry(in.k, n) + keys.lo * in.k.ld, in.k.ld, s + i0 * g.s + keys.lo, g.s);
-    const MaskView shifted = mask.from_column(keys.lo);
-    for (int64_t i = i0; i < i1; ++i) {
-      T* row = s + i * g.s + keys.lo;
-      T* weights = p + i * g.s;
-      scale_or_fill<T>(row, shifted, i, scale, minus_inf, keys.size());
-      softmax_row<T>(row, weights + keys.lo, keys.size());
-      if (zero_rest) {
-        std::fill(weights, weights + keys.lo, T(0));
-        std::fill(weights + keys.hi, weights + g.s, T(0));
-        // softmax_row's row is NaN throughout or nowhere (a NaN or infinite maximum, or a sum
-        // that is NaN, reaches every element), so its first weight tells.
-        finite = finite && !std::isnan(weights[keys.lo]);
+  over_row_blocks(tl, g.t, [&](int64_t b0, int64_t b1, Span block) {
+    product<T>('N', 'T', b1 - b0, block.size(), g.d, in.entry(in.q, n) + b0 * in.q.ld, in.q.ld,
+               in.entry(in.k, n) + block.lo * in.k.ld, in.k.ld, s + b0 * g.s + block.lo, g.s);
+    over_strips(tl, b0, b1, [&](int64_t i0, int64_t i1, Span keys) {
+      const MaskView shifted = mask.from_column(keys.lo);
+      for (int64_t i = i0; i < i1; ++i) {
+        T* row = s + i * g.s + keys.lo;
+        T* weights = p + i * g.s;
+        scale_or_fill<T>(row, shifted, i, scale, minus_inf, keys.size());
+        softmax_row<T>(row, weights + keys.lo, keys.size());
+        if (zero_rest) {
+          std::fill(weights, weights + keys.lo, T(0));
+          std::fill(weights + keys.hi, weights + g.s, T(0));
+          // softmax_row's row is NaN throughout or nowhere (a NaN or infinite maximum, or a sum
+          // that is NaN, reaches every element), so its first weight tells.
+          finite = finite && !std::isnan(weights[keys.lo]);
+        }
       }
-    }
+    });
   });
   return finite;
 }
@@ -428,13 +473,14 @@ void over_batch(const Geometry& g, int blocks, const Body& body) {
   for (int64_t n = 0; n < g.batch; ++n) body(n, buffer);
 }
 
-// The output rows of batch entry n from its weights `p` over `tl`'s spans: p @ v per row block.
+// The output rows of batch entry n from its weights `p` over `tl`'s spans: p @ v per strip.
 template <typename T>
 void tiled_output(const Inputs<T>& in, int64_t n, const Tiling& tl, const T* p, T* out) {
   const Geometry& g = in.g;
-  over_row_blocks(tl, g.t, [&](int64_t i0, int64_t i1, Span keys) {
-    product<T>('N', 'N', i1 - i0, g.dv, keys.size(), p + i0 * g.s + keys.lo, g.s,
-               in.entry(in.v, n) + keys.lo * in.v.ld, in.v.ld, out + (n * g.t + i0) * g.dv, g.dv);
+  over_strips(tl, 0, g.t, [&](int64_t i0, int64_t i1, Span keys) {
+    strip_product<T>(i1 - i0, g.dv, keys.size(), p + i0 * g.s + keys.lo, g.s, 1,
+                     in.entry(in.v, n) + keys.lo * in.v.ld, in.v.ld, out + (n * g.t + i0) * g.dv,
+                     g.dv);
   });
 }
 
@@ -475,39 +521,42 @@ void tiled_backward(const Inputs<T>& in, int64_t n, const Tiling& tl, const T* g
   const Geometry& g = in.g;
   const T *q = in.entry(in.q, n), *k = in.entry(in.k, n), *v = in.entry(in.v, n);
   if (out) tiled_output(in, n, tl, p, out);
-  // Over key blocks: dv = p^T @ grad_out and, below, dk = ds^T @ q, each over the queries that
-  // attend the block (the other rows of p and ds are 0 there).
-  const auto by_key_block = [&](const T* weights, const T* b, int64_t ldb, int64_t cols,
+  // Over key strips: dv = p^T @ grad_out and, below, dk = ds^T @ q, each over the queries that
+  // attend the strip (the other rows of p and ds are 0 there).
+  const auto by_key_strip = [&](const T* weights, const T* b, int64_t ldb, int64_t cols,
                                 const Dest<T>& to) {
-    for (int64_t c = 0; c * tl.tile < g.s; ++c) {
-      const int64_t j0 = c * tl.tile, j1 = std::min(g.s, j0 + tl.tile);
-      const Span queries = tl.queries[static_cast<size_t>(c)];
-      product<T>('T', 'N', j1 - j0, cols, queries.size(), weights + queries.lo * g.s + j0, g.s,
-                 b + queries.lo * ldb, ldb, to.at(n) + j0 * to.ld, to.ld);
+    for (int64_t j0 = 0; j0 < g.s; j0 += kStrip) {
+      const Span queries = tl.queries[static_cast<size_t>(j0 / kStrip)];
+      strip_product<T>(std::min(g.s, j0 + kStrip) - j0, cols, queries.size(),
+                       weights + queries.lo * g.s + j0, 1, g.s, b + queries.lo * ldb, ldb,
+                       to.at(n) + j0 * to.ld, to.ld);
     }
   };
-  if (dv) by_key_block(p, gn, ld_gn, g.dv, *dv);
+  if (dv) by_key_strip(p, gn, ld_gn, g.dv, *dv);
   if (!dq && !dk) return;
   const MaskView mask = in.mask_of(n);
   const T scale = static_cast<T>(in.scale), masked = T(0) * scale;
-  over_row_blocks(tl, g.t, [&](int64_t i0, int64_t i1, Span keys) {
-    // dp = grad_out @ v^T over the block's keys, then softmax's backward, the mask, the scale.
-    product<T>('N', 'T', i1 - i0, keys.size(), g.dv, gn + i0 * ld_gn, ld_gn, v + keys.lo * in.v.ld,
-               in.v.ld, s + i0 * g.s + keys.lo, g.s);
-    const MaskView shifted = mask.from_column(keys.lo);
-    for (int64_t i = i0; i < i1; ++i) {
-      T* row = ds + i * g.s;
-      softmax_backward_row<T>(s + i * g.s + keys.lo, p + i * g.s + keys.lo, row + keys.lo,
-                              keys.size());
-      scale_or_fill<T>(row + keys.lo, shifted, i, scale, masked, keys.size());
-      std::fill(row, row + keys.lo, masked);
-      std::fill(row + keys.hi, row + g.s, masked);
-    }
-    if (dq)
-      product<T>('N', 'N', i1 - i0, g.d, keys.size(), ds + i0 * g.s + keys.lo, g.s,
-                 k + keys.lo * in.k.ld, in.k.ld, dq->at(n) + i0 * dq->ld, dq->ld);
+  over_row_blocks(tl, g.t, [&](int64_t b0, int64_t b1, Span block) {
+    // dp = grad_out @ v^T over the block's keys, then per strip softmax's backward, the mask, the
+    // scale.
+    product<T>('N', 'T', b1 - b0, block.size(), g.dv, gn + b0 * ld_gn, ld_gn,
+               v + block.lo * in.v.ld, in.v.ld, s + b0 * g.s + block.lo, g.s);
+    over_strips(tl, b0, b1, [&](int64_t i0, int64_t i1, Span keys) {
+      const MaskView shifted = mask.from_column(keys.lo);
+      for (int64_t i = i0; i < i1; ++i) {
+        T* row = ds + i * g.s;
+        softmax_backward_row<T>(s + i * g.s + keys.lo, p + i * g.s + keys.lo, row + keys.lo,
+                                keys.size());
+        scale_or_fill<T>(row + keys.lo, shifted, i, scale, masked, keys.size());
+        std::fill(row, row + keys.lo, masked);
+        std::fill(row + keys.hi, row + g.s, masked);
+      }
+      if (dq)
+        strip_product<T>(i1 - i0, g.d, keys.size(), ds + i0 * g.s + keys.lo, g.s, 1,
+                         k + keys.lo * in.k.ld, in.k.ld, dq->at(n) + i0 * dq->ld, dq->ld);
+    });
   });
-  if (dk) by_key_block(ds, q, in.q.ld, g.d, *dk);
+  if (dk) by_key_strip(ds, q, in.q.ld, g.d, *dk);
 }
 
 // {dq, dk, dv} as `need` asks (written into `into`'s where defined), and with `with_output` the

@@ -15,18 +15,20 @@
 // `scale`, then the mask, then softmax with the row kernels eager softmax uses
 // (kernels/vec/rows.h); the backward recomputes the weights the same way (nothing but q, k, v and
 // the mask is saved) and applies eager softmax's backward, then the mask (0), then `scale`. Only
-// the products' summation order differs from the composite (f32: oneDNN's sgemm per batch entry, in
-// parallel over the batch; other dtypes: a plain loop nest). A row whose every entry is masked
-// gives NaN, as softmax of all -inf does, and a zero gradient, as the composite's masked_fill makes
-// it.
+// the products' summation order differs from the composite (f32: oneDNN's sgemm, and on the tiled
+// path kernels/attention_gemm.h's strip kernel, per batch entry, in parallel over the batch; other
+// dtypes: a plain loop nest). A row whose every entry is masked gives NaN, as softmax of all -inf
+// does, and a zero gradient, as the composite's masked_fill makes it.
 //
-// Tiling: the mask is read once per call (per distinct mask of the batch) for the blocks of rows
-// and of keys it leaves something in; the products and softmax rows then cover only those (a
-// causal mask at T = 128: 3/4 of the work, at T = 512: 5/8; not below 128 query rows, where the
-// smaller products measured slower than the work they save). Skipped weights are exactly 0,
-// so this changes no value: it is used only when q, k, v, the output gradient and the scale are
-// finite (0 times inf would be NaN in the composite), and the backward computes every block of an
-// entry whose weights hold a NaN row.
+// Tiling: the mask is read once per call (per distinct mask of the batch) for the strips of 16
+// rows and of 16 keys it leaves something in; the softmax rows and four of the seven products then
+// cover only those (a causal mask at T = 128: ~56% of the work), the two q @ k^T-like products
+// blocks of 64-128 rows (at T = 128: 3/4; T = 512: 5/8); not below 64 query rows. Skipped
+// weights are exactly 0, so this changes no value: it is used only when q, k, v, the output
+// gradient and the scale are finite (0 times inf would be NaN in the composite), and the backward
+// computes every block of an entry whose weights hold a NaN row. The strip kernel is one thread's:
+// a batch of fewer entries than threads (run one entry at a time, oneDNN's products threaded)
+// runs its strips on one thread.
 //
 // Memory: two (forward) or three (backward) [T, S] blocks of scratch per thread, kept by the
 // thread between calls up to 8 MiB; not tiled over S (fine up to a few thousand positions;
