@@ -19,9 +19,11 @@ namespace {
 
 class JointBuilder {
  public:
-  JointBuilder(const graph::Graph& forward, const std::vector<bool>& rg)
+  JointBuilder(const graph::Graph& forward, const std::vector<bool>& rg,
+               const std::vector<bool>& no_tangent)
       : fw_(forward),
         rg_(rg),
+        no_tangent_(no_tangent),
         tracer_(j_.graph),
         fake_(forward.values().size()),
         grads_(forward.values().size()) {
@@ -86,7 +88,7 @@ class JointBuilder {
     j_.num_fw_outputs = fw_.outputs().size();
     for (size_t i = 0; i < fw_.outputs().size(); ++i) {
       graph::ValueId v = fw_.outputs()[i];
-      if (!needs(v)) continue;
+      if (!needs(v) || (i < no_tangent_.size() && no_tangent_[i])) continue;
       const ops::TensorMeta& m = fw_.value(v).meta;
       graph::ValueId t =
           j_.graph.add_input("tangents_" + std::to_string(j_.tangent_of_output.size() + 1),
@@ -194,6 +196,7 @@ class JointBuilder {
 
   const graph::Graph& fw_;
   const std::vector<bool>& rg_;
+  const std::vector<bool>& no_tangent_;
   JointGraph j_;
   trace::Tracer tracer_;
   std::vector<Tensor> fake_;
@@ -203,8 +206,9 @@ class JointBuilder {
 
 }  // namespace
 
-JointGraph build_joint(const graph::Graph& forward, const std::vector<bool>& rg) {
-  return JointBuilder(forward, rg).build();
+JointGraph build_joint(const graph::Graph& forward, const std::vector<bool>& rg,
+                       const std::vector<bool>& no_tangent) {
+  return JointBuilder(forward, rg, no_tangent).build();
 }
 
 }  // namespace aotgrad::aot

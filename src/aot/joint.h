@@ -6,7 +6,9 @@
 // the Trace interpreter: the only derivative formulas are the op table's. Descriptors: primals and
 // forward outputs keep the forward graph's (input(i) / output(i) where it has none), tangents are
 // tangent(<output's>), gradients grad(<primal's>); every node a VJP rule made has its forward
-// node's first value as its origin (Node::origin).
+// node's first value as its origin (Node::origin). A forward output marked in `no_tangent` gets no
+// tangent even if it requires grad: the runtime never connects it to autograd (the new value of
+// an input written under no_grad or through detach(), which the epilogue copies under no_grad).
 #pragma once
 
 #include <vector>
@@ -28,6 +30,7 @@ struct JointGraph {
   std::vector<bool> vjp_ran;
 };
 
-JointGraph build_joint(const graph::Graph& forward, const std::vector<bool>& value_requires_grad);
+JointGraph build_joint(const graph::Graph& forward, const std::vector<bool>& value_requires_grad,
+                       const std::vector<bool>& no_tangent = {});
 
 }  // namespace aotgrad::aot

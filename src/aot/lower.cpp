@@ -139,9 +139,23 @@ void mark_recomputed(graph::Graph& backward) {
     if (n.origin.empty() && !n.outputs.empty()) n.origin = backward.value(n.outputs[0]).name;
 }
 
+// The forward outputs holding the new value of an input written only under no_grad or through
+// detach(): the epilogue copies them into the input under no_grad, so no gradient ever reaches
+// them, and a tangent would give the input a (zero) gradient eager never gives it.
+std::vector<bool> outputs_without_tangent(const ViewAndMutationMeta& meta) {
+  std::vector<bool> none;
+  for (size_t g : meta.mutated_inputs) {
+    const InputAliasInfo& info = meta.input_info[g];
+    if (info.keep_in_graph) continue;
+    none.push_back(info.mutations_under_no_grad || info.mutations_hidden_from_autograd);
+  }
+  return none;
+}
+
 void lower_training(const CapturedForward& c, const AotConfig& config, Artifact& a,
                     const GraphHook& on_graph) {
-  JointGraph joint = build_joint(c.graph, c.value_requires_grad);
+  JointGraph joint =
+      build_joint(c.graph, c.value_requires_grad, outputs_without_tangent(a.meta));
   for (const BackwardError& e : c.backward_errors)
     if (joint.vjp_ran[e.at.index]) {
       a.backward_error = e.message;

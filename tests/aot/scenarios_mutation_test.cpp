@@ -518,6 +518,34 @@ TEST(ScenarioMutation, LeafMutatedThroughDetach) {
                });
 }
 
+TEST(ScenarioMutation, LeafWrittenOnlyThroughDetachGetsNoGradient) {
+  // Nothing the caller gets depends on x, so eager's backward leaves x.grad() undefined; the
+  // compiled backward gave the write's new value a tangent and x a gradient of zeros.
+  run_scenario(
+      [] {
+        return TensorList{leaf({3}, 42), leaf({3}, 43)};
+      },
+      [](const TensorList& a) {
+        a[0].detach().mul_(2.0);
+        return (a[1] * 2.0).sum();
+      });
+}
+
+TEST(ScenarioMutation, LeafWrittenOnlyUnderNoGradGetsNoGradient) {
+  run_scenario(
+      [] {
+        return TensorList{leaf({3}, 44), leaf({3}, 45)};
+      },
+      [](const TensorList& a) {
+        {
+          ag::NoGradGuard no_grad;
+          Tensor x = a[0];
+          x.mul_(2.0);
+        }
+        return (a[1] * 2.0).sum();
+      });
+}
+
 TEST(ScenarioMutation, NonLeafMutatedThroughDetach) {
   run_scenario([] { return nonleaf_setup({3}, 6); },
                [](const TensorList& a) {
