@@ -20,10 +20,10 @@ namespace {
 class JointBuilder {
  public:
   JointBuilder(const graph::Graph& forward, const std::vector<bool>& rg,
-               const std::vector<bool>& no_tangent)
+               const std::vector<bool>& unreached)
       : fw_(forward),
         rg_(rg),
-        no_tangent_(no_tangent),
+        unreached_(unreached),
         tracer_(j_.graph),
         fake_(forward.values().size()),
         grads_(forward.values().size()) {
@@ -88,7 +88,7 @@ class JointBuilder {
     j_.num_fw_outputs = fw_.outputs().size();
     for (size_t i = 0; i < fw_.outputs().size(); ++i) {
       graph::ValueId v = fw_.outputs()[i];
-      if (!needs(v) || (i < no_tangent_.size() && no_tangent_[i])) continue;
+      if (!needs(v)) continue;
       const ops::TensorMeta& m = fw_.value(v).meta;
       graph::ValueId t =
           j_.graph.add_input("tangents_" + std::to_string(j_.tangent_of_output.size() + 1),
@@ -167,8 +167,11 @@ class JointBuilder {
   void run_vjps() {
     ops::InterpreterGuard guard(tracer_);
     NoGradGuard no_grad;  // the backward itself is not differentiated (no double backward)
-    for (size_t k = 0; k < j_.tangent_of_output.size(); ++k)
-      accumulate(fw_.outputs()[j_.tangent_of_output[k]], tangents_[k]);
+    for (size_t k = 0; k < j_.tangent_of_output.size(); ++k) {
+      size_t o = j_.tangent_of_output[k];
+      if (o < unreached_.size() && unreached_[o]) continue;
+      accumulate(fw_.outputs()[o], tangents_[k]);
+    }
     for (size_t ni = fw_.nodes().size(); ni-- > 0;) {
       const graph::Node& n = fw_.nodes()[ni];
       if (!n.op->vjp) continue;
@@ -196,7 +199,7 @@ class JointBuilder {
 
   const graph::Graph& fw_;
   const std::vector<bool>& rg_;
-  const std::vector<bool>& no_tangent_;
+  const std::vector<bool>& unreached_;
   JointGraph j_;
   trace::Tracer tracer_;
   std::vector<Tensor> fake_;
@@ -207,8 +210,8 @@ class JointBuilder {
 }  // namespace
 
 JointGraph build_joint(const graph::Graph& forward, const std::vector<bool>& rg,
-                       const std::vector<bool>& no_tangent) {
-  return JointBuilder(forward, rg, no_tangent).build();
+                       const std::vector<bool>& unreached) {
+  return JointBuilder(forward, rg, unreached).build();
 }
 
 }  // namespace aotgrad::aot

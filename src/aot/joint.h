@@ -6,9 +6,11 @@
 // the Trace interpreter: the only derivative formulas are the op table's. Descriptors: primals and
 // forward outputs keep the forward graph's (input(i) / output(i) where it has none), tangents are
 // tangent(<output's>), gradients grad(<primal's>); every node a VJP rule made has its forward
-// node's first value as its origin (Node::origin). A forward output marked in `no_tangent` gets no
-// tangent even if it requires grad: the runtime never connects it to autograd (the new value of
-// an input written under no_grad or through detach(), which the epilogue copies under no_grad).
+// node's first value as its origin (Node::origin). A forward output marked in `unreached` keeps
+// its tangent input (the runtime still makes it a result of the autograd node, so it requires
+// grad as in eager) but the tangent flows nowhere: the runtime never lets a gradient reach it (the
+// new value of an input written under no_grad or through detach(), which the epilogue copies
+// under no_grad; an intermediate base whose aliases are views made under no_grad).
 #pragma once
 
 #include <vector>
@@ -31,6 +33,6 @@ struct JointGraph {
 };
 
 JointGraph build_joint(const graph::Graph& forward, const std::vector<bool>& value_requires_grad,
-                       const std::vector<bool>& no_tangent = {});
+                       const std::vector<bool>& unreached = {});
 
 }  // namespace aotgrad::aot

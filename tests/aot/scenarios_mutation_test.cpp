@@ -3,6 +3,7 @@
 // Every scenario runs eager and compiled under every partitioner configuration (scenario.h).
 #include <gtest/gtest.h>
 
+#include "aot/eager_oracle.h"
 #include "aotgrad/aotgrad.h"
 #include "aotgrad/conv.h"
 #include "testing/scenario.h"
@@ -842,6 +843,32 @@ TEST(ScenarioMutation, ResultSavedByItsOpThenOverwrittenByFill) {
         Tensor z = (a[1] * 1.0).tanh();
         z.copy_(a[0]);
         return TensorList{y, z};
+      });
+}
+
+TEST(ScenarioMutation, SavedInputWrittenWhenOnlyANoGradViewReachesItsVjp) {
+  // Found by AotProgramFuzz (seed 500054): sin saves x, relu_ overwrites it, and sin's result
+  // reaches the caller only through a view made under no_grad. Eager makes that view require
+  // grad without a grad_fn, so no gradient reaches sin's VJP and nothing raises; the compiled
+  // backward flowed the (always zero) tangent of the view's intermediate base to sin's VJP and
+  // raised eager's version error. The oracle's backward goes through (v * w).sum(), as a user's
+  // loss would (a backward() rooted at v itself raises on both sides).
+  ag::testing::expect_like_eager(
+      [] {
+        Tensor l = leaf({4}, 46);
+        return ag::testing::OracleSetup{{l * 1.0}, {l}};
+      },
+      [](std::vector<Tensor> a) {
+        Tensor x = a[0];
+        Tensor s = x.sin();
+        ag::relu_(x);
+        Tensor m = s * 2.0;
+        Tensor v;
+        {
+          ag::NoGradGuard no_grad;
+          v = m.view({2, 2});
+        }
+        return TensorList{v};
       });
 }
 
