@@ -830,9 +830,10 @@ TEST(ScenarioMutation, IntermediateSavedByValueNoGradientReachesThenMutated) {
 }
 
 TEST(ScenarioMutation, ResultSavedByItsOpThenOverwrittenByFill) {
-  // Found by AotProgramFuzz (seed 1000 range): sigmoid saves its result, fill_ overwrites it;
-  // fill's VJP gives self no gradient, so eager's backward never runs sigmoid's and does not
-  // raise. The compiled backward must decide by the VJPs the joint graph runs, not by data flow.
+  // Found by AotProgramFuzz (seed 1000 range): sigmoid saves its result, fill_ overwrites it.
+  // fill's VJP gives self zeros (as PyTorch's), so eager's backward runs sigmoid's and raises
+  // its version error; the compiled backward must raise it too, deciding by the VJPs the joint
+  // graph runs.
   run_scenario(
       [] {
         return TensorList{leaf({3}, 6), leaf({3}, 7)};
@@ -869,6 +870,38 @@ TEST(ScenarioMutation, SavedInputWrittenWhenOnlyANoGradViewReachesItsVjp) {
           v = m.view({2, 2});
         }
         return TensorList{v};
+      });
+}
+
+TEST(ScenarioMutation, FillThroughAViewCoveringTheWholeInputGivesItsHistoryZeros) {
+  // Found by AotProgramFuzz (seed 506290): eager's CopySlices gives x's history zeros (defined),
+  // as PyTorch; the functional graph wrote the whole input back through unsqueeze's inverse,
+  // where fill's VJP gave self nothing, and the leaf's gradient was undefined. Now every
+  // overwrite (fill_, zero_, copy_) gives self zeros_like(grad), as derivatives.yaml does.
+  run_scenario(
+      [] {
+        return nonleaf_setup({4}, 47);
+      },
+      [](const TensorList& a) {
+        Tensor x = a[0];
+        x.unsqueeze(1).fill_(-1.5);
+        return TensorList{x * 2.0};
+      });
+}
+
+TEST(ScenarioMutation, ZeroThroughAWholeSliceOfASyntheticBaseGivesItsHistoryZeros) {
+  // Found by AotProgramFuzz (seed 500443): the member's write is an as_strided_scatter over the
+  // whole synthetic base, whose VJP gave the base no gradient; eager's CopySlices gives zeros.
+  run_scenario(
+      [] {
+        Tensor l = leaf({2, 2}, 48);
+        Tensor n = l * 1.0;
+        return ScenarioInputs{{n, n.slice(1, 0, 2)}, {l}};
+      },
+      [](const TensorList& a) {
+        Tensor v = a[1];
+        v.zero_();
+        return TensorList{a[0] * 2.0};
       });
 }
 
