@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <optional>
 #include <stdexcept>
+#include <unordered_map>
 #include <utility>
 
 #include "aotgrad/autograd.h"
@@ -157,6 +158,54 @@ std::string unmergeable_reason(const std::vector<Tensor>& inputs,
 
 }  // namespace
 
+// A synthetic base is passed whole (the members' common _base, or their whole storage), and the
+// epilogue writes it back whole: an input outside the group that lies in it would have its own
+// write-back overwritten by the base's stale copy of its elements (or overwrite the base's). Such
+// an input joins the group, repeatedly, since the group's base may grow with it. Returns the
+// groups, as InputAliasing::group.
+std::vector<size_t> close_groups_over_bases(const std::vector<Tensor>& inputs,
+                                            const InputAliasing& aliasing) {
+  size_t n = inputs.size();
+  std::vector<size_t> group = aliasing.group;
+  bool indices = true;  // every representative an input of its own group (the search's form)
+  for (size_t i = 0; i < n && indices; ++i) indices = group[i] < n && group[group[i]] == group[i];
+  if (!indices) {
+    std::unordered_map<size_t, size_t> label;
+    for (size_t i = 0; i < n; ++i) group[i] = label.try_emplace(group[i], i).first->second;
+  }
+  std::vector<size_t> size(n, 0);
+  bool any_base = false;
+  for (size_t i = 0; i < n; ++i)
+    if (aliasing.duplicate_of[i] < 0) any_base = ++size[group[i]] > 1 || any_base;
+  if (!any_base) return group;
+  for (bool changed = true; changed;) {
+    changed = false;
+    std::vector<std::vector<size_t>> members(n);
+    for (size_t i = 0; i < n; ++i)
+      if (aliasing.duplicate_of[i] < 0) members[group[i]].push_back(i);
+    for (size_t g = 0; g < n && !changed; ++g) {
+      if (members[g].size() < 2) continue;
+      std::vector<Tensor> tensors;
+      for (size_t m : members[g]) tensors.push_back(inputs[m]);
+      Tensor base = common_base(tensors);
+      const Storage* storage = inputs[members[g][0]].storage().get();
+      std::optional<Footprint> fb;
+      if (base.defined()) fb = footprint(base);
+      for (size_t i = 0; i < n && !changed; ++i) {
+        if (aliasing.duplicate_of[i] >= 0 || group[i] == g ||
+            inputs[i].storage().get() != storage || inputs[i].numel() == 0)
+          continue;
+        if (base.defined() && !overlap(base, *fb, inputs[i], footprint(inputs[i]))) continue;
+        size_t other = group[i];
+        for (size_t& k : group)
+          if (k == other) k = g;
+        changed = true;
+      }
+    }
+  }
+  return group;
+}
+
 // Groups are numbered by their first member, so the plan does not depend on which representative
 // the search picked. A group that cannot become a synthetic base is passed as plain inputs and
 // remembered: that is exact while none of them is mutated, and capture refuses the call when one
@@ -168,12 +217,13 @@ InputPlan plan_from_aliasing(const std::vector<Tensor>& inputs, const InputAlias
   plan.inputs.resize(n);
   std::vector<size_t> first_of_group(n, n), root(n, n);
   std::vector<std::vector<size_t>> members_of_root(n);
+  const std::vector<size_t> group = close_groups_over_bases(inputs, aliasing);
   for (size_t i = 0; i < n; ++i) {
     if (aliasing.duplicate_of[i] >= 0) {
       plan.inputs[i] = {InputPlan::Kind::duplicate, static_cast<size_t>(aliasing.duplicate_of[i])};
       continue;
     }
-    size_t g = aliasing.group[i];
+    size_t g = group[i];
     if (first_of_group[g] == n) first_of_group[g] = i;
     root[i] = first_of_group[g];
     members_of_root[root[i]].push_back(i);

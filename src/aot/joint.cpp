@@ -19,9 +19,11 @@ namespace {
 
 class JointBuilder {
  public:
-  JointBuilder(const graph::Graph& forward, const std::vector<bool>& rg)
+  JointBuilder(const graph::Graph& forward, const std::vector<bool>& rg,
+               const std::vector<bool>& unreached)
       : fw_(forward),
         rg_(rg),
+        unreached_(unreached),
         tracer_(j_.graph),
         fake_(forward.values().size()),
         grads_(forward.values().size()) {
@@ -165,8 +167,11 @@ class JointBuilder {
   void run_vjps() {
     ops::InterpreterGuard guard(tracer_);
     NoGradGuard no_grad;  // the backward itself is not differentiated (no double backward)
-    for (size_t k = 0; k < j_.tangent_of_output.size(); ++k)
-      accumulate(fw_.outputs()[j_.tangent_of_output[k]], tangents_[k]);
+    for (size_t k = 0; k < j_.tangent_of_output.size(); ++k) {
+      size_t o = j_.tangent_of_output[k];
+      if (o < unreached_.size() && unreached_[o]) continue;
+      accumulate(fw_.outputs()[o], tangents_[k]);
+    }
     for (size_t ni = fw_.nodes().size(); ni-- > 0;) {
       const graph::Node& n = fw_.nodes()[ni];
       if (!n.op->vjp) continue;
@@ -194,6 +199,7 @@ class JointBuilder {
 
   const graph::Graph& fw_;
   const std::vector<bool>& rg_;
+  const std::vector<bool>& unreached_;
   JointGraph j_;
   trace::Tracer tracer_;
   std::vector<Tensor> fake_;
@@ -203,8 +209,9 @@ class JointBuilder {
 
 }  // namespace
 
-JointGraph build_joint(const graph::Graph& forward, const std::vector<bool>& rg) {
-  return JointBuilder(forward, rg).build();
+JointGraph build_joint(const graph::Graph& forward, const std::vector<bool>& rg,
+                       const std::vector<bool>& unreached) {
+  return JointBuilder(forward, rg, unreached).build();
 }
 
 }  // namespace aotgrad::aot

@@ -6,7 +6,11 @@
 // the Trace interpreter: the only derivative formulas are the op table's. Descriptors: primals and
 // forward outputs keep the forward graph's (input(i) / output(i) where it has none), tangents are
 // tangent(<output's>), gradients grad(<primal's>); every node a VJP rule made has its forward
-// node's first value as its origin (Node::origin).
+// node's first value as its origin (Node::origin). A forward output marked in `unreached` keeps
+// its tangent input (the runtime still makes it a result of the autograd node, so it requires
+// grad as in eager) but the tangent flows nowhere: the runtime never lets a gradient reach it (the
+// new value of an input written under no_grad or through detach(), which the epilogue copies
+// under no_grad; an intermediate base whose aliases are views made under no_grad).
 #pragma once
 
 #include <vector>
@@ -28,6 +32,7 @@ struct JointGraph {
   std::vector<bool> vjp_ran;
 };
 
-JointGraph build_joint(const graph::Graph& forward, const std::vector<bool>& value_requires_grad);
+JointGraph build_joint(const graph::Graph& forward, const std::vector<bool>& value_requires_grad,
+                       const std::vector<bool>& unreached = {});
 
 }  // namespace aotgrad::aot

@@ -139,9 +139,40 @@ void mark_recomputed(graph::Graph& backward) {
     if (n.origin.empty() && !n.outputs.empty()) n.origin = backward.value(n.outputs[0]).name;
 }
 
+// Forward outputs no gradient can reach, although they require grad: the runtime never connects
+// them to a caller's autograd graph. The new value of an input written only under no_grad or
+// through detach() (the epilogue copies it under no_grad), and an intermediate base whose aliases
+// the caller gets all have no history through it (views made under no_grad, which eager makes
+// require grad without a grad_fn; detach()ed aliases). Their tangents are always zero; flowing
+// them would give the input a (zero) gradient eager never gives it, and count VJPs (with their
+// saved values' version errors) that eager's backward never runs.
+std::vector<bool> outputs_no_gradient_reaches(const ViewAndMutationMeta& meta,
+                                          size_t num_forward_outputs) {
+  std::vector<bool> none;
+  for (size_t g : meta.mutated_inputs) {
+    const InputAliasInfo& info = meta.input_info[g];
+    if (info.keep_in_graph) continue;
+    none.push_back(info.mutations_under_no_grad || info.mutations_hidden_from_autograd);
+  }
+  const size_t first_base = none.size() + meta.num_user_graph_outputs;
+  none.resize(num_forward_outputs, false);
+  std::vector<bool> base_reached(meta.num_intermediate_bases, false);
+  for (const OutputAliasInfo& o : meta.output_info) {
+    if (!o.requires_grad) continue;
+    bool of_base = o.type == OutputType::alias_of_intermediate ||
+                   o.type == OutputType::alias_of_intermediate_save_as_output;
+    if (of_base) base_reached.at(static_cast<size_t>(o.base)) = true;
+    if (o.history_base >= 0) base_reached.at(static_cast<size_t>(o.history_base)) = true;
+  }
+  for (size_t k = 0; k < base_reached.size(); ++k)
+    if (!base_reached[k]) none.at(first_base + k) = true;
+  return none;
+}
+
 void lower_training(const CapturedForward& c, const AotConfig& config, Artifact& a,
                     const GraphHook& on_graph) {
-  JointGraph joint = build_joint(c.graph, c.value_requires_grad);
+  JointGraph joint =
+      build_joint(c.graph, c.value_requires_grad, outputs_no_gradient_reaches(a.meta, c.graph.outputs().size()));
   for (const BackwardError& e : c.backward_errors)
     if (joint.vjp_ran[e.at.index]) {
       a.backward_error = e.message;

@@ -265,8 +265,11 @@ std::vector<Tensor> copy_kernel(const OpArgs& a) {
   kernels::copy_into(out, tensor_arg(a, 1));
   return {out};
 }
+// self's values are overwritten: zeros, as derivatives.yaml's `self: zeros_like(grad)` (copy_'s,
+// fill's, zero_'s): defined, so everything that made self still runs in the backward.
 std::vector<Tensor> copy_vjp(const VjpContext& c) {
-  return {Tensor(), c.needs(1) ? reduce_to_source(c.grad(), c.input(1)) : Tensor()};
+  return {c.needs(0) ? zeros_like(c.grad()) : Tensor(),
+          c.needs(1) ? reduce_to_source(c.grad(), c.input(1)) : Tensor()};
 }
 
 // fill.Scalar(self, value): self's shape and dtype, every element `value`. Differentiable with a
@@ -279,8 +282,8 @@ std::vector<Tensor> fill_kernel(const OpArgs& a) {
   const Tensor& self = tensor_arg(a, 0);
   return {kernels::full(self.sizes(), scalar_arg(a, 1), self.dtype())};
 }
-std::vector<Tensor> no_grad_vjp(const VjpContext&) {
-  return {Tensor()};
+std::vector<Tensor> overwrite_vjp(const VjpContext& c) {
+  return {c.needs(0) ? zeros_like(c.grad()) : Tensor()};
 }
 
 // zero(self): zero_'s functional variant (PyTorch's aten.zero), fill.Scalar with 0. Not
@@ -291,7 +294,7 @@ std::vector<Tensor> zero_kernel(const OpArgs& a) {
 }
 
 // fill.Tensor(self, value): fill.Scalar with a 0-dim tensor value, which gets the gradient (the sum
-// of the incoming one, as derivatives.yaml); self gets none.
+// of the incoming one, as derivatives.yaml); self gets zeros.
 std::vector<TensorMeta> fill_tensor_meta(const OpArgs& a) {
   const Tensor& value = tensor_arg(a, 1);
   if (value.dim() != 0)
@@ -309,7 +312,8 @@ std::vector<Tensor> fill_tensor_kernel(const OpArgs& a) {
   return {out};
 }
 std::vector<Tensor> fill_tensor_vjp(const VjpContext& c) {
-  return {Tensor(), c.needs(1) ? to(sum(c.grad()), c.input(1).dtype()) : Tensor()};
+  return {c.needs(0) ? zeros_like(c.grad()) : Tensor(),
+          c.needs(1) ? to(sum(c.grad()), c.input(1).dtype()) : Tensor()};
 }
 
 // ---- new_zeros / new_ones / new_empty / new_full(self, size, [fill_value], *, dtype, layout,
@@ -439,10 +443,10 @@ const OpDef kRows[] = {
    .meta = copy_meta, .kernel = copy_kernel, .vjp = copy_vjp,
    .recompute = Recompute::pointwise, .fusion_expr = "b"},
   {.name = "aten.fill.Scalar", .schema = "fill.Scalar(Tensor self, Scalar value) -> Tensor",
-   .meta = fill_meta, .kernel = fill_kernel, .vjp = no_grad_vjp,
+   .meta = fill_meta, .kernel = fill_kernel, .vjp = overwrite_vjp,
    .recompute = Recompute::pointwise, .fusion_expr = "s0"},
   {.name = "aten.zero.default", .schema = "zero(Tensor self) -> Tensor",
-   .meta = fill_meta, .kernel = zero_kernel, .vjp = no_grad_vjp,
+   .meta = fill_meta, .kernel = zero_kernel, .vjp = overwrite_vjp,
    .recompute = Recompute::pointwise},
   {.name = "aten.fill.Tensor", .schema = "fill.Tensor(Tensor self, Tensor value) -> Tensor",
    .meta = fill_tensor_meta, .kernel = fill_tensor_kernel, .vjp = fill_tensor_vjp,

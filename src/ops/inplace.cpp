@@ -256,19 +256,25 @@ std::vector<Tensor> div_scalar_vjp(const VjpContext& c) {
 }
 
 // copy_ overwrites self: its old value gets no gradient, src gets all of it.
+// self's old value is overwritten: it gets zeros, as derivatives.yaml's `self: zeros_like(grad)`
+// and CopyBackwards give (defined, so the engine still runs what produced the old value: its
+// leaves get zero gradients and its saved values are version-checked, as in PyTorch).
 std::vector<Tensor> copy__vjp(const VjpContext& c) {
-  return {Tensor(), c.needs(1) ? reduce_to(c.grad(), c.input(1)) : Tensor()};
+  return {c.needs(0) ? zeros_like(c.grad()) : Tensor(),
+          c.needs(1) ? reduce_to(c.grad(), c.input(1)) : Tensor()};
 }
 
-// self's old value is overwritten; the 0-dim value receives the sum, as fill.Tensor's.
+// self's old value is overwritten (zeros, as copy_'s); the 0-dim value receives the sum, as
+// fill.Tensor's.
 std::vector<Tensor> fill_tensor__vjp(const VjpContext& c) {
-  if (!c.needs(1)) return {Tensor(), Tensor()};
+  Tensor g_self = c.needs(0) ? zeros_like(c.grad()) : Tensor();
+  if (!c.needs(1)) return {g_self, Tensor()};
   Tensor g = sum(c.grad());
-  return {Tensor(), g.dtype() == c.input(1).dtype() ? g : to(g, c.input(1).dtype())};
+  return {g_self, g.dtype() == c.input(1).dtype() ? g : to(g, c.input(1).dtype())};
 }
 
-std::vector<Tensor> overwrite_vjp(const VjpContext&) {
-  return {Tensor()};
+std::vector<Tensor> overwrite_vjp(const VjpContext& c) {
+  return {c.needs(0) ? zeros_like(c.grad()) : Tensor()};
 }
 
 // clang-format off

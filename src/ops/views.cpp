@@ -595,14 +595,10 @@ std::vector<Tensor> as_strided_scatter_vjp(const VjpContext& c) {
   const IntList& stride = int_list_arg(c.args, 3);
   const int64_t offset = optional_int(c.args, 4).value_or(0);
   Tensor g_self, g_src;
-  // A window over all of self (the write of a synthetic base's member that is the whole base)
-  // overwrites every element: self gets no gradient, undefined as the VJP of fill_ or copy_ of
-  // the whole tensor gives, not zeros, so the engine runs nothing upstream, as eager's does.
-  const IntList& self_sizes = c.input(0).sizes();
-  bool whole = offset == 0 && size == self_sizes && stride == contiguous_strides(self_sizes);
   // The window addresses the result's row-major storage; a contiguous g is laid out the same way
-  // from its own storage offset on.
-  if (c.needs(0) && !whole)
+  // from its own storage offset on. A window over all of self gives zeros, defined, as eager's
+  // CopySlices and the overwriting ops (zeros_like(grad)) give.
+  if (c.needs(0))
     g_self = as_strided_scatter(g, zeros(size, g.dtype()), size, stride, offset);
   if (c.needs(1)) {
     Tensor dense = contiguous(g);

@@ -352,3 +352,20 @@ TEST(ScenarioInputAlias, OverlappingSlicesOfALargerBaseRecompile) {
     EXPECT_EQ(f.num_compilations(), 2u) << common_base;
   }
 }
+
+TEST(ScenarioInputAlias, WrittenInputLyingInAnotherGroupsBaseJoinsIt) {
+  // Found by AotProgramFuzz (seed 507443): the overlapping slices a[1], a[2] are passed as their
+  // common base, which also holds a[0]; a[0] was a plain graph input, and the base's write-back
+  // put a[0]'s old element over its new one. An input lying in a group's base joins the group.
+  run_scenario(
+      [] {
+        Tensor r = leaf({2}, 49, false);
+        return ScenarioInputs{{r.slice(0, 0, 1), r.slice(0, 1, 2), r.select(0, 1)}, {r}};
+      },
+      [](const TensorList& a) {
+        Tensor x = a[0], y = a[1];
+        x.add_(y);
+        y.copy_(x);
+        return TensorList{a[2] * 1.0};
+      });
+}

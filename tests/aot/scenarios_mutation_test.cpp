@@ -3,6 +3,7 @@
 // Every scenario runs eager and compiled under every partitioner configuration (scenario.h).
 #include <gtest/gtest.h>
 
+#include "aot/eager_oracle.h"
 #include "aotgrad/aotgrad.h"
 #include "aotgrad/conv.h"
 #include "testing/scenario.h"
@@ -518,6 +519,34 @@ TEST(ScenarioMutation, LeafMutatedThroughDetach) {
                });
 }
 
+TEST(ScenarioMutation, LeafWrittenOnlyThroughDetachGetsNoGradient) {
+  // Nothing the caller gets depends on x, so eager's backward leaves x.grad() undefined; the
+  // compiled backward gave the write's new value a tangent and x a gradient of zeros.
+  run_scenario(
+      [] {
+        return TensorList{leaf({3}, 42), leaf({3}, 43)};
+      },
+      [](const TensorList& a) {
+        a[0].detach().mul_(2.0);
+        return (a[1] * 2.0).sum();
+      });
+}
+
+TEST(ScenarioMutation, LeafWrittenOnlyUnderNoGradGetsNoGradient) {
+  run_scenario(
+      [] {
+        return TensorList{leaf({3}, 44), leaf({3}, 45)};
+      },
+      [](const TensorList& a) {
+        {
+          ag::NoGradGuard no_grad;
+          Tensor x = a[0];
+          x.mul_(2.0);
+        }
+        return (a[1] * 2.0).sum();
+      });
+}
+
 TEST(ScenarioMutation, NonLeafMutatedThroughDetach) {
   run_scenario([] { return nonleaf_setup({3}, 6); },
                [](const TensorList& a) {
@@ -801,9 +830,10 @@ TEST(ScenarioMutation, IntermediateSavedByValueNoGradientReachesThenMutated) {
 }
 
 TEST(ScenarioMutation, ResultSavedByItsOpThenOverwrittenByFill) {
-  // Found by AotProgramFuzz (seed 1000 range): sigmoid saves its result, fill_ overwrites it;
-  // fill's VJP gives self no gradient, so eager's backward never runs sigmoid's and does not
-  // raise. The compiled backward must decide by the VJPs the joint graph runs, not by data flow.
+  // Found by AotProgramFuzz (seed 1000 range): sigmoid saves its result, fill_ overwrites it.
+  // fill's VJP gives self zeros (as PyTorch's), so eager's backward runs sigmoid's and raises
+  // its version error; the compiled backward must raise it too, deciding by the VJPs the joint
+  // graph runs.
   run_scenario(
       [] {
         return TensorList{leaf({3}, 6), leaf({3}, 7)};
@@ -814,6 +844,64 @@ TEST(ScenarioMutation, ResultSavedByItsOpThenOverwrittenByFill) {
         Tensor z = (a[1] * 1.0).tanh();
         z.copy_(a[0]);
         return TensorList{y, z};
+      });
+}
+
+TEST(ScenarioMutation, SavedInputWrittenWhenOnlyANoGradViewReachesItsVjp) {
+  // Found by AotProgramFuzz (seed 500054): sin saves x, relu_ overwrites it, and sin's result
+  // reaches the caller only through a view made under no_grad. Eager makes that view require
+  // grad without a grad_fn, so no gradient reaches sin's VJP and nothing raises; the compiled
+  // backward flowed the (always zero) tangent of the view's intermediate base to sin's VJP and
+  // raised eager's version error. The oracle's backward goes through (v * w).sum(), as a user's
+  // loss would (a backward() rooted at v itself raises on both sides).
+  ag::testing::expect_like_eager(
+      [] {
+        Tensor l = leaf({4}, 46);
+        return ag::testing::OracleSetup{{l * 1.0}, {l}};
+      },
+      [](std::vector<Tensor> a) {
+        Tensor x = a[0];
+        Tensor s = x.sin();
+        ag::relu_(x);
+        Tensor m = s * 2.0;
+        Tensor v;
+        {
+          ag::NoGradGuard no_grad;
+          v = m.view({2, 2});
+        }
+        return TensorList{v};
+      });
+}
+
+TEST(ScenarioMutation, FillThroughAViewCoveringTheWholeInputGivesItsHistoryZeros) {
+  // Found by AotProgramFuzz (seed 506290): eager's CopySlices gives x's history zeros (defined),
+  // as PyTorch; the functional graph wrote the whole input back through unsqueeze's inverse,
+  // where fill's VJP gave self nothing, and the leaf's gradient was undefined. Now every
+  // overwrite (fill_, zero_, copy_) gives self zeros_like(grad), as derivatives.yaml does.
+  run_scenario(
+      [] {
+        return nonleaf_setup({4}, 47);
+      },
+      [](const TensorList& a) {
+        Tensor x = a[0];
+        x.unsqueeze(1).fill_(-1.5);
+        return TensorList{x * 2.0};
+      });
+}
+
+TEST(ScenarioMutation, ZeroThroughAWholeSliceOfASyntheticBaseGivesItsHistoryZeros) {
+  // Found by AotProgramFuzz (seed 500443): the member's write is an as_strided_scatter over the
+  // whole synthetic base, whose VJP gave the base no gradient; eager's CopySlices gives zeros.
+  run_scenario(
+      [] {
+        Tensor l = leaf({2, 2}, 48);
+        Tensor n = l * 1.0;
+        return ScenarioInputs{{n, n.slice(1, 0, 2)}, {l}};
+      },
+      [](const TensorList& a) {
+        Tensor v = a[1];
+        v.zero_();
+        return TensorList{a[0] * 2.0};
       });
 }
 
