@@ -255,10 +255,10 @@ std::vector<Tensor> div_scalar_vjp(const VjpContext& c) {
   return {to(div(c.grad(), scalar_arg(c.args, 1)), c.input(0).dtype())};
 }
 
-// copy_ overwrites self: its old value gets no gradient, src gets all of it.
-// self's old value is overwritten: it gets zeros, as derivatives.yaml's `self: zeros_like(grad)`
-// and CopyBackwards give (defined, so the engine still runs what produced the old value: its
-// leaves get zero gradients and its saved values are version-checked, as in PyTorch).
+// copy_ overwrites self: src gets all of the gradient, self's old value zeros, as
+// derivatives.yaml's `self: zeros_like(grad)` and CopyBackwards give (defined, so the engine
+// still runs what produced the old value: its leaves get zero gradients and its saved values are
+// version-checked, as in PyTorch).
 std::vector<Tensor> copy__vjp(const VjpContext& c) {
   return {c.needs(0) ? zeros_like(c.grad()) : Tensor(),
           c.needs(1) ? reduce_to(c.grad(), c.input(1)) : Tensor()};
