@@ -93,6 +93,24 @@ ViewStep piece_step(const ops::OpDef& op, const ops::OpArgs& args, size_t piece,
   return step;
 }
 
+bool is_as_strided(const ViewStep& step) { return step.op->name == "aten.as_strided.default"; }
+
+// The last as_strided step among the first `steps` of `chain`, or SIZE_MAX. as_strided's
+// geometry is absolute over the storage, so the view it makes does not depend on the steps
+// before it: only on which storage they reached, and on autograd (a detach() between, grad modes).
+size_t last_as_strided(const std::vector<ViewStep>& chain, size_t steps) {
+  for (size_t i = steps; i-- > 0;)
+    if (is_as_strided(chain[i])) return i;
+  return SIZE_MAX;
+}
+
+// The last detach() step before step `k`, or SIZE_MAX.
+size_t last_detach_before(const std::vector<ViewStep>& chain, size_t k) {
+  for (size_t i = k; i-- > 0;)
+    if (chain[i].detached != SIZE_MAX) return i;
+  return SIZE_MAX;
+}
+
 }  // namespace
 
 Tracer::MetadataTouch Tracer::metadata_touch(const Tensor& t) const {
@@ -131,6 +149,8 @@ void Tracer::track_root(const Tensor& t, int input_index) {
   s.storage = t.storage();
   s.root = graph::ValueId{t.impl()->trace.value};
   s.input_index = input_index;
+  // An op's result covers its own storage; as_strided addresses it as the value is laid out.
+  s.root_is_storage = t.is_contiguous() && t.storage_offset() == 0;
   storages_.push_back(std::move(s));
   TensorState ts;
   ts.storage = storages_.size() - 1;
@@ -291,9 +311,27 @@ graph::NodeArg Tracer::to_node_arg(const ops::OpDef& op, const ops::Arg& a, size
 
 // ---- keeping views up to date ----
 
+// A chain with an as_strided step is replayed from that step, applied to the root (or to the
+// last detach()ed alias before it, a tensor of its own for autograd), not to the view before it:
+// the elements are the same (as_strided addresses the storage), and so is the gradient eager
+// gives a view regenerated after its storage was written (as_strided of its base), which differs
+// from the chain's where as_strided reaches past the elements of the view it was applied to.
 Tensor Tracer::replay(const StorageState& s, const std::vector<ViewStep>& chain, size_t steps) {
-  Tensor cur = bind(s.root, requires_grad(s.root));
-  for (size_t i = 0; i < steps; ++i) cur = apply_step(chain[i], cur);
+  size_t k = last_as_strided(chain, steps);
+  if (k == SIZE_MAX) {
+    Tensor cur = bind(s.root, requires_grad(s.root));
+    for (size_t i = 0; i < steps; ++i) cur = apply_step(chain[i], cur);
+    return cur;
+  }
+  size_t j = last_detach_before(chain, k);
+  Tensor cur = j == SIZE_MAX ? bind(s.root, requires_grad(s.root)) : replay(s, chain, j + 1);
+  // A step made under no_grad left the view without gradient; skipping it must not bring one.
+  bool grad_mode = true;
+  for (size_t i = j == SIZE_MAX ? 0 : j + 1; i <= k; ++i) grad_mode = grad_mode && chain[i].grad_mode;
+  ViewStep step = chain[k];
+  step.grad_mode = grad_mode;
+  cur = apply_step(step, cur);
+  for (size_t i = k + 1; i < steps; ++i) cur = apply_step(chain[i], cur);
   return cur;
 }
 
@@ -415,6 +453,9 @@ std::vector<Tensor> Tracer::record(const ops::OpDef& op, ops::OpArgs& args, bool
       if (track && base.impl()->trace.alias != UINT32_MAX) {
         ViewStep step{&op, args, autograd::grad_mode_enabled()};
         step.args[op.view_of_arg()] = Tensor();
+        // None means the offset of the tensor it was applied to; replays apply the step to the
+        // root (replay), so it is spelled out.
+        if (is_as_strided(step) && ops::is_none(step.args, 3)) step.args[3] = base.storage_offset();
         if (multi_output_view) {
           step = piece_step(op, args, i, metas);
           step.piece_group = graph_.nodes().size() - 1;
@@ -480,11 +521,12 @@ void Tracer::check_as_strided(const ops::OpDef& op, size_t storage, bool writing
   std::string which = s.root_offset != 0
                           ? "which starts at storage offset " + std::to_string(s.root_offset)
                           : "which is not a contiguous tensor over its whole storage";
-  throw UnsupportedError(std::string(op.name) + " on input " + std::to_string(s.input_index) +
-                         ", " + which +
-                         (writing ? ", is written through" : " after the input was mutated") +
+  std::string what = s.input_index >= 0 ? "input " + std::to_string(s.input_index)
+                                        : "a tensor the function made";
+  throw UnsupportedError(std::string(op.name) + " on " + what + ", " + which +
+                         (writing ? ", is written through" : " after it was mutated") +
                          ": aot_function cannot yet rebase as_strided's absolute offsets there. "
-                         "Pass a contiguous clone of the input, or use slice/select/view.");
+                         "Apply it to a contiguous clone(), or use slice/select/view.");
 }
 
 // Eager's leaf checks (autograd/eager.cpp): a leaf that requires grad is an input that was one
@@ -519,26 +561,23 @@ Tracer::Scattered Tracer::scatter_into_root(size_t state_index, const Tensor& up
   // A copy: the scatter ops below are traced with tracking, which grows tensors_ and storages_
   // and would leave references into them dangling.
   const std::vector<ViewStep> chain = tensors_[state_index].chain;
-  graph::ValueId root = storages_[tensors_[state_index].storage].root;
-  for (size_t i = 0; i < chain.size(); ++i) {
-    if (chain[i].op->name != "aten.as_strided.default") continue;
-    check_as_strided(*chain[i].op, tensors_[state_index].storage, /*writing=*/true);
-    // as_strided's geometry addresses the storage, but its scatter below would write it into the
-    // value of the view before it, laid out row-major in the graph: other elements than eager's
-    // (found by AotProgramFuzz, seed 400014, under both compilers).
-    if (i > 0)
-      throw UnsupportedError(
-          "an in-place op writes through as_strided of a view (made by " +
-          std::string(chain[i - 1].op->name) +
-          "); aot_function cannot yet write that back into its base. Apply as_strided to the "
-          "base itself, or write into a clone().");
-  }
-  // bases[i] is the tensor chain step i views; the update flows back innermost first.
-  std::vector<Tensor> bases{bind(root, requires_grad(root))};
-  for (size_t i = 0; i + 1 < chain.size(); ++i) bases.push_back(apply_step(chain[i], bases.back()));
+  const size_t storage = tensors_[state_index].storage;
+  graph::ValueId root = storages_[storage].root;
+  // as_strided's geometry addresses the storage: the update scatters back to the last as_strided
+  // step, then into the root with that step's geometry, whatever the steps before it were
+  // (scattering it into the view before it, laid out row-major in the graph, wrote other elements
+  // than eager's: AotProgramFuzz, seed 400014).
+  const size_t k = last_as_strided(chain, chain.size());
+  const size_t first = k == SIZE_MAX ? 0 : k + 1;
+  if (k != SIZE_MAX) check_as_strided(*chain[k].op, storage, /*writing=*/true);
+  // bases[i - first] is the tensor chain step i views; the update flows back innermost first.
+  std::vector<Tensor> bases{k == SIZE_MAX ? bind(root, requires_grad(root))
+                                          : replay(storages_[storage], chain, k + 1)};
+  for (size_t i = first; i + 1 < chain.size(); ++i)
+    bases.push_back(apply_step(chain[i], bases.back()));
   Tensor u = updated;
   Tensor detached;
-  for (size_t i = chain.size(); i-- > 0;) {
+  for (size_t i = chain.size(); i-- > first;) {
     const ViewStep& step = chain[i];
     if (step.detached != SIZE_MAX && !detached.defined()) detached = u;
     if (!step.op->view_scatter)
@@ -546,8 +585,9 @@ Tracer::Scattered Tracer::scatter_into_root(size_t state_index, const Tensor& up
                              std::string(step.op->name) +
                              "; aot_function cannot write that view back into its base. Apply "
                              "the op to a clone() instead.");
-    u = step.op->view_scatter(bases[i], u, step.args);
+    u = step.op->view_scatter(bases[i - first], u, step.args);
   }
+  if (k != SIZE_MAX) return scatter_as_strided(chain, k, storage, u, detached);
   // Eager writes the root in place, so its strides never change; the scatters of t, transpose,
   // permute and squeeze are themselves views and leave the new value laid out as the written
   // view was. A view regenerated from that value and returned from the graph would then have
@@ -563,6 +603,45 @@ Tracer::Scattered Tracer::scatter_into_root(size_t state_index, const Tensor& up
     u = record(clone, cargs, /*track=*/false).at(0);
   }
   return {u, detached};
+}
+
+// The write through as_strided (chain step k) whose view's new value is `u`: the root with that
+// step's window of its storage replaced by `u`. check_as_strided made sure the root's value is
+// laid out as its storage (contiguous from offset 0), so the window addresses the same elements
+// there. `detached` is the new value of the last detach()ed alias after step k, if the scatter
+// met one; a detach() before step k gets its new value here.
+Tracer::Scattered Tracer::scatter_as_strided(const std::vector<ViewStep>& chain, size_t k,
+                                             size_t storage, const Tensor& u, Tensor detached) {
+  const ViewStep& step = chain[k];
+  const graph::ValueId root = storages_[storage].root;
+  auto window = [&](const Tensor& self) {
+    const ops::OpDef& scatter = ops::lookup("aten.as_strided_scatter.default");
+    ops::OpArgs args{self, u, step.args[1], step.args[2], step.args[3]};
+    ops::normalize(scatter, args);
+    return record(scatter, args, /*track=*/false).at(0);
+  };
+  Tensor new_root = window(bind(root, requires_grad(root)));
+  const size_t j = last_detach_before(chain, k);
+  if (j == SIZE_MAX || detached.defined() || !autograd::grad_mode_enabled())
+    return {new_root, detached};
+  // That alias takes the write's history and not the root's (functionalize_inplace): the same
+  // window, written into the root's data with no history, seen through the steps up to it.
+  if (detached_histories_[chain[j].detached] != graph::kNoValue)
+    throw UnsupportedError(
+        "an in-place op with grad on writes through as_strided of a detach()ed alias that an "
+        "earlier write already gave a history; aot_function cannot yet combine the two. Write "
+        "into a clone() of the alias instead.");
+  const ops::OpDef& detach = ops::lookup("aten.detach.default");
+  ops::OpArgs dargs{bind(root, requires_grad(root))};
+  ops::normalize(detach, dargs);
+  Tensor alias = window(record(detach, dargs, /*track=*/false).at(0));
+  for (size_t i = 0; i < j; ++i) {
+    if (chain[i].detached != SIZE_MAX) continue;  // it would drop the history being built
+    ops::OpArgs vargs = chain[i].args;
+    vargs[chain[i].op->view_of_arg()] = alias;
+    alias = record(*chain[i].op, vargs, /*track=*/false).at(0);
+  }
+  return {new_root, alias};
 }
 
 std::vector<Tensor> Tracer::functionalize_inplace(const ops::OpDef& op, ops::OpArgs& args) {

@@ -173,6 +173,8 @@ class Tracer final : public ops::Interpreter, public autograd::TracedAutograd {
     Tensor detached;
   };
   Scattered scatter_into_root(size_t state_index, const Tensor& updated);
+  Scattered scatter_as_strided(const std::vector<ViewStep>& chain, size_t k, size_t storage,
+                               const Tensor& u, Tensor detached);
   // Records view step `step` applied to `base`, under the step's grad mode; a detach() step
   // whose alias has a history of its own yields that history with the current data.
   Tensor apply_step(const ViewStep& step, const Tensor& base);
