@@ -111,6 +111,26 @@ size_t last_detach_before(const std::vector<ViewStep>& chain, size_t k) {
   return SIZE_MAX;
 }
 
+// The first `steps` of `chain` as eager sees a view it regenerates after a write to its storage:
+// from its last as_strided step on, applied to the root (or to the last detach()ed alias before
+// it, a tensor of its own for autograd), not to the view before it. The elements are the same
+// (as_strided addresses the storage); the gradient is that of as_strided of the base, which
+// differs from the chain's where as_strided reaches past the elements of the view it was applied
+// to. A step before it made under no_grad left the view without gradient, and still does.
+std::vector<ViewStep> rebased_chain(const std::vector<ViewStep>& chain, size_t steps) {
+  const size_t k = last_as_strided(chain, steps);
+  if (k == SIZE_MAX) return {chain.begin(), chain.begin() + static_cast<std::ptrdiff_t>(steps)};
+  const size_t j = last_detach_before(chain, k);
+  std::vector<ViewStep> out = j == SIZE_MAX ? std::vector<ViewStep>{} : rebased_chain(chain, j + 1);
+  ViewStep as_strided = chain[k];
+  for (size_t i = j == SIZE_MAX ? 0 : j + 1; i < k; ++i)
+    as_strided.grad_mode = as_strided.grad_mode && chain[i].grad_mode;
+  out.push_back(std::move(as_strided));
+  out.insert(out.end(), chain.begin() + static_cast<std::ptrdiff_t>(k + 1),
+             chain.begin() + static_cast<std::ptrdiff_t>(steps));
+  return out;
+}
+
 }  // namespace
 
 Tracer::MetadataTouch Tracer::metadata_touch(const Tensor& t) const {
@@ -311,27 +331,9 @@ graph::NodeArg Tracer::to_node_arg(const ops::OpDef& op, const ops::Arg& a, size
 
 // ---- keeping views up to date ----
 
-// A chain with an as_strided step is replayed from that step, applied to the root (or to the
-// last detach()ed alias before it, a tensor of its own for autograd), not to the view before it:
-// the elements are the same (as_strided addresses the storage), and so is the gradient eager
-// gives a view regenerated after its storage was written (as_strided of its base), which differs
-// from the chain's where as_strided reaches past the elements of the view it was applied to.
 Tensor Tracer::replay(const StorageState& s, const std::vector<ViewStep>& chain, size_t steps) {
-  size_t k = last_as_strided(chain, steps);
-  if (k == SIZE_MAX) {
-    Tensor cur = bind(s.root, requires_grad(s.root));
-    for (size_t i = 0; i < steps; ++i) cur = apply_step(chain[i], cur);
-    return cur;
-  }
-  size_t j = last_detach_before(chain, k);
-  Tensor cur = j == SIZE_MAX ? bind(s.root, requires_grad(s.root)) : replay(s, chain, j + 1);
-  // A step made under no_grad left the view without gradient; skipping it must not bring one.
-  bool grad_mode = true;
-  for (size_t i = j == SIZE_MAX ? 0 : j + 1; i <= k; ++i) grad_mode = grad_mode && chain[i].grad_mode;
-  ViewStep step = chain[k];
-  step.grad_mode = grad_mode;
-  cur = apply_step(step, cur);
-  for (size_t i = k + 1; i < steps; ++i) cur = apply_step(chain[i], cur);
+  Tensor cur = bind(s.root, requires_grad(s.root));
+  for (const ViewStep& step : rebased_chain(chain, steps)) cur = apply_step(step, cur);
   return cur;
 }
 
@@ -371,6 +373,9 @@ void Tracer::sync(const Tensor& t) {
   for (const ViewStep& step : ts.chain)
     if (step.op->name == "aten.as_strided.default") check_as_strided(*step.op, ts.storage, false);
   Tensor fresh = replay(s, ts.chain, ts.chain.size());
+  // Eager regenerates the view's history the same way, and views made from it later extend that
+  // history; a returned alias is regenerated at run time from the chain as it is now.
+  ts.chain = rebased_chain(ts.chain, ts.chain.size());
   graph::ValueId v{fresh.impl()->trace.value};
   t.impl()->trace.value = v.index;
   ts.generation = s.generation;
