@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -70,13 +71,21 @@ struct StorageState {
   uint64_t generation = 0;
   int input_index = -1;  // graph input that owns this storage, or -1 for intermediates
   // The input's storage offset. Graph values made by functional ops start at offset 0, while
-  // as_strided's offsets are absolute, so as_strided on such a storage after a mutation (or a
-  // write through an as_strided view of it) is refused (Tracer::check_as_strided).
+  // as_strided's offsets are absolute, so an as_strided on such a storage after a mutation, or a
+  // write through one, is rebased onto the root's elements (Tracer::rebased_as_strided).
   int64_t root_offset = 0;
   // The input is contiguous and covers its whole storage, so a functional value of it (row
-  // major, numel elements) is laid out as its storage is. Otherwise as_strided's strides and
-  // offsets mean other elements after a mutation, and check_as_strided refuses it too.
+  // major, numel elements) is laid out as its storage is, and as_strided reads it directly.
   bool root_is_storage = true;
+  // Otherwise, where the root is dense (its elements fill its storage from root_offset on, with
+  // no gaps or overlaps): its dims in the order the storage holds them, outermost first. Taken in
+  // that order, the root's value is the storage from root_offset on, row-major. Unset when the
+  // root is not dense; an as_strided on it after a mutation, or a write through one, is refused.
+  std::optional<std::vector<int64_t>> storage_order;
+  // An as_strided read this input's storage in place (its window not rebased onto the root's
+  // elements) before anything wrote it. The runtime passes an input the function writes as a
+  // contiguous copy, where that read would find other elements, so a write is then refused.
+  bool read_in_place = false;
   bool mutated = false;
   bool all_mutations_under_no_grad = true;
   bool all_mutations_hidden = true;  // under no_grad or through a detach()ed alias

@@ -1,6 +1,7 @@
 #include "trace/tracer.h"
 
 #include <limits>
+#include <numeric>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -111,6 +112,43 @@ size_t last_detach_before(const std::vector<ViewStep>& chain, size_t k) {
   return SIZE_MAX;
 }
 
+// The dims of a tensor in the order its storage holds them, outermost first, when its elements
+// fill numel consecutive positions of the storage (no gaps, no overlaps); nullopt otherwise.
+std::optional<std::vector<int64_t>> dense_order(const IntList& sizes, const IntList& strides) {
+  std::vector<int64_t> order(sizes.size());
+  std::iota(order.begin(), order.end(), int64_t{0});
+  // Dims of size 1 first: their strides never address anything.
+  std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
+    bool unit_a = sizes[a] == 1, unit_b = sizes[b] == 1;
+    if (unit_a != unit_b) return unit_a;
+    return !unit_a && strides[a] > strides[b];
+  });
+  int64_t expected = 1;
+  for (size_t i = order.size(); i-- > 0;) {
+    int64_t d = order[i];
+    if (sizes[d] == 0) return std::nullopt;
+    if (sizes[d] == 1) continue;
+    if (strides[d] != expected) return std::nullopt;
+    expected *= sizes[d];
+  }
+  return order;
+}
+
+// Whether the window of as_strided `step` (sizes, strides, absolute offset) lies within the
+// `count` storage positions from `first` on.
+bool window_within(const ViewStep& step, int64_t first, int64_t count) {
+  if (ops::is_none(step.args, 3)) return false;
+  const IntList& size = ops::int_list_arg(step.args, 1);
+  const IntList& stride = ops::int_list_arg(step.args, 2);
+  const int64_t lo = ops::int_arg(step.args, 3);
+  int64_t hi = lo;
+  for (size_t d = 0; d < size.size(); ++d) {
+    if (size[d] == 0) return lo >= first;
+    hi += (size[d] - 1) * stride[d];
+  }
+  return lo >= first && hi < first + count;
+}
+
 // The first `steps` of `chain` as eager sees a view it regenerates after a write to its storage:
 // from its last as_strided step on, applied to the root (or to the last detach()ed alias before
 // it, a tensor of its own for autograd), not to the view before it. The elements are the same
@@ -171,6 +209,8 @@ void Tracer::track_root(const Tensor& t, int input_index) {
   s.input_index = input_index;
   // An op's result covers its own storage; as_strided addresses it as the value is laid out.
   s.root_is_storage = t.is_contiguous() && t.storage_offset() == 0;
+  s.root_offset = t.storage_offset();
+  s.storage_order = dense_order(t.sizes(), t.strides());
   storages_.push_back(std::move(s));
   TensorState ts;
   ts.storage = storages_.size() - 1;
@@ -202,7 +242,6 @@ Tensor Tracer::add_input(const Tensor& example, std::string_view name_hint, Desc
   input_is_leaf_requiring_grad_.push_back(example.requires_grad() && example.is_leaf());
   input_is_leaf_.push_back(example.is_leaf());
   track_root(fake, index);
-  storages_.back().root_offset = example.storage_offset();
   storages_.back().root_is_storage =
       example.is_contiguous() && static_cast<int64_t>(example.storage()->nbytes() /
                                                       itemsize(example.dtype())) == example.numel();
@@ -331,10 +370,42 @@ graph::NodeArg Tracer::to_node_arg(const ops::OpDef& op, const ops::Arg& a, size
 
 // ---- keeping views up to date ----
 
-Tensor Tracer::replay(const StorageState& s, const std::vector<ViewStep>& chain, size_t steps) {
+Tensor Tracer::replay(StorageState& s, const std::vector<ViewStep>& chain, size_t steps) {
   Tensor cur = bind(s.root, requires_grad(s.root));
-  for (const ViewStep& step : rebased_chain(chain, steps)) cur = apply_step(step, cur);
+  const std::vector<ViewStep> rebased = rebased_chain(chain, steps);
+  for (size_t i = 0; i < rebased.size(); ++i) {
+    const ViewStep& step = rebased[i];
+    cur = is_as_strided(step) && as_strided_needs_rebase(s, step, /*writing=*/false, i == 0)
+              ? rebased_as_strided(s, step, cur)
+              : apply_step(step, cur);
+  }
   return cur;
+}
+
+Tensor Tracer::permuted(const Tensor& t, const IntList& dims) {
+  const ops::OpDef& permute = ops::lookup("aten.permute.default");
+  ops::OpArgs args{t, dims};
+  ops::normalize(permute, args);
+  return record(permute, args, /*track=*/false).at(0);
+}
+
+// The root's dims taken in storage order and copied row-major: the storage from root_offset on,
+// whatever the layout of the root's current value (or of the copy the runtime passes of a written
+// input).
+Tensor Tracer::storage_copy(const StorageState& s, const Tensor& root) {
+  const ops::OpDef& clone = ops::lookup("aten.clone.default");
+  ops::OpArgs cargs{permuted(root, *s.storage_order)};
+  ops::normalize(clone, cargs);
+  return record(clone, cargs, /*track=*/false).at(0);
+}
+
+// The window is read in storage_copy, at its offset from root_offset.
+Tensor Tracer::rebased_as_strided(const StorageState& s, const ViewStep& step, const Tensor& root) {
+  GradModeScope mode(step.grad_mode);
+  ops::OpArgs args = step.args;
+  args[0] = storage_copy(s, root);
+  args[3] = ops::int_arg(step.args, 3) - s.root_offset;
+  return record(*step.op, args, /*track=*/false).at(0);
 }
 
 Tensor Tracer::apply_step(const ViewStep& step, const Tensor& base) {
@@ -368,10 +439,8 @@ std::optional<Tracer::DetachedHistory> Tracer::detached_history(const TensorStat
 void Tracer::sync(const Tensor& t) {
   if (!traced_here(t) || t.impl()->trace.alias == UINT32_MAX) return;
   TensorState& ts = tensors_[t.impl()->trace.alias];
-  const StorageState& s = storages_[ts.storage];
+  StorageState& s = storages_[ts.storage];
   if (ts.generation == s.generation) return;
-  for (const ViewStep& step : ts.chain)
-    if (step.op->name == "aten.as_strided.default") check_as_strided(*step.op, ts.storage, false);
   Tensor fresh = replay(s, ts.chain, ts.chain.size());
   // Eager regenerates the view's history the same way, and views made from it later extend that
   // history; a returned alias is regenerated at run time from the chain as it is now.
@@ -415,10 +484,29 @@ std::vector<Tensor> Tracer::call(const ops::OpDef& op, ops::OpArgs& args) {
 }
 
 std::vector<Tensor> Tracer::record(const ops::OpDef& op, ops::OpArgs& args, bool track) {
+  // as_strided of a root that is not laid out as its storage reads the root's elements
+  // (rebased_as_strided), where it can; the view it makes keeps eager's geometry.
+  std::optional<ViewStep> rebased;
   if (op.name == "aten.as_strided.default") {
     const Tensor& base = ops::tensor_arg(args, 0);
-    if (traced_here(base) && base.impl()->trace.alias != UINT32_MAX)
-      check_as_strided(op, tensors_[base.impl()->trace.alias].storage, false);
+    if (traced_here(base) && base.impl()->trace.alias != UINT32_MAX) {
+      const TensorState& ts = tensors_[base.impl()->trace.alias];
+      ViewStep step{&op, args, autograd::grad_mode_enabled()};
+      if (ops::is_none(step.args, 3)) step.args[3] = base.storage_offset();
+      // On the root itself, or within the elements of a dense view of it that autograd sees
+      // through (no detach(), made with grad on), the window's gradient reaches the same
+      // elements whether it goes through the view or straight to the root.
+      bool seen_through = true;
+      for (const ViewStep& v : ts.chain)
+        seen_through = seen_through && v.grad_mode && v.detached == SIZE_MAX;
+      bool on_root = ts.chain.empty() ||
+                     (seen_through && dense_order(base.sizes(), base.strides()) &&
+                      window_within(step, base.storage_offset(), base.numel()));
+      if (!on_root)
+        check_as_strided(ts.storage);
+      else if (as_strided_needs_rebase(storages_[ts.storage], step, /*writing=*/false, true))
+        rebased = std::move(step);
+    }
   }
   std::vector<graph::NodeArg> node_args;
   bool any_requires_grad = false;
@@ -433,7 +521,15 @@ std::vector<Tensor> Tracer::record(const ops::OpDef& op, ops::OpArgs& args, bool
   } catch (const std::invalid_argument& e) {
     throw std::invalid_argument(naming_op(op, e.what()));
   }
-  std::vector<graph::ValueId> outs = graph_.add_node(op, std::move(node_args), metas);
+  std::vector<ops::TensorMeta> node_metas = metas;
+  if (rebased) {
+    const StorageState& s = storages_[tensors_[ops::tensor_arg(args, 0).impl()->trace.alias].storage];
+    Tensor copy = storage_copy(s, bind(s.root, requires_grad(s.root)));
+    node_args[0] = graph::ValueId{copy.impl()->trace.value};
+    node_metas[0].storage_offset = ops::int_arg(rebased->args, 3) - s.root_offset;
+    node_args[3] = node_metas[0].storage_offset;
+  }
+  std::vector<graph::ValueId> outs = graph_.add_node(op, std::move(node_args), node_metas);
   if (std::optional<double> budget = current_memory_budget()) {
     node_budgets_.resize(graph_.nodes().size(), std::numeric_limits<double>::quiet_NaN());
     node_budgets_.back() = *budget;
@@ -519,19 +615,50 @@ void Tracer::note_saved_modified(const ops::OpDef& op, size_t storage) {
                " inside the compiled function. Clone it before modifying it."});
 }
 
-void Tracer::check_as_strided(const ops::OpDef& op, size_t storage, bool writing) const {
-  const StorageState& s = storages_[storage];
-  if (s.input_index >= 0) reads_input_offsets_ = true;
-  if ((s.root_offset == 0 && s.root_is_storage) || (!writing && s.generation == 0)) return;
-  std::string which = s.root_offset != 0
-                          ? "which starts at storage offset " + std::to_string(s.root_offset)
-                          : "which is not a contiguous tensor over its whole storage";
+namespace {
+
+UnsupportedError as_strided_refusal(const StorageState& s, bool writing, bool outside) {
   std::string what = s.input_index >= 0 ? "input " + std::to_string(s.input_index)
                                         : "a tensor the function made";
-  throw UnsupportedError(std::string(op.name) + " on " + what + ", " + which +
-                         (writing ? ", is written through" : " after it was mutated") +
-                         ": aot_function cannot yet rebase as_strided's absolute offsets there. "
-                         "Apply it to a contiguous clone(), or use slice/select/view.");
+  std::string when = writing ? ", is written through" : " after it was mutated";
+  if (outside)
+    return UnsupportedError(
+        "aten.as_strided.default on " + what + when +
+        ", reaches storage elements outside it: aot_function holds only the input's own "
+        "elements there. Pass the tensor whose storage it reads, or use slice/select/view.");
+  std::string which = !s.storage_order
+                          ? "which is not dense in its storage (gaps or overlaps)"
+                      : s.root_offset != 0
+                          ? "which starts at storage offset " + std::to_string(s.root_offset)
+                          : "which is not a contiguous tensor over its whole storage";
+  return UnsupportedError("aten.as_strided.default on " + what + ", " + which + when +
+                          ": aot_function cannot yet rebase as_strided's absolute offsets there. "
+                          "Apply it to a contiguous clone(), or use slice/select/view.");
+}
+
+}  // namespace
+
+void Tracer::check_as_strided(size_t storage) {
+  StorageState& s = storages_[storage];
+  if (s.input_index >= 0) reads_input_offsets_ = true;
+  if (s.root_offset == 0 && s.root_is_storage) return;
+  if (s.generation != 0) throw as_strided_refusal(s, /*writing=*/false, /*outside=*/false);
+  s.read_in_place = s.read_in_place || s.input_index >= 0;
+}
+
+bool Tracer::as_strided_needs_rebase(StorageState& s, const ViewStep& step, bool writing,
+                                     bool on_root) {
+  if (s.input_index >= 0) reads_input_offsets_ = true;
+  if (s.root_offset == 0 && s.root_is_storage) return false;
+  int64_t numel = 1;
+  for (int64_t n : graph_.value(s.root).meta.sizes) numel *= n;
+  bool within = window_within(step, s.root_offset, numel);
+  if (on_root && s.storage_order && within) return true;
+  if (!writing && s.generation == 0) {
+    s.read_in_place = s.read_in_place || s.input_index >= 0;
+    return false;
+  }
+  throw as_strided_refusal(s, writing, /*outside=*/on_root && s.storage_order && !within);
 }
 
 // Eager's leaf checks (autograd/eager.cpp): a leaf that requires grad is an input that was one
@@ -574,10 +701,16 @@ Tracer::Scattered Tracer::scatter_into_root(size_t state_index, const Tensor& up
   // than eager's: AotProgramFuzz, seed 400014).
   const size_t k = last_as_strided(chain, chain.size());
   const size_t first = k == SIZE_MAX ? 0 : k + 1;
-  if (k != SIZE_MAX) check_as_strided(*chain[k].op, storage, /*writing=*/true);
+  const bool rebase = k != SIZE_MAX &&
+                      as_strided_needs_rebase(storages_[storage], chain[k], /*writing=*/true,
+                                              last_detach_before(chain, k) == SIZE_MAX);
   // bases[i - first] is the tensor chain step i views; the update flows back innermost first.
-  std::vector<Tensor> bases{k == SIZE_MAX ? bind(root, requires_grad(root))
-                                          : replay(storages_[storage], chain, k + 1)};
+  // (Nothing is recorded for a write of the as_strided view itself: names stay as they were.)
+  std::vector<Tensor> bases;
+  if (k == SIZE_MAX)
+    bases.push_back(bind(root, requires_grad(root)));
+  else if (first < chain.size())
+    bases.push_back(replay(storages_[storage], chain, k + 1));
   for (size_t i = first; i + 1 < chain.size(); ++i)
     bases.push_back(apply_step(chain[i], bases.back()));
   Tensor u = updated;
@@ -592,7 +725,7 @@ Tracer::Scattered Tracer::scatter_into_root(size_t state_index, const Tensor& up
                              "the op to a clone() instead.");
     u = step.op->view_scatter(bases[i - first], u, step.args);
   }
-  if (k != SIZE_MAX) return scatter_as_strided(chain, k, storage, u, detached);
+  if (k != SIZE_MAX) return scatter_as_strided(chain, k, storage, rebase, u, detached);
   // Eager writes the root in place, so its strides never change; the scatters of t, transpose,
   // permute and squeeze are themselves views and leave the new value laid out as the written
   // view was. A view regenerated from that value and returned from the graph would then have
@@ -611,19 +744,28 @@ Tracer::Scattered Tracer::scatter_into_root(size_t state_index, const Tensor& up
 }
 
 // The write through as_strided (chain step k) whose view's new value is `u`: the root with that
-// step's window of its storage replaced by `u`. check_as_strided made sure the root's value is
-// laid out as its storage (contiguous from offset 0), so the window addresses the same elements
-// there. `detached` is the new value of the last detach()ed alias after step k, if the scatter
-// met one; a detach() before step k gets its new value here.
+// step's window of its storage replaced by `u`. The window addresses the root's value directly
+// where it is laid out as its storage; with `rebase`, it addresses the root's dims taken in
+// storage order, from root_offset on (as_strided_needs_rebase checked it lies there), and the
+// result is permuted back. `detached` is the new value of the last detach()ed alias after step k,
+// if the scatter met one; a detach() before step k gets its new value here.
 Tracer::Scattered Tracer::scatter_as_strided(const std::vector<ViewStep>& chain, size_t k,
-                                             size_t storage, const Tensor& u, Tensor detached) {
+                                             size_t storage, bool rebase, const Tensor& u,
+                                             Tensor detached) {
   const ViewStep& step = chain[k];
   const graph::ValueId root = storages_[storage].root;
+  const std::optional<std::vector<int64_t>> order = storages_[storage].storage_order;
+  const int64_t root_offset = storages_[storage].root_offset;
   auto window = [&](const Tensor& self) {
     const ops::OpDef& scatter = ops::lookup("aten.as_strided_scatter.default");
-    ops::OpArgs args{self, u, step.args[1], step.args[2], step.args[3]};
+    ops::OpArgs args{rebase ? permuted(self, *order) : self, u, step.args[1], step.args[2],
+                     rebase ? ops::Arg(ops::int_arg(step.args, 3) - root_offset) : step.args[3]};
     ops::normalize(scatter, args);
-    return record(scatter, args, /*track=*/false).at(0);
+    Tensor written = record(scatter, args, /*track=*/false).at(0);
+    if (!rebase) return written;
+    IntList back(order->size());
+    for (size_t d = 0; d < order->size(); ++d) back[static_cast<size_t>((*order)[d])] = int64_t(d);
+    return permuted(written, back);
   };
   Tensor new_root = window(bind(root, requires_grad(root)));
   const size_t j = last_detach_before(chain, k);
@@ -677,6 +819,12 @@ std::vector<Tensor> Tracer::functionalize_inplace(const ops::OpDef& op, ops::OpA
     cargs[to_copy.parsed_schema().find_arg("dtype")] = self.dtype();
     updated = record(to_copy, cargs, /*track=*/false).at(0);
   }
+  if (const StorageState& s = storages_[tensors_[state_index].storage]; s.read_in_place)
+    throw UnsupportedError(
+        std::string(op.name) + " writes input " + std::to_string(s.input_index) +
+        ", which is not a contiguous tensor over its whole storage, after an as_strided read it "
+        "in place: the compiled function is passed a contiguous copy of an input it writes, "
+        "where that read would find other elements. Pass a contiguous clone of the input.");
   Scattered scattered = scatter_into_root(state_index, updated);
   Tensor new_root = scattered.root;
   StorageState& s = storages_[tensors_[state_index].storage];

@@ -172,3 +172,53 @@ TEST(ScenarioRaises, WriteThroughAsStridedOfADetachedAliasWithAHistoryIsRefused)
       },
       "detach()ed alias that an earlier write already gave a history");
 }
+
+TEST(AsStridedWrite, IntoAnInputThatIsNotLaidOutAsItsStorage) {
+  // A transposed input, and one at a storage offset: the window is rebased onto the input's own
+  // elements (its dims in storage order), which it must lie within. AotProgramFuzz, seed 507676:
+  // the runtime passes a written input as a contiguous copy, so reading it in place found other
+  // elements, even before the write.
+  like_eager_under_both_compilers(
+      [] {
+        Tensor r = leaf({3, 2}, 47);
+        return OracleSetup{{r.transpose(1, 0)}, {r}};
+      },
+      [](std::vector<Tensor> a) {
+        Tensor v = a[0].as_strided({1, 3}, {1, 1});
+        Tensor before = ag::cat({v, a[0]}, 0);
+        {
+          ag::NoGradGuard no_grad;
+          Tensor t = v.t();
+          ag::relu_(t);
+        }
+        return std::vector<Tensor>{before, a[0] * 1.0, v};
+      });
+  like_eager_under_both_compilers(
+      [] {
+        Tensor l = leaf({8}, 48);
+        Tensor r = l * 1.5;
+        return OracleSetup{{r.slice(0, 2, 8), leaf({2, 2}, 49)}, {l}};
+      },
+      [](std::vector<Tensor> a) {
+        Tensor y = a[0].as_strided({2}, {1}, 3);
+        Tensor before = y * 2.0;
+        a[0].as_strided({2, 2}, {1, 2}, 4).mul_(a[1]);
+        return std::vector<Tensor>{before, y * 1.0, a[0] * 1.0};
+      });
+}
+
+TEST(ScenarioRaises, WriteOfAnInputAfterAnAsStridedReadPastItsElementsIsRefused) {
+  // The read reaches storage elements outside the input (its base's), which only the input
+  // itself holds; a written input reaches the compiled function as a contiguous copy.
+  ag::testing::expect_unsupported(
+      [] {
+        return ag::testing::TensorList{leaf({8}, 50, false).slice(0, 2, 8)};
+      },
+      [](const ag::testing::TensorList& a) {
+        Tensor y = a[0].as_strided({2}, {1}, 0) * 1.0;
+        Tensor x = a[0];
+        x.mul_(2.0);
+        return y;
+      },
+      "after an as_strided read it in place");
+}
