@@ -807,6 +807,15 @@ std::vector<Tensor> Tracer::functionalize_inplace(const ops::OpDef& op, ops::OpA
   const ops::OpDef& functional = ops::lookup(op.functional_variant);
   ops::OpArgs fargs = args;
   ops::normalize(functional, fargs);
+  // Eager's CopySlices passes the gradient of the written view's old value straight to the
+  // base's window: as_strided of the root, however the view was made (its other reads, as
+  // another argument, keep the view's own history). They differ where an as_strided reaches
+  // past the view it was applied to (AotProgramFuzz, seed 301038).
+  if (const TensorState& ts = tensors_[state_index];
+      rebased_chain(ts.chain, ts.chain.size()).size() != ts.chain.size() && grad_on && !hidden) {
+    std::vector<ViewStep> chain = ts.chain;
+    fargs[op.mutated_arg()] = replay(storages_[ts.storage], chain, chain.size());
+  }
   Tensor updated = record(functional, fargs, /*track=*/false).at(0);
   if (updated.sizes() != self.sizes())
     throw std::invalid_argument(
@@ -876,6 +885,12 @@ std::vector<Tensor> Tracer::functionalize_metadata(const ops::OpDef& op, ops::Op
   check_leaf_mutation(op, ts, !grad_on || ts.hidden, graph::ValueId{self.impl()->trace.value});
   note_saved_modified(op, ts.storage);
   metadata_touched_storages_.push_back(ts.storage);
+  // Eager bumps the version counter, so it regenerates the history of every view of the
+  // storage before its next use: a view made through as_strided becomes as_strided of the root
+  // (sync), though the data did not change (AotProgramFuzz, seed 307529).
+  for (TensorState& other : tensors_)
+    if (other.storage == ts.storage && last_as_strided(other.chain, other.chain.size()) != SIZE_MAX)
+      other.generation = UINT64_MAX;
   self.storage()->bump_version();
   const ops::OpDef& view = ops::lookup(op.functional_variant);
   ops::OpArgs vargs = args;
