@@ -1,6 +1,7 @@
 #include "trace/tracer.h"
 
 #include <limits>
+#include <numeric>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -93,6 +94,81 @@ ViewStep piece_step(const ops::OpDef& op, const ops::OpArgs& args, size_t piece,
   return step;
 }
 
+bool is_as_strided(const ViewStep& step) { return step.op->name == "aten.as_strided.default"; }
+
+// The last as_strided step among the first `steps` of `chain`, or SIZE_MAX. as_strided's
+// geometry is absolute over the storage, so the view it makes does not depend on the steps
+// before it: only on which storage they reached, and on autograd (a detach() between, grad modes).
+size_t last_as_strided(const std::vector<ViewStep>& chain, size_t steps) {
+  for (size_t i = steps; i-- > 0;)
+    if (is_as_strided(chain[i])) return i;
+  return SIZE_MAX;
+}
+
+// The last detach() step before step `k`, or SIZE_MAX.
+size_t last_detach_before(const std::vector<ViewStep>& chain, size_t k) {
+  for (size_t i = k; i-- > 0;)
+    if (chain[i].detached != SIZE_MAX) return i;
+  return SIZE_MAX;
+}
+
+// The dims of a tensor in the order its storage holds them, outermost first, when its elements
+// fill numel consecutive positions of the storage (no gaps, no overlaps); nullopt otherwise.
+std::optional<std::vector<int64_t>> dense_order(const IntList& sizes, const IntList& strides) {
+  std::vector<int64_t> order(sizes.size());
+  std::iota(order.begin(), order.end(), int64_t{0});
+  // Dims of size 1 first: their strides never address anything.
+  std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
+    bool unit_a = sizes[a] == 1, unit_b = sizes[b] == 1;
+    if (unit_a != unit_b) return unit_a;
+    return !unit_a && strides[a] > strides[b];
+  });
+  int64_t expected = 1;
+  for (size_t i = order.size(); i-- > 0;) {
+    int64_t d = order[i];
+    if (sizes[d] == 0) return std::nullopt;
+    if (sizes[d] == 1) continue;
+    if (strides[d] != expected) return std::nullopt;
+    expected *= sizes[d];
+  }
+  return order;
+}
+
+// Whether the window of as_strided `step` (sizes, strides, absolute offset) lies within the
+// `count` storage positions from `first` on.
+bool window_within(const ViewStep& step, int64_t first, int64_t count) {
+  if (ops::is_none(step.args, 3)) return false;
+  const IntList& size = ops::int_list_arg(step.args, 1);
+  const IntList& stride = ops::int_list_arg(step.args, 2);
+  const int64_t lo = ops::int_arg(step.args, 3);
+  int64_t hi = lo;
+  for (size_t d = 0; d < size.size(); ++d) {
+    if (size[d] == 0) return lo >= first;
+    hi += (size[d] - 1) * stride[d];
+  }
+  return lo >= first && hi < first + count;
+}
+
+// The first `steps` of `chain` as eager sees a view it regenerates after a write to its storage:
+// from its last as_strided step on, applied to the root (or to the last detach()ed alias before
+// it, a tensor of its own for autograd), not to the view before it. The elements are the same
+// (as_strided addresses the storage); the gradient is that of as_strided of the base, which
+// differs from the chain's where as_strided reaches past the elements of the view it was applied
+// to. A step before it made under no_grad left the view without gradient, and still does.
+std::vector<ViewStep> rebased_chain(const std::vector<ViewStep>& chain, size_t steps) {
+  const size_t k = last_as_strided(chain, steps);
+  if (k == SIZE_MAX) return {chain.begin(), chain.begin() + static_cast<std::ptrdiff_t>(steps)};
+  const size_t j = last_detach_before(chain, k);
+  std::vector<ViewStep> out = j == SIZE_MAX ? std::vector<ViewStep>{} : rebased_chain(chain, j + 1);
+  ViewStep as_strided = chain[k];
+  for (size_t i = j == SIZE_MAX ? 0 : j + 1; i < k; ++i)
+    as_strided.grad_mode = as_strided.grad_mode && chain[i].grad_mode;
+  out.push_back(std::move(as_strided));
+  out.insert(out.end(), chain.begin() + static_cast<std::ptrdiff_t>(k + 1),
+             chain.begin() + static_cast<std::ptrdiff_t>(steps));
+  return out;
+}
+
 }  // namespace
 
 Tracer::MetadataTouch Tracer::metadata_touch(const Tensor& t) const {
@@ -131,6 +207,10 @@ void Tracer::track_root(const Tensor& t, int input_index) {
   s.storage = t.storage();
   s.root = graph::ValueId{t.impl()->trace.value};
   s.input_index = input_index;
+  // An op's result covers its own storage; as_strided addresses it as the value is laid out.
+  s.root_is_storage = t.is_contiguous() && t.storage_offset() == 0;
+  s.root_offset = t.storage_offset();
+  s.storage_order = dense_order(t.sizes(), t.strides());
   storages_.push_back(std::move(s));
   TensorState ts;
   ts.storage = storages_.size() - 1;
@@ -162,7 +242,6 @@ Tensor Tracer::add_input(const Tensor& example, std::string_view name_hint, Desc
   input_is_leaf_requiring_grad_.push_back(example.requires_grad() && example.is_leaf());
   input_is_leaf_.push_back(example.is_leaf());
   track_root(fake, index);
-  storages_.back().root_offset = example.storage_offset();
   storages_.back().root_is_storage =
       example.is_contiguous() && static_cast<int64_t>(example.storage()->nbytes() /
                                                       itemsize(example.dtype())) == example.numel();
@@ -291,10 +370,42 @@ graph::NodeArg Tracer::to_node_arg(const ops::OpDef& op, const ops::Arg& a, size
 
 // ---- keeping views up to date ----
 
-Tensor Tracer::replay(const StorageState& s, const std::vector<ViewStep>& chain, size_t steps) {
+Tensor Tracer::replay(StorageState& s, const std::vector<ViewStep>& chain, size_t steps) {
   Tensor cur = bind(s.root, requires_grad(s.root));
-  for (size_t i = 0; i < steps; ++i) cur = apply_step(chain[i], cur);
+  const std::vector<ViewStep> rebased = rebased_chain(chain, steps);
+  for (size_t i = 0; i < rebased.size(); ++i) {
+    const ViewStep& step = rebased[i];
+    cur = is_as_strided(step) && as_strided_needs_rebase(s, step, /*writing=*/false, i == 0)
+              ? rebased_as_strided(s, step, cur)
+              : apply_step(step, cur);
+  }
   return cur;
+}
+
+Tensor Tracer::permuted(const Tensor& t, const IntList& dims) {
+  const ops::OpDef& permute = ops::lookup("aten.permute.default");
+  ops::OpArgs args{t, dims};
+  ops::normalize(permute, args);
+  return record(permute, args, /*track=*/false).at(0);
+}
+
+// The root's dims taken in storage order and copied row-major: the storage from root_offset on,
+// whatever the layout of the root's current value (or of the copy the runtime passes of a written
+// input).
+Tensor Tracer::storage_copy(const StorageState& s, const Tensor& root) {
+  const ops::OpDef& clone = ops::lookup("aten.clone.default");
+  ops::OpArgs cargs{permuted(root, *s.storage_order)};
+  ops::normalize(clone, cargs);
+  return record(clone, cargs, /*track=*/false).at(0);
+}
+
+// The window is read in storage_copy, at its offset from root_offset.
+Tensor Tracer::rebased_as_strided(const StorageState& s, const ViewStep& step, const Tensor& root) {
+  GradModeScope mode(step.grad_mode);
+  ops::OpArgs args = step.args;
+  args[0] = storage_copy(s, root);
+  args[3] = ops::int_arg(step.args, 3) - s.root_offset;
+  return record(*step.op, args, /*track=*/false).at(0);
 }
 
 Tensor Tracer::apply_step(const ViewStep& step, const Tensor& base) {
@@ -328,11 +439,12 @@ std::optional<Tracer::DetachedHistory> Tracer::detached_history(const TensorStat
 void Tracer::sync(const Tensor& t) {
   if (!traced_here(t) || t.impl()->trace.alias == UINT32_MAX) return;
   TensorState& ts = tensors_[t.impl()->trace.alias];
-  const StorageState& s = storages_[ts.storage];
+  StorageState& s = storages_[ts.storage];
   if (ts.generation == s.generation) return;
-  for (const ViewStep& step : ts.chain)
-    if (step.op->name == "aten.as_strided.default") check_as_strided(*step.op, ts.storage, false);
   Tensor fresh = replay(s, ts.chain, ts.chain.size());
+  // Eager regenerates the view's history the same way, and views made from it later extend that
+  // history; a returned alias is regenerated at run time from the chain as it is now.
+  ts.chain = rebased_chain(ts.chain, ts.chain.size());
   graph::ValueId v{fresh.impl()->trace.value};
   t.impl()->trace.value = v.index;
   ts.generation = s.generation;
@@ -372,10 +484,29 @@ std::vector<Tensor> Tracer::call(const ops::OpDef& op, ops::OpArgs& args) {
 }
 
 std::vector<Tensor> Tracer::record(const ops::OpDef& op, ops::OpArgs& args, bool track) {
+  // as_strided of a root that is not laid out as its storage reads the root's elements
+  // (rebased_as_strided), where it can; the view it makes keeps eager's geometry.
+  std::optional<ViewStep> rebased;
   if (op.name == "aten.as_strided.default") {
     const Tensor& base = ops::tensor_arg(args, 0);
-    if (traced_here(base) && base.impl()->trace.alias != UINT32_MAX)
-      check_as_strided(op, tensors_[base.impl()->trace.alias].storage, false);
+    if (traced_here(base) && base.impl()->trace.alias != UINT32_MAX) {
+      const TensorState& ts = tensors_[base.impl()->trace.alias];
+      ViewStep step{&op, args, autograd::grad_mode_enabled()};
+      if (ops::is_none(step.args, 3)) step.args[3] = base.storage_offset();
+      // On the root itself, or within the elements of a dense view of it that autograd sees
+      // through (no detach(), made with grad on), the window's gradient reaches the same
+      // elements whether it goes through the view or straight to the root.
+      bool seen_through = true;
+      for (const ViewStep& v : ts.chain)
+        seen_through = seen_through && v.grad_mode && v.detached == SIZE_MAX;
+      bool on_root = ts.chain.empty() ||
+                     (seen_through && dense_order(base.sizes(), base.strides()) &&
+                      window_within(step, base.storage_offset(), base.numel()));
+      if (!on_root)
+        check_as_strided(ts.storage);
+      else if (as_strided_needs_rebase(storages_[ts.storage], step, /*writing=*/false, true))
+        rebased = std::move(step);
+    }
   }
   std::vector<graph::NodeArg> node_args;
   bool any_requires_grad = false;
@@ -390,7 +521,15 @@ std::vector<Tensor> Tracer::record(const ops::OpDef& op, ops::OpArgs& args, bool
   } catch (const std::invalid_argument& e) {
     throw std::invalid_argument(naming_op(op, e.what()));
   }
-  std::vector<graph::ValueId> outs = graph_.add_node(op, std::move(node_args), metas);
+  std::vector<ops::TensorMeta> node_metas = metas;
+  if (rebased) {
+    const StorageState& s = storages_[tensors_[ops::tensor_arg(args, 0).impl()->trace.alias].storage];
+    Tensor copy = storage_copy(s, bind(s.root, requires_grad(s.root)));
+    node_args[0] = graph::ValueId{copy.impl()->trace.value};
+    node_metas[0].storage_offset = ops::int_arg(rebased->args, 3) - s.root_offset;
+    node_args[3] = node_metas[0].storage_offset;
+  }
+  std::vector<graph::ValueId> outs = graph_.add_node(op, std::move(node_args), node_metas);
   if (std::optional<double> budget = current_memory_budget()) {
     node_budgets_.resize(graph_.nodes().size(), std::numeric_limits<double>::quiet_NaN());
     node_budgets_.back() = *budget;
@@ -415,6 +554,9 @@ std::vector<Tensor> Tracer::record(const ops::OpDef& op, ops::OpArgs& args, bool
       if (track && base.impl()->trace.alias != UINT32_MAX) {
         ViewStep step{&op, args, autograd::grad_mode_enabled()};
         step.args[op.view_of_arg()] = Tensor();
+        // None means the offset of the tensor it was applied to; replays apply the step to the
+        // root (replay), so it is spelled out.
+        if (is_as_strided(step) && ops::is_none(step.args, 3)) step.args[3] = base.storage_offset();
         if (multi_output_view) {
           step = piece_step(op, args, i, metas);
           step.piece_group = graph_.nodes().size() - 1;
@@ -473,18 +615,50 @@ void Tracer::note_saved_modified(const ops::OpDef& op, size_t storage) {
                " inside the compiled function. Clone it before modifying it."});
 }
 
-void Tracer::check_as_strided(const ops::OpDef& op, size_t storage, bool writing) const {
-  const StorageState& s = storages_[storage];
-  if (s.input_index >= 0) reads_input_offsets_ = true;
-  if ((s.root_offset == 0 && s.root_is_storage) || (!writing && s.generation == 0)) return;
-  std::string which = s.root_offset != 0
+namespace {
+
+UnsupportedError as_strided_refusal(const StorageState& s, bool writing, bool outside) {
+  std::string what = s.input_index >= 0 ? "input " + std::to_string(s.input_index)
+                                        : "a tensor the function made";
+  std::string when = writing ? ", is written through" : " after it was mutated";
+  if (outside)
+    return UnsupportedError(
+        "aten.as_strided.default on " + what + when +
+        ", reaches storage elements outside it: aot_function holds only the input's own "
+        "elements there. Pass the tensor whose storage it reads, or use slice/select/view.");
+  std::string which = !s.storage_order
+                          ? "which is not dense in its storage (gaps or overlaps)"
+                      : s.root_offset != 0
                           ? "which starts at storage offset " + std::to_string(s.root_offset)
                           : "which is not a contiguous tensor over its whole storage";
-  throw UnsupportedError(std::string(op.name) + " on input " + std::to_string(s.input_index) +
-                         ", " + which +
-                         (writing ? ", is written through" : " after the input was mutated") +
-                         ": aot_function cannot yet rebase as_strided's absolute offsets there. "
-                         "Pass a contiguous clone of the input, or use slice/select/view.");
+  return UnsupportedError("aten.as_strided.default on " + what + ", " + which + when +
+                          ": aot_function cannot yet rebase as_strided's absolute offsets there. "
+                          "Apply it to a contiguous clone(), or use slice/select/view.");
+}
+
+}  // namespace
+
+void Tracer::check_as_strided(size_t storage) {
+  StorageState& s = storages_[storage];
+  if (s.input_index >= 0) reads_input_offsets_ = true;
+  if (s.root_offset == 0 && s.root_is_storage) return;
+  if (s.generation != 0) throw as_strided_refusal(s, /*writing=*/false, /*outside=*/false);
+  s.read_in_place = s.read_in_place || s.input_index >= 0;
+}
+
+bool Tracer::as_strided_needs_rebase(StorageState& s, const ViewStep& step, bool writing,
+                                     bool on_root) {
+  if (s.input_index >= 0) reads_input_offsets_ = true;
+  if (s.root_offset == 0 && s.root_is_storage) return false;
+  int64_t numel = 1;
+  for (int64_t n : graph_.value(s.root).meta.sizes) numel *= n;
+  bool within = window_within(step, s.root_offset, numel);
+  if (on_root && s.storage_order && within) return true;
+  if (!writing && s.generation == 0) {
+    s.read_in_place = s.read_in_place || s.input_index >= 0;
+    return false;
+  }
+  throw as_strided_refusal(s, writing, /*outside=*/on_root && s.storage_order && !within);
 }
 
 // Eager's leaf checks (autograd/eager.cpp): a leaf that requires grad is an input that was one
@@ -519,26 +693,29 @@ Tracer::Scattered Tracer::scatter_into_root(size_t state_index, const Tensor& up
   // A copy: the scatter ops below are traced with tracking, which grows tensors_ and storages_
   // and would leave references into them dangling.
   const std::vector<ViewStep> chain = tensors_[state_index].chain;
-  graph::ValueId root = storages_[tensors_[state_index].storage].root;
-  for (size_t i = 0; i < chain.size(); ++i) {
-    if (chain[i].op->name != "aten.as_strided.default") continue;
-    check_as_strided(*chain[i].op, tensors_[state_index].storage, /*writing=*/true);
-    // as_strided's geometry addresses the storage, but its scatter below would write it into the
-    // value of the view before it, laid out row-major in the graph: other elements than eager's
-    // (found by AotProgramFuzz, seed 400014, under both compilers).
-    if (i > 0)
-      throw UnsupportedError(
-          "an in-place op writes through as_strided of a view (made by " +
-          std::string(chain[i - 1].op->name) +
-          "); aot_function cannot yet write that back into its base. Apply as_strided to the "
-          "base itself, or write into a clone().");
-  }
-  // bases[i] is the tensor chain step i views; the update flows back innermost first.
-  std::vector<Tensor> bases{bind(root, requires_grad(root))};
-  for (size_t i = 0; i + 1 < chain.size(); ++i) bases.push_back(apply_step(chain[i], bases.back()));
+  const size_t storage = tensors_[state_index].storage;
+  graph::ValueId root = storages_[storage].root;
+  // as_strided's geometry addresses the storage: the update scatters back to the last as_strided
+  // step, then into the root with that step's geometry, whatever the steps before it were
+  // (scattering it into the view before it, laid out row-major in the graph, wrote other elements
+  // than eager's: AotProgramFuzz, seed 400014).
+  const size_t k = last_as_strided(chain, chain.size());
+  const size_t first = k == SIZE_MAX ? 0 : k + 1;
+  const bool rebase = k != SIZE_MAX &&
+                      as_strided_needs_rebase(storages_[storage], chain[k], /*writing=*/true,
+                                              last_detach_before(chain, k) == SIZE_MAX);
+  // bases[i - first] is the tensor chain step i views; the update flows back innermost first.
+  // (Nothing is recorded for a write of the as_strided view itself: names stay as they were.)
+  std::vector<Tensor> bases;
+  if (k == SIZE_MAX)
+    bases.push_back(bind(root, requires_grad(root)));
+  else if (first < chain.size())
+    bases.push_back(replay(storages_[storage], chain, k + 1));
+  for (size_t i = first; i + 1 < chain.size(); ++i)
+    bases.push_back(apply_step(chain[i], bases.back()));
   Tensor u = updated;
   Tensor detached;
-  for (size_t i = chain.size(); i-- > 0;) {
+  for (size_t i = chain.size(); i-- > first;) {
     const ViewStep& step = chain[i];
     if (step.detached != SIZE_MAX && !detached.defined()) detached = u;
     if (!step.op->view_scatter)
@@ -546,8 +723,9 @@ Tracer::Scattered Tracer::scatter_into_root(size_t state_index, const Tensor& up
                              std::string(step.op->name) +
                              "; aot_function cannot write that view back into its base. Apply "
                              "the op to a clone() instead.");
-    u = step.op->view_scatter(bases[i], u, step.args);
+    u = step.op->view_scatter(bases[i - first], u, step.args);
   }
+  if (k != SIZE_MAX) return scatter_as_strided(chain, k, storage, rebase, u, detached);
   // Eager writes the root in place, so its strides never change; the scatters of t, transpose,
   // permute and squeeze are themselves views and leave the new value laid out as the written
   // view was. A view regenerated from that value and returned from the graph would then have
@@ -563,6 +741,54 @@ Tracer::Scattered Tracer::scatter_into_root(size_t state_index, const Tensor& up
     u = record(clone, cargs, /*track=*/false).at(0);
   }
   return {u, detached};
+}
+
+// The write through as_strided (chain step k) whose view's new value is `u`: the root with that
+// step's window of its storage replaced by `u`. The window addresses the root's value directly
+// where it is laid out as its storage; with `rebase`, it addresses the root's dims taken in
+// storage order, from root_offset on (as_strided_needs_rebase checked it lies there), and the
+// result is permuted back. `detached` is the new value of the last detach()ed alias after step k,
+// if the scatter met one; a detach() before step k gets its new value here.
+Tracer::Scattered Tracer::scatter_as_strided(const std::vector<ViewStep>& chain, size_t k,
+                                             size_t storage, bool rebase, const Tensor& u,
+                                             Tensor detached) {
+  const ViewStep& step = chain[k];
+  const graph::ValueId root = storages_[storage].root;
+  const std::optional<std::vector<int64_t>> order = storages_[storage].storage_order;
+  const int64_t root_offset = storages_[storage].root_offset;
+  auto window = [&](const Tensor& self) {
+    const ops::OpDef& scatter = ops::lookup("aten.as_strided_scatter.default");
+    ops::OpArgs args{rebase ? permuted(self, *order) : self, u, step.args[1], step.args[2],
+                     rebase ? ops::Arg(ops::int_arg(step.args, 3) - root_offset) : step.args[3]};
+    ops::normalize(scatter, args);
+    Tensor written = record(scatter, args, /*track=*/false).at(0);
+    if (!rebase) return written;
+    IntList back(order->size());
+    for (size_t d = 0; d < order->size(); ++d) back[static_cast<size_t>((*order)[d])] = int64_t(d);
+    return permuted(written, back);
+  };
+  Tensor new_root = window(bind(root, requires_grad(root)));
+  const size_t j = last_detach_before(chain, k);
+  if (j == SIZE_MAX || detached.defined() || !autograd::grad_mode_enabled())
+    return {new_root, detached};
+  // That alias takes the write's history and not the root's (functionalize_inplace): the same
+  // window, written into the root's data with no history, seen through the steps up to it.
+  if (detached_histories_[chain[j].detached] != graph::kNoValue)
+    throw UnsupportedError(
+        "an in-place op with grad on writes through as_strided of a detach()ed alias that an "
+        "earlier write already gave a history; aot_function cannot yet combine the two. Write "
+        "into a clone() of the alias instead.");
+  const ops::OpDef& detach = ops::lookup("aten.detach.default");
+  ops::OpArgs dargs{bind(root, requires_grad(root))};
+  ops::normalize(detach, dargs);
+  Tensor alias = window(record(detach, dargs, /*track=*/false).at(0));
+  for (size_t i = 0; i < j; ++i) {
+    if (chain[i].detached != SIZE_MAX) continue;  // it would drop the history being built
+    ops::OpArgs vargs = chain[i].args;
+    vargs[chain[i].op->view_of_arg()] = alias;
+    alias = record(*chain[i].op, vargs, /*track=*/false).at(0);
+  }
+  return {new_root, alias};
 }
 
 std::vector<Tensor> Tracer::functionalize_inplace(const ops::OpDef& op, ops::OpArgs& args) {
@@ -581,6 +807,15 @@ std::vector<Tensor> Tracer::functionalize_inplace(const ops::OpDef& op, ops::OpA
   const ops::OpDef& functional = ops::lookup(op.functional_variant);
   ops::OpArgs fargs = args;
   ops::normalize(functional, fargs);
+  // Eager's CopySlices passes the gradient of the written view's old value straight to the
+  // base's window: as_strided of the root, however the view was made (its other reads, as
+  // another argument, keep the view's own history). They differ where an as_strided reaches
+  // past the view it was applied to (AotProgramFuzz, seed 301038).
+  if (const TensorState& ts = tensors_[state_index];
+      rebased_chain(ts.chain, ts.chain.size()).size() != ts.chain.size() && grad_on && !hidden) {
+    std::vector<ViewStep> chain = ts.chain;
+    fargs[op.mutated_arg()] = replay(storages_[ts.storage], chain, chain.size());
+  }
   Tensor updated = record(functional, fargs, /*track=*/false).at(0);
   if (updated.sizes() != self.sizes())
     throw std::invalid_argument(
@@ -593,6 +828,12 @@ std::vector<Tensor> Tracer::functionalize_inplace(const ops::OpDef& op, ops::OpA
     cargs[to_copy.parsed_schema().find_arg("dtype")] = self.dtype();
     updated = record(to_copy, cargs, /*track=*/false).at(0);
   }
+  if (const StorageState& s = storages_[tensors_[state_index].storage]; s.read_in_place)
+    throw UnsupportedError(
+        std::string(op.name) + " writes input " + std::to_string(s.input_index) +
+        ", which is not a contiguous tensor over its whole storage, after an as_strided read it "
+        "in place: the compiled function is passed a contiguous copy of an input it writes, "
+        "where that read would find other elements. Pass a contiguous clone of the input.");
   Scattered scattered = scatter_into_root(state_index, updated);
   Tensor new_root = scattered.root;
   StorageState& s = storages_[tensors_[state_index].storage];
@@ -644,6 +885,12 @@ std::vector<Tensor> Tracer::functionalize_metadata(const ops::OpDef& op, ops::Op
   check_leaf_mutation(op, ts, !grad_on || ts.hidden, graph::ValueId{self.impl()->trace.value});
   note_saved_modified(op, ts.storage);
   metadata_touched_storages_.push_back(ts.storage);
+  // Eager bumps the version counter, so it regenerates the history of every view of the
+  // storage before its next use: a view made through as_strided becomes as_strided of the root
+  // (sync), though the data did not change (AotProgramFuzz, seed 307529).
+  for (TensorState& other : tensors_)
+    if (other.storage == ts.storage && last_as_strided(other.chain, other.chain.size()) != SIZE_MAX)
+      other.generation = UINT64_MAX;
   self.storage()->bump_version();
   const ops::OpDef& view = ops::lookup(op.functional_variant);
   ops::OpArgs vargs = args;

@@ -173,12 +173,26 @@ class Tracer final : public ops::Interpreter, public autograd::TracedAutograd {
     Tensor detached;
   };
   Scattered scatter_into_root(size_t state_index, const Tensor& updated);
+  Scattered scatter_as_strided(const std::vector<ViewStep>& chain, size_t k, size_t storage,
+                               bool rebase, const Tensor& u, Tensor detached);
+  // Whether as_strided `step` on storage `s` (applied to the root itself: on_root) must be
+  // rebased onto the root's elements (rebased_as_strided) rather than address the root's value,
+  // which is laid out as the storage or, unwritten, is the input itself. Throws where neither is
+  // possible: the root is not dense, the window reaches past its elements, or a detach() of the
+  // root is in between.
+  bool as_strided_needs_rebase(StorageState& s, const ViewStep& step, bool writing,
+                               bool on_root);
+  Tensor rebased_as_strided(const StorageState& s, const ViewStep& step, const Tensor& root);
+  Tensor permuted(const Tensor& t, const IntList& dims);
+  Tensor storage_copy(const StorageState& s, const Tensor& root);
   // Records view step `step` applied to `base`, under the step's grad mode; a detach() step
   // whose alias has a history of its own yields that history with the current data.
   Tensor apply_step(const ViewStep& step, const Tensor& base);
   void note_saved_modified(const ops::OpDef& op, size_t storage);
-  void check_as_strided(const ops::OpDef& op, size_t storage, bool writing) const;
-  Tensor replay(const StorageState& s, const std::vector<ViewStep>& chain, size_t steps);
+  // A user's as_strided on `storage`: refused after a write unless the root's value is laid out
+  // as its storage; before one, reads the input in place (StorageState::read_in_place).
+  void check_as_strided(size_t storage);
+  Tensor replay(StorageState& s, const std::vector<ViewStep>& chain, size_t steps);
   void sync(const Tensor& t);
   void sync_args(ops::OpArgs& args);
   void track_root(const Tensor& t, int input_index);
@@ -212,7 +226,7 @@ class Tracer final : public ops::Interpreter, public autograd::TracedAutograd {
   std::vector<double> node_budgets_;  // by node index; may stop short of the last nodes
   std::vector<bool> requires_grad_;   // by value index
   std::vector<StorageState> storages_;
-  mutable bool reads_input_offsets_ = false;  // set by check_as_strided
+  bool reads_input_offsets_ = false;  // set by check_as_strided, as_strided_needs_rebase
   std::vector<TensorState> tensors_;
   std::vector<bool> input_is_leaf_requiring_grad_;
   std::vector<bool> input_is_leaf_;

@@ -1,0 +1,224 @@
+// Writes through as_strided of a view (a transpose, slice, squeeze, unsqueeze, detach() or a
+// synthetic base's member), and reads of such views after their storage was written, compiled
+// under the interpreter and the cpp code generator with every partitioner and compared with eager
+// (eager_oracle.h: outputs, aliasing, inputs after the call, version counters, gradients).
+// as_strided's sizes, strides and offset are absolute over the storage, so the elements written
+// are the storage root's, whatever views came before it (Tracer::scatter_as_strided).
+#include <gtest/gtest.h>
+
+#include "aot/eager_oracle.h"
+#include "aotgrad/aotgrad.h"
+#include "testing/scenario.h"
+
+namespace ag = aotgrad;
+using ag::Tensor;
+using ag::testing::expect_like_eager;
+using ag::testing::leaf;
+using ag::testing::OracleSetup;
+
+namespace {
+
+// A non-leaf that requires grad (so eager lets the function write it), and its leaf.
+OracleSetup non_leaf(const ag::IntList& sizes, uint64_t seed) {
+  Tensor l = leaf(sizes, seed);
+  return OracleSetup{{l * 1.5}, {l}};
+}
+
+void like_eager_under_both_compilers(const std::function<OracleSetup()>& make,
+                                     const ag::testing::OracleFn& fn) {
+  for (const char* compiler : {"interpreter", "cpp"}) {
+    SCOPED_TRACE(compiler);
+    ag::AotConfig config;
+    config.fw_compiler = compiler;
+    expect_like_eager(make, fn, config);
+  }
+}
+
+}  // namespace
+
+TEST(AsStridedWrite, ThroughAMemberOfASyntheticBase) {
+  // AotProgramFuzz, seed 400014 (both compilers): the window was written into the member's
+  // value, laid out row-major in the graph, instead of into the base's storage.
+  like_eager_under_both_compilers(
+      [] {
+        Tensor r = leaf({5, 2}, 29, false);
+        return OracleSetup{{r, r.t().slice(1, 2, 4)}, {}};
+      },
+      [](std::vector<Tensor> a) {
+        Tensor v = a[1].as_strided({1, 2}, {1, 1});
+        v.mul_(-3.0);
+        return std::vector<Tensor>{v.sin(), a[0] * 1.0};
+      });
+  like_eager_under_both_compilers(
+      [] {
+        Tensor l = leaf({5, 2}, 31);
+        Tensor r = l * 1.5;
+        return OracleSetup{{r, r.t().slice(1, 2, 4), leaf({1, 2}, 32)}, {l}};
+      },
+      [](std::vector<Tensor> a) {
+        Tensor v = a[1].as_strided({1, 2}, {1, 1});
+        v.mul_(a[2]);
+        return std::vector<Tensor>{v, a[0] * 1.0, a[1]};
+      });
+}
+
+TEST(AsStridedWrite, ThroughATranspose) {
+  like_eager_under_both_compilers(
+      [] { return OracleSetup{{leaf({3, 2}, 30, false)}, {}}; },
+      [](std::vector<Tensor> a) {
+        Tensor v = a[0].t().as_strided({2}, {1});
+        v.mul_(2.0);
+        return std::vector<Tensor>{v * 1.0, a[0] * 1.0};
+      });
+  like_eager_under_both_compilers(
+      [] {
+        OracleSetup s = non_leaf({3, 2}, 33);
+        s.inputs.push_back(leaf({2, 2}, 34));
+        return s;
+      },
+      [](std::vector<Tensor> a) {
+        Tensor v = a[0].t().as_strided({2, 2}, {1, 2}, 1);
+        v.mul_(a[1]);
+        return std::vector<Tensor>{v, a[0].exp()};
+      });
+}
+
+TEST(AsStridedWrite, ThroughSliceSqueezeAndUnsqueeze) {
+  like_eager_under_both_compilers(
+      [] {
+        OracleSetup s = non_leaf({4, 3}, 35);
+        s.inputs.push_back(leaf({2, 2}, 36));
+        return s;
+      },
+      [](std::vector<Tensor> a) {
+        // No offset: the slice's own (3), absolute like the strides.
+        Tensor v = a[0].slice(0, 1, 3).as_strided({2, 2}, {1, 3});
+        v.add_(a[1]);
+        Tensor w = a[0].unsqueeze(0).squeeze(0).as_strided({3}, {4}, 0);
+        w.mul_(-2.0);
+        Tensor u = a[0].unsqueeze(1).as_strided({2, 3}, {3, 1}, 6);
+        u.sub_(a[1].sum());
+        return std::vector<Tensor>{a[0] * 1.0, v, w.sin()};
+      });
+}
+
+TEST(AsStridedWrite, ThroughADetachedAliasWithGradOn) {
+  // The alias takes the write's history; the input keeps its own (the write is hidden from it).
+  like_eager_under_both_compilers(
+      [] {
+        OracleSetup s = non_leaf({3, 2}, 37);
+        s.inputs.push_back(leaf({2, 2}, 38));
+        return s;
+      },
+      [](std::vector<Tensor> a) {
+        Tensor d = a[0].t().detach();
+        Tensor v = d.as_strided({2, 2}, {1, 2});
+        v.mul_(a[1]);
+        return std::vector<Tensor>{d * 1.0, v, a[0].sin()};
+      });
+  like_eager_under_both_compilers(
+      [] { return OracleSetup{{leaf({3, 2}, 39, false), leaf({2}, 40)}, {}}; },
+      [](std::vector<Tensor> a) {
+        Tensor d = a[0].detach();
+        Tensor v = d.t().as_strided({2}, {3}, 1);
+        v.add_(a[1]);
+        return std::vector<Tensor>{d, v * 2.0, a[0] * 1.0};
+      });
+}
+
+TEST(AsStridedWrite, ViewsReadAfterTheirStorageWasWritten) {
+  // Regenerated after the write, a view made by as_strided of a view is as_strided of the root,
+  // as eager regenerates its history: the gradient reaches past the view it was made from.
+  like_eager_under_both_compilers(
+      [] {
+        OracleSetup s = non_leaf({6}, 41);
+        s.inputs.push_back(leaf({3}, 42));
+        return s;
+      },
+      [](std::vector<Tensor> a) {
+        Tensor w = a[0].slice(0, 0, 2).as_strided({4}, {1}, 1);
+        Tensor before = w * 1.0;
+        a[0].slice(0, 3, 6).mul_(a[1]);
+        return std::vector<Tensor>{before, w * 1.0, w.t()};
+      });
+  like_eager_under_both_compilers(
+      [] {
+        OracleSetup s = non_leaf({3, 4}, 43);
+        s.inputs.push_back(leaf({2, 3}, 44));
+        return s;
+      },
+      [](std::vector<Tensor> a) {
+        Tensor w = a[0].t().as_strided({2, 3}, {4, 1}, 2);
+        w.add_(a[1]);
+        Tensor y = a[0].select(0, 1).as_strided({2, 2}, {1, 4});
+        a[0].t().mul_(2.0);
+        return std::vector<Tensor>{w, y * 1.0, a[0] * 1.0};
+      });
+}
+
+TEST(ScenarioRaises, WriteThroughAsStridedOfADetachedAliasWithAHistoryIsRefused) {
+  // The alias's history (from an earlier write with grad on) would have to be combined with the
+  // new write's window, which is a window of the storage, not of the alias.
+  ag::testing::expect_unsupported(
+      [] {
+        Tensor l = leaf({3, 2}, 45);
+        return ag::testing::ScenarioInputs{{l * 1.5, leaf({3, 2}, 46)}, {l}};
+      },
+      [](const ag::testing::TensorList& a) {
+        Tensor d = a[0].detach();
+        d.mul_(a[1]);
+        d.t().as_strided({2}, {1}).add_(a[1].sum());
+        return d * 1.0;
+      },
+      "detach()ed alias that an earlier write already gave a history");
+}
+
+TEST(AsStridedWrite, IntoAnInputThatIsNotLaidOutAsItsStorage) {
+  // A transposed input, and one at a storage offset: the window is rebased onto the input's own
+  // elements (its dims in storage order), which it must lie within. AotProgramFuzz, seed 507676:
+  // the runtime passes a written input as a contiguous copy, so reading it in place found other
+  // elements, even before the write.
+  like_eager_under_both_compilers(
+      [] {
+        Tensor r = leaf({3, 2}, 47);
+        return OracleSetup{{r.transpose(1, 0)}, {r}};
+      },
+      [](std::vector<Tensor> a) {
+        Tensor v = a[0].as_strided({1, 3}, {1, 1});
+        Tensor before = ag::cat({v, a[0]}, 0);
+        {
+          ag::NoGradGuard no_grad;
+          Tensor t = v.t();
+          ag::relu_(t);
+        }
+        return std::vector<Tensor>{before, a[0] * 1.0, v};
+      });
+  like_eager_under_both_compilers(
+      [] {
+        Tensor l = leaf({8}, 48);
+        Tensor r = l * 1.5;
+        return OracleSetup{{r.slice(0, 2, 8), leaf({2, 2}, 49)}, {l}};
+      },
+      [](std::vector<Tensor> a) {
+        Tensor y = a[0].as_strided({2}, {1}, 3);
+        Tensor before = y * 2.0;
+        a[0].as_strided({2, 2}, {1, 2}, 4).mul_(a[1]);
+        return std::vector<Tensor>{before, y * 1.0, a[0] * 1.0};
+      });
+}
+
+TEST(ScenarioRaises, WriteOfAnInputAfterAnAsStridedReadPastItsElementsIsRefused) {
+  // The read reaches storage elements outside the input (its base's), which only the input
+  // itself holds; a written input reaches the compiled function as a contiguous copy.
+  ag::testing::expect_unsupported(
+      [] {
+        return ag::testing::TensorList{leaf({8}, 50, false).slice(0, 2, 8)};
+      },
+      [](const ag::testing::TensorList& a) {
+        Tensor y = a[0].as_strided({2}, {1}, 0) * 1.0;
+        Tensor x = a[0];
+        x.mul_(2.0);
+        return y;
+      },
+      "after an as_strided read it in place");
+}
