@@ -243,6 +243,14 @@ void AliasedOutputs::after(CallFrame& f) const {
       result[o] = f.inputs[out.index];
     }
   }
+  // An intermediate base is its storage's own tensor in eager, never a view. The graph may
+  // compute it with a view op (a write through a view of it), and then the backend's buffer is
+  // its _base: a view of it replayed under no_grad would ask that buffer, which requires no
+  // grad, whether it requires grad (eager's answers yes, from the base).
+  for (const Output& out : outputs_)
+    if (out.kind == Kind::alias_of_graph_output && f.outs[out.index].defined() &&
+        f.outs[out.index].is_view())
+      f.outs[out.index].impl()->base.reset();
   trace::PieceCache pieces;
   std::vector<std::pair<size_t, Tensor>> detached;  // by history output: one alias per call
   for (size_t o = 0; o < outputs_.size(); ++o) {

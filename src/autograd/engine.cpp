@@ -23,6 +23,7 @@
 #include "autograd/grad_mode_scope.h"
 #include "autograd/nodes.h"
 #include "autograd/traced.h"
+#include "autograd/view_creation.h"
 #include "kernels/factory.h"
 #include "tensor/current_op.h"
 #include "tensor/thread_loan.h"
@@ -40,6 +41,35 @@ Tensor accumulate(const Tensor& acc, const Tensor& g) {
   if (!acc.defined()) return g;
   if (!g.defined()) return acc;
   return add(acc, g);
+}
+
+std::string shown_name(const Node& n) {
+  return dynamic_cast<const OpNode*>(&n) ? pytorch_node_name(n.name()) : n.name();
+}
+
+bool expandable_to(const IntList& from, const IntList& to) {
+  if (from.size() > to.size()) return false;
+  for (size_t i = 1; i <= from.size(); ++i) {
+    int64_t f = from[from.size() - i], t = to[to.size() - i];
+    if (f != t && f != 1) return false;
+  }
+  return true;
+}
+
+// PyTorch's validate_outputs: a gradient of another shape than the one `to` recorded for its
+// slot (the tensor's geometry was changed in place under no_grad: t_, unsqueeze_, ...) is summed
+// to that shape when the recorded one broadcasts to it, and refused otherwise. Of the same shape,
+// it is taken as it is, whatever the layout it stands for.
+Tensor fit_gradient(const Node& to, uint32_t slot, Tensor g, const Node* from, size_t index) {
+  if (slot >= to.output_sizes.size() || !g.defined()) return g;
+  const IntList& want = to.output_sizes[slot];
+  if (g.sizes() == want) return g;
+  if (!expandable_to(want, g.sizes()))
+    throw std::runtime_error((from ? "Function " + shown_name(*from) + " returned an " : std::string()) +
+                             "invalid gradient at index " + std::to_string(index) + " - got " +
+                             shape_to_string(g.sizes()) + " but expected shape compatible with " +
+                             shape_to_string(want));
+  return sum_to_size(g, want);
 }
 
 Tensor zeros_for(const Node& n, uint32_t slot) {
@@ -212,7 +242,9 @@ class GraphTask {
   void make_roots(const std::vector<Tensor>& outputs, const std::vector<Tensor>& grad_outputs);
   void count_dependencies();
   void make_captures();
-  void deliver(const std::shared_ptr<Node>& node, uint32_t slot, const Tensor& g);
+  // from: the node whose gradient_inputs[index] g is; null for a root's gradient.
+  void deliver(const std::shared_ptr<Node>& node, uint32_t slot, const Tensor& g,
+               const Node* from, size_t index);
   void run_node(uint32_t i);
   void make_ready(uint32_t i);
 
@@ -282,10 +314,11 @@ void GraphTask::make_captures() {
   mark_nodes_reaching(table_, captures_);
 }
 
-void GraphTask::deliver(const std::shared_ptr<Node>& node, uint32_t slot, const Tensor& g) {
+void GraphTask::deliver(const std::shared_ptr<Node>& node, uint32_t slot, const Tensor& g,
+                        const Node* from, size_t index) {
   NodeState& s = table_[table_.insert(node.get()).first];
   if (s.buffer.size() < node->num_outputs()) s.buffer.resize(node->num_outputs());
-  s.buffer[slot] = accumulate(s.buffer[slot], g);
+  s.buffer[slot] = accumulate(s.buffer[slot], fit_gradient(*node, slot, g, from, index));
   s.has_buffer = true;
   if (!s.owner) s.owner = node;
 }
@@ -328,7 +361,7 @@ void GraphTask::run_node(uint32_t i) {
     const Edge& e = n->next_edges[k];
     if (!e.node) continue;
     if (k < grad_inputs.size() && grad_inputs[k].defined())
-      deliver(e.node, e.input_nr, grad_inputs[k]);
+      deliver(e.node, e.input_nr, grad_inputs[k], n, k);
     uint32_t j = table_.insert(e.node.get()).first;
     if (--table_[j].deps == 0) {
       table_[j].owner = e.node;
@@ -339,7 +372,8 @@ void GraphTask::run_node(uint32_t i) {
 
 std::vector<Tensor> GraphTask::execute() {
   GradModeScope grad_mode(create_graph_);
-  for (auto& [e, g] : roots_) deliver(e.node, e.input_nr, g);
+  for (size_t r = 0; r < roots_.size(); ++r)
+    deliver(roots_[r].first.node, roots_[r].first.input_nr, roots_[r].second, nullptr, r);
   for (auto& [e, g] : roots_) {
     uint32_t i = table_.insert(e.node.get()).first;
     if (table_[i].deps == 0 && table_[i].has_buffer) make_ready(i);

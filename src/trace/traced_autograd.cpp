@@ -33,6 +33,27 @@ bool saves_data(const ops::OpDef& op) {
   return op.saves.inputs != 0 || op.saves.outputs != 0;
 }
 
+// Whether eager's _base of the traced view `t` (state `ts`) requires grad. A fake view's _base is
+// its storage's root, but eager's detach() result has no _base: a view made after one has the
+// detach()ed alias for base, which requires grad only once a write with grad on gave it a
+// history (`detached_histories`, by detach() call; seeds 107566, 124763).
+bool eager_base_requires_grad(const Tensor& t, const TensorState* ts,
+                              const std::vector<graph::ValueId>& detached_histories) {
+  if (ts)
+    for (size_t k = ts->chain.size(); k-- > 0;)
+      if (ts->chain[k].detached != SIZE_MAX)
+        return detached_histories[ts->chain[k].detached] != graph::kNoValue;
+  return t._base().requires_grad();
+}
+
+// Tensor::requires_grad() as eager answers it for a traced tensor (a view asks its base).
+bool eager_requires_grad(const Tensor& t, const TensorState* ts,
+                         const std::vector<graph::ValueId>& detached_histories) {
+  if (!t.is_view() || !ts) return t.requires_grad();
+  return (t.impl()->autograd && t.impl()->autograd->requires_grad) ||
+         eager_base_requires_grad(t, ts, detached_histories);
+}
+
 }  // namespace
 
 // ---- views made under no_grad or by multi-output ops ----
@@ -48,7 +69,9 @@ void Tracer::check_view_rules(const ops::OpDef& op, const ops::OpArgs& args) con
   if (!autograd::grad_mode_enabled()) return;
   std::vector<Tensor> flat = flat_tensors(args);
   bool any_requires_grad = false;
-  for (const Tensor& t : flat) any_requires_grad = any_requires_grad || t.requires_grad();
+  for (const Tensor& t : flat)
+    any_requires_grad =
+        any_requires_grad || eager_requires_grad(t, state_of(t), detached_histories_);
   if (!any_requires_grad) return;
   if (op.is_inplace()) {
     const Tensor& self = ops::tensor_arg(args, op.mutated_arg());
@@ -59,7 +82,7 @@ void Tracer::check_view_rules(const ops::OpDef& op, const ops::OpArgs& args) con
   for (const Tensor& t : flat) {
     if (!traced_here(t) || !autograd::written_since_special_view_creation(t)) continue;
     autograd::ViewHistory h = history_of(t);
-    if (h.has_grad_fn || t._base().requires_grad())
+    if (h.has_grad_fn || eager_base_requires_grad(t, state_of(t), detached_histories_))
       autograd::check_view_creation(t, h, /*indirect=*/true);
   }
 }
@@ -71,7 +94,8 @@ void Tracer::check_no_grad_views_unused(const ops::OpDef& op, const ops::OpArgs&
   if (!autograd::grad_mode_enabled() || !op.vjp) return;
   for (const Tensor& t : flat_tensors(args)) {
     if (!traced_here(t) || !t.is_view() || !t.impl()->autograd) continue;
-    if (t.impl()->autograd->view_creation != ViewCreation::no_grad_mode || !t.requires_grad())
+    if (t.impl()->autograd->view_creation != ViewCreation::no_grad_mode ||
+        !eager_requires_grad(t, state_of(t), detached_histories_))
       continue;
     if (!requires_grad(graph::ValueId{t.impl()->trace.value}))
       throw UnsupportedError(

@@ -326,3 +326,24 @@ TEST(ScenarioInputAliasModes, OverlappingLeavesThatRequireGradWithoutCommonBaseN
       },
       [](const TensorList& a) { return (a[0] * a[1]).sum(); });
 }
+
+TEST(ScenarioModes, NoGradViewOfADetachedAliasWrittenWithGradOnIsReadLikeEager) {
+  // Found by AotProgramFuzz (seeds 107566, 124763, 129069): eager's detach() result has no
+  // _base, so v (its view under no_grad) does not require grad and reading it after the write
+  // is allowed; the tracer asked the storage's root, which requires grad, and raised eager's
+  // no_grad-view error.
+  run_scenario(
+      [] {
+        return TensorList{leaf({4, 5}, 1)};
+      },
+      [](const TensorList& a) {
+        Tensor d = a[0].detach();
+        Tensor v;
+        {
+          ag::NoGradGuard no_grad;
+          v = d.squeeze(1);
+        }
+        d.add_(-3.0);
+        return TensorList{v.sub(d), a[0] * 2.0};
+      });
+}

@@ -465,3 +465,24 @@ TEST(ScenarioOutputAlias, TwoEqualDotProductsAreTwoTensors) {
                  return TensorList{a[0].matmul(a[0]), a[0].matmul(a[0])};
                });
 }
+
+TEST(ScenarioOutputAlias, NoGradViewOfIntermediateWrittenThroughAnotherReturnedView) {
+  // Found by AotProgramFuzz (seeds 104554, 124949): the base's new value is a view op's result in
+  // the graph, a view of the backend's buffer; the no_grad view replayed from it asked that
+  // buffer whether it requires grad, and was returned with requires_grad() false.
+  run_scenario(
+      [] {
+        return TensorList{leaf({3}, 5)};
+      },
+      [](const TensorList& a) {
+        Tensor y = a[0] * 2.0;
+        Tensor r = y.reshape({3, 1});
+        ag::tanh_(r);
+        Tensor v;
+        {
+          ag::NoGradGuard no_grad;
+          v = y.unsqueeze(1);
+        }
+        return TensorList{v, r};
+      });
+}

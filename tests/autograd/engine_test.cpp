@@ -465,3 +465,35 @@ TEST(EngineViews, ViewOfABaseWithoutHistoryFollowsAWriteThroughASiblingView) {
   ASSERT_TRUE(w.grad().defined());
   EXPECT_EQ(w.grad().to_vector<double>(), (std::vector<double>{12.0}));
 }
+
+TEST(EngineViews, GradientOfAGeometryChangedUnderNoGradIsFittedAsPyTorch) {
+  // Found by AotProgramFuzz (seed 120018). The gradient reaching a tensor whose geometry was
+  // changed in place under no_grad has the new shape; its node recorded the old one. PyTorch's
+  // validate_outputs takes it as it is when the shapes agree, sums it when the old shape
+  // broadcasts to the new, and refuses it otherwise.
+  Tensor x = test_input({6});
+  Tensor y = x * 2.0;
+  {
+    ag::NoGradGuard no_grad;
+    ag::unsqueeze_(y, 0);
+  }
+  y.backward(ag::arange(6.0).view({1, 6}));
+  EXPECT_TRUE(allclose(x.grad(), ag::arange(6.0) * 2.0, 0, 0));
+  Tensor z = x * 2.0;
+  {
+    ag::NoGradGuard no_grad;
+    ag::unsqueeze_(z, 1);
+  }
+  EXPECT_TRUE(throws_with<std::runtime_error>(
+      [&] { z.backward(ag::ones({6, 1})); },
+      {"invalid gradient at index 0 - got [6, 1] but expected shape compatible with [6]"}));
+  Tensor w = test_input({2, 3}) * 2.0;
+  {
+    ag::NoGradGuard no_grad;
+    ag::t_(w);
+  }
+  EXPECT_TRUE(throws_with<std::runtime_error>(
+      [&] { (w * ag::ones({3, 2})).sum().backward(); },
+      {"Function MulBackward0 returned an invalid gradient at index 0 - got [3, 2] but expected "
+       "shape compatible with [2, 3]"}));
+}
