@@ -1,5 +1,6 @@
 #include "trace/tracer.h"
 
+#include <algorithm>
 #include <limits>
 #include <numeric>
 #include <optional>
@@ -730,15 +731,28 @@ Tracer::Scattered Tracer::scatter_into_root(size_t state_index, const Tensor& up
   // permute and squeeze are themselves views and leave the new value laid out as the written
   // view was. A view regenerated from that value and returned from the graph would then have
   // strides eager never gives (x.t().mul_(2); return x.t()). Intermediate roots are contiguous;
-  // an input's new value is copied into the caller's tensor, whose strides stay.
+  // An input's root keeps its layout too (a transposed input, seeds 125116, 128523): a view of
+  // its new value made after the write (view(-1) of the caller's row-major geometry) must find the
+  // elements where eager's storage has them. So a dense root (contiguous, or a permutation of
+  // contiguous) gets the new value laid out as it was: permute to storage order, clone, permute
+  // back (the identity order needs the clone only).
   const Tensor& old_root = bases.front();
-  bool root_contiguous =
-      old_root.strides() == contiguous_strides(old_root.sizes()) && old_root.storage_offset() == 0;
-  if (root_contiguous && (u.strides() != old_root.strides() || u.storage_offset() != 0)) {
-    const ops::OpDef& clone = ops::lookup("aten.clone.default");
-    ops::OpArgs cargs{u};
-    ops::normalize(clone, cargs);
-    u = record(clone, cargs, /*track=*/false).at(0);
+  const std::optional<IntList> order =
+      dense_order(old_root.sizes(), old_root.strides());
+  const bool moved = u.strides() != old_root.strides() ||
+                     (old_root.storage_offset() == 0 && u.storage_offset() != 0);
+  if (order && moved) {
+    auto call = [&](std::string_view name, ops::OpArgs args) {
+      const ops::OpDef& op = ops::lookup(name);
+      ops::normalize(op, args);
+      return record(op, args, /*track=*/false).at(0);
+    };
+    const bool identity = std::is_sorted(order->begin(), order->end());
+    IntList inverse(order->size());
+    for (size_t d = 0; d < order->size(); ++d) inverse[(*order)[d]] = static_cast<int64_t>(d);
+    if (!identity) u = call("aten.permute.default", {u, *order});
+    u = call("aten.clone.default", {u});
+    if (!identity) u = call("aten.permute.default", {u, inverse});
   }
   return {u, detached};
 }
@@ -754,7 +768,7 @@ Tracer::Scattered Tracer::scatter_as_strided(const std::vector<ViewStep>& chain,
                                              Tensor detached) {
   const ViewStep& step = chain[k];
   const graph::ValueId root = storages_[storage].root;
-  const std::optional<std::vector<int64_t>> order = storages_[storage].storage_order;
+  const std::optional<IntList> order = storages_[storage].storage_order;
   const int64_t root_offset = storages_[storage].root_offset;
   auto window = [&](const Tensor& self) {
     const ops::OpDef& scatter = ops::lookup("aten.as_strided_scatter.default");

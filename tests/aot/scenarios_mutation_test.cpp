@@ -955,3 +955,36 @@ TEST(ScenarioMutation, DetachedAliasOfATransposedInputWrittenThroughASelect) {
         return TensorList{d, a[0], d.t() * 1.0};
       });
 }
+
+TEST(ScenarioMutation, TransposedInputWrittenThenViewedRowMajor) {
+  // Found by AotProgramFuzz (seeds 125116, 128523): eager writes the input's storage in place, so
+  // after the write the input (transposed back by transpose_, or a view made of it before) is
+  // still row-major and view(-1) of it is allowed. The new value in the graph had the layout of
+  // the op that computed it, and the tracer refused the view.
+  run_scenario(
+      [] {
+        Tensor l = leaf({5, 4}, 1);
+        return ScenarioInputs{{(l * 1.5).permute({1, 0})}, {l}};
+      },
+      [](const TensorList& a) {
+        Tensor x = a[0];
+        x.mul_(0.25);
+        ag::transpose_(x, 1, 0);
+        return TensorList{x.view({-1}) * 2.0};
+      });
+  run_scenario(
+      [] {
+        Tensor l = leaf({3, 6, 6}, 2);
+        return ScenarioInputs{{(l * 1.5).select(0, 1)}, {l}};
+      },
+      [](const TensorList& a) {
+        Tensor x = a[0];
+        Tensor flat = x.view({-1});
+        {
+          ag::NoGradGuard no_grad;
+          ag::t_(x);
+          x.add_(1.0);
+        }
+        return TensorList{flat.view({-1}) * 2.0};
+      });
+}
