@@ -167,6 +167,13 @@ OutputPlan classify_outputs(trace::Tracer& tracer, const std::vector<Tensor>& us
         info.view_chain = to_replay_chain(ts->chain);
       }
     }
+    // Past a view made under no_grad (of a root that requires grad; a view of one read with
+    // grad on, Tracer::bind_no_grad_views) eager's history ends: no gradient of this output
+    // reaches its base, so the base gets no tangent from it (outputs_no_gradient_reaches).
+    if (!info.view_chain.empty() && ts)
+      for (const trace::ViewStep& step : ts->chain)
+        if (!step.grad_mode && step.op->vjp && tracer.requires_grad(s->root))
+          info.requires_grad = false;
     if (!info.view_chain.empty() && autograd::written_since_special_view_creation(outs[o]))
       info.view_chain.back().written_after = true;
     if (!info.view_chain.empty())

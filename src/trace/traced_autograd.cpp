@@ -33,27 +33,6 @@ bool saves_data(const ops::OpDef& op) {
   return op.saves.inputs != 0 || op.saves.outputs != 0;
 }
 
-// Whether eager's _base of the traced view `t` (state `ts`) requires grad. A fake view's _base is
-// its storage's root, but eager's detach() result has no _base: a view made after one has the
-// detach()ed alias for base, which requires grad only once a write with grad on gave it a
-// history (`detached_histories`, by detach() call; seeds 107566, 124763).
-bool eager_base_requires_grad(const Tensor& t, const TensorState* ts,
-                              const std::vector<graph::ValueId>& detached_histories) {
-  if (ts)
-    for (size_t k = ts->chain.size(); k-- > 0;)
-      if (ts->chain[k].detached != SIZE_MAX)
-        return detached_histories[ts->chain[k].detached] != graph::kNoValue;
-  return t._base().requires_grad();
-}
-
-// Tensor::requires_grad() as eager answers it for a traced tensor (a view asks its base).
-bool eager_requires_grad(const Tensor& t, const TensorState* ts,
-                         const std::vector<graph::ValueId>& detached_histories) {
-  if (!t.is_view() || !ts) return t.requires_grad();
-  return (t.impl()->autograd && t.impl()->autograd->requires_grad) ||
-         eager_base_requires_grad(t, ts, detached_histories);
-}
-
 }  // namespace
 
 // ---- views made under no_grad or by multi-output ops ----
@@ -69,9 +48,7 @@ void Tracer::check_view_rules(const ops::OpDef& op, const ops::OpArgs& args) con
   if (!autograd::grad_mode_enabled()) return;
   std::vector<Tensor> flat = flat_tensors(args);
   bool any_requires_grad = false;
-  for (const Tensor& t : flat)
-    any_requires_grad =
-        any_requires_grad || eager_requires_grad(t, state_of(t), detached_histories_);
+  for (const Tensor& t : flat) any_requires_grad = any_requires_grad || eager_requires_grad(t);
   if (!any_requires_grad) return;
   if (op.is_inplace()) {
     const Tensor& self = ops::tensor_arg(args, op.mutated_arg());
@@ -82,29 +59,57 @@ void Tracer::check_view_rules(const ops::OpDef& op, const ops::OpArgs& args) con
   for (const Tensor& t : flat) {
     if (!traced_here(t) || !autograd::written_since_special_view_creation(t)) continue;
     autograd::ViewHistory h = history_of(t);
-    if (h.has_grad_fn || eager_base_requires_grad(t, state_of(t), detached_histories_))
+    if (h.has_grad_fn || base_requires_grad(t))
       autograd::check_view_creation(t, h, /*indirect=*/true);
   }
 }
 
-// A view made under no_grad of a tensor that requires grad requires grad itself, but no gradient
-// reaches its base. Eager then records ops on it whose results require grad and take no gradient
-// anywhere; the graph cannot say "requires grad, yet no gradient", so that use is refused.
-void Tracer::check_no_grad_views_unused(const ops::OpDef& op, const ops::OpArgs& args) {
+// A view made under no_grad of a tensor that requires grad requires grad itself (through its
+// base), but has neither a history nor an accumulator of its own: eager's ops on it with grad on
+// record results that require grad, and their backward gives the view's share to nobody. Read
+// so, the view is bound to a detach() of its value that requires grad, as an interior leaf is
+// (make_interior_leaf), but it is no leaf the caller sees and no .grad() fills: the joint graph
+// runs no VJP through detach(), so the gradient stops there. The VJPs of the ops that read it
+// still run, as eager's engine runs their nodes (and checks what they saved) in backward();
+// autograd::grad runs only those on a path to its inputs (values_from stops at detach()). Outputs that are
+// such views are regenerated from their base (capture.cpp), never read from this value.
+void Tracer::bind_no_grad_views(const ops::OpDef& op, const ops::OpArgs& args) {
   if (!autograd::grad_mode_enabled() || !op.vjp) return;
   for (const Tensor& t : flat_tensors(args)) {
-    if (!traced_here(t) || !t.is_view() || !t.impl()->autograd) continue;
-    if (t.impl()->autograd->view_creation != ViewCreation::no_grad_mode ||
-        !eager_requires_grad(t, state_of(t), detached_histories_))
-      continue;
-    if (!requires_grad(graph::ValueId{t.impl()->trace.value}))
-      throw UnsupportedError(
-          std::string(op.name) +
-          " reads a view made under no_grad of a tensor that requires "
-          "grad, with grad mode on: eager autograd marks the result as requiring grad although "
-          "no gradient reaches the base, which aot_function does not model. Make the view with "
-          "grad mode on, or detach() it.");
+    if (!is_dropped_grad_view(t)) continue;
+    graph::ValueId v{t.impl()->trace.value};
+    if (requires_grad(v)) continue;
+    const ops::OpDef& detach = ops::lookup("aten.detach.default");
+    ops::OpArgs dargs{bind(v, false)};
+    ops::normalize(detach, dargs);
+    graph::ValueId leaf{record(detach, dargs, /*track=*/false).at(0).impl()->trace.value};
+    mark_requires_grad(leaf, true);
+    t.impl()->trace.value = leaf.index;
   }
+}
+
+// Eager's detach() result has no _base: a view past one is a view of the detached tensor, which
+// requires grad only once a write with grad on gave it a history. The fake's _base is the root.
+bool Tracer::base_requires_grad(const Tensor& t) const {
+  if (const TensorState* ts = traced_here(t) ? state_of(t) : nullptr)
+    for (size_t k = ts->chain.size(); k-- > 0;)
+      if (size_t id = ts->chain[k].detached; id != SIZE_MAX)
+        return detached_histories_[id] != graph::kNoValue;
+  return t._base().requires_grad();
+}
+
+bool Tracer::eager_requires_grad(const Tensor& t) const {
+  if (!t.defined()) return false;
+  if (!t.is_view() || (t.impl()->autograd && t.impl()->autograd->requires_grad))
+    return t.requires_grad();
+  return base_requires_grad(t);
+}
+
+bool Tracer::is_dropped_grad_view(const Tensor& t) const {
+  if (!t.defined() || !traced_here(t) || !t.is_view() || !t.impl()->autograd) return false;
+  const AutogradMeta& m = *t.impl()->autograd;
+  return m.view_creation == ViewCreation::no_grad_mode && !m.requires_grad &&
+         base_requires_grad(t);
 }
 
 // ---- requires_grad_() ----
@@ -208,6 +213,7 @@ std::vector<bool> values_from(const graph::Graph& g, const std::vector<graph::Va
   std::vector<bool> reached(g.values().size(), false);
   for (graph::ValueId v : from) reached[v.index] = true;
   for (const graph::Node& n : g.nodes()) {
+    if (!n.op->vjp) continue;  // detach(): no gradient flows back through it
     bool any = false;
     for (const graph::NodeArg& a : n.args)
       for (graph::ValueId v : graph::arg_values(a)) any = any || reached[v.index];
@@ -271,7 +277,8 @@ std::vector<Tensor> Tracer::grad(const std::vector<Tensor>& outputs,
   std::vector<graph::ValueId> in_values;
   for (size_t i = 0; i < inputs.size(); ++i) {
     in_values.push_back(value_of(inputs[i], "grad() input " + std::to_string(i)));
-    if (!requires_grad(in_values.back()))
+    // A view made under no_grad has no edge of its own (bind_no_grad_views), as in eager.
+    if (!requires_grad(in_values.back()) || is_dropped_grad_view(inputs[i]))
       throw std::invalid_argument("grad: input " + std::to_string(i) + " does not require grad");
   }
   const size_t num_nodes = graph_.nodes().size();
@@ -325,7 +332,7 @@ std::vector<Tensor> Tracer::grad(const std::vector<Tensor>& outputs,
 // The gradient grad() starts from at output `i`: `given`, or ones for a one-element output.
 Tensor Tracer::output_gradient(const Tensor& output, const Tensor& given, size_t i) {
   graph::ValueId v = value_of(output, "grad() output " + std::to_string(i));
-  if (!requires_grad(v))
+  if (!requires_grad(v) || is_dropped_grad_view(output))
     throw std::invalid_argument("element " + std::to_string(i) +
                                 " of tensors does not require grad and does not have a grad_fn");
   const ops::TensorMeta& m = graph_.value(v).meta;

@@ -475,7 +475,7 @@ std::vector<Tensor> Tracer::call(const ops::OpDef& op, ops::OpArgs& args) {
   lift_real_tensors(args);
   check_view_rules(op, args);
   sync_args(args);
-  check_no_grad_views_unused(op, args);
+  bind_no_grad_views(op, args);
   if (ops::is_effectful(op)) return thread_effect(op, args);
   if (op.recompute == ops::Recompute::random)
     if (std::optional<std::vector<Tensor>> r = functionalize_random(op, args)) return std::move(*r);

@@ -205,7 +205,13 @@ class Tracer final : public ops::Interpreter, public autograd::TracedAutograd {
   void lift_real_tensors(ops::OpArgs& args);
   autograd::ViewHistory history_of(const Tensor& t) const;
   void check_view_rules(const ops::OpDef& op, const ops::OpArgs& args) const;
-  void check_no_grad_views_unused(const ops::OpDef& op, const ops::OpArgs& args);
+  // Binds each view made under no_grad that `op` reads with grad on to a value that requires
+  // grad whose gradient is dropped (eager: no edge to it), if it is not bound so yet.
+  void bind_no_grad_views(const ops::OpDef& op, const ops::OpArgs& args);
+  bool is_dropped_grad_view(const Tensor& t) const;
+  // t.requires_grad() as eager has it: a view past a detach() is a view of the detached tensor.
+  bool eager_requires_grad(const Tensor& t) const;
+  bool base_requires_grad(const Tensor& t) const;
   void make_interior_leaf(const Tensor& t);
   // ---- functionalized RNG (trace/random.cpp) ----
   // The functional (seed, offset) form of an eager random row (rand, randn, native_dropout in

@@ -12,7 +12,6 @@
 namespace ag = aotgrad;
 using ag::Tensor;
 using ag::testing::expect_raises_like_eager;
-using ag::testing::expect_unsupported;
 using ag::testing::leaf;
 using ag::testing::nonleaf_setup;
 using ag::testing::run_scenario;
@@ -222,16 +221,110 @@ TEST(AutogradViewRules, WritingANoGradViewWithGradRaisesLikeEager) {
       "grad mode enabled.");
 }
 
-TEST(AutogradViewRules, ComputingWithANoGradViewWithGradIsRefused) {
-  // Eager marks v * 2 as requiring grad with no gradient reaching x; aotgrad says it cannot.
-  expect_unsupported([] { return TensorList{leaf({3}, 15)}; },
-                     [](const TensorList& a) {
-                       Tensor v;
-                       {
-                         ag::NoGradGuard no_grad;
-                         v = a[0].view({-1});
-                       }
-                       return v * 2.0;
-                     },
-                     "a view made under no_grad of a tensor that requires grad");
+// Eager marks results computed from such a view with grad on as requiring grad (they have a
+// history), yet its backward gives the view's share to nobody: no gradient reaches the base.
+TEST(AutogradViewRules, ComputingWithANoGradViewWithGradDropsItsGradient) {
+  auto make = [] { return TensorList{leaf({3}, 15)}; };
+  run_scenario(make, [](const TensorList& a) {
+    Tensor v;
+    {
+      ag::NoGradGuard no_grad;
+      v = a[0].view({-1});
+    }
+    return v * 2.0;  // the only output: x.grad stays undefined
+  });
+  run_scenario(make, [](const TensorList& a) {
+    Tensor v;
+    {
+      ag::NoGradGuard no_grad;
+      v = a[0].slice(0, 0, 2);
+    }
+    // With another path to x, saving v, and v returned itself (requires grad, a leaf).
+    return TensorList{(v * v).sum() + (a[0] * 3.0).sum(), v.exp(), v};
+  });
+  run_scenario(make, [](const TensorList& a) {
+    Tensor y = a[0] * 2.0;
+    Tensor v, u;
+    {
+      ag::NoGradGuard no_grad;
+      v = y.slice(0, 1, 3);
+      u = v + 1.0;  // read under no_grad first, then with grad on
+    }
+    Tensor w = v.slice(0, 0, 1);  // a view of it made with grad on: history, no gradient
+    return TensorList{u, v.sin(), w, w * 4.0, y.sum()};
+  });
+  run_scenario(make, [](const TensorList& a) {
+    Tensor v;
+    {
+      ag::NoGradGuard no_grad;
+      v = a[0].slice(0, 0, 2);
+    }
+    Tensor out = v * v;
+    {
+      ag::NoGradGuard no_grad;
+      v.add_(1.0);  // allowed under no_grad: backward() then fails at the stale saved v
+    }
+    return out;
+  });
+}
+
+TEST(AutogradViewRules, NoGradViewsPastADetachOrOfAnIntermediateWithGradOn) {
+  // A view past detach() views the detached tensor, which needs no grad (seeds 701624, 709103).
+  run_scenario([] { return TensorList{leaf({5, 5}, 17)}; }, [](const TensorList& a) {
+    Tensor d = a[0].detach();
+    Tensor v, w;
+    {
+      ag::NoGradGuard no_grad;
+      v = d.slice(1, 1, 3);
+      w = d.slice(1, 0, 2);
+    }
+    ag::tanh_(w);  // no error: w does not require grad
+    return TensorList{a[0].matmul(v).sum({0}).cos(), w};
+  });
+  // A view with grad on of a no_grad view of an intermediate, returned: its gradient reaches
+  // nothing, so the intermediate's VJP (which saved a value written later) never runs (700006).
+  run_scenario(
+      [] { return ag::testing::nonleaf_setup({3, 2}, 18); },
+      [](const TensorList& a) {
+        Tensor a0 = a[0];
+        Tensor v1 = a0.add(a0);
+        Tensor v2 = a0.mul(v1);
+        {
+          ag::NoGradGuard no_grad;
+          v1.sub_(v2);
+        }
+        a0.sub_(v1);
+        Tensor v5;
+        {
+          ag::NoGradGuard no_grad;
+          v5 = v2.slice(1, 0, 2);
+        }
+        return TensorList{a0, v5.reshape({-1})};
+      });
+}
+
+TEST(AutogradViewRules, GradThroughANoGradViewRaisesLikeEager) {
+  auto make = [] { return TensorList{leaf({3}, 16)}; };
+  expect_raises_like_eager(
+      make,
+      [](const TensorList& a) {
+        Tensor v;
+        {
+          ag::NoGradGuard no_grad;
+          v = a[0].slice(0, 0, 2);
+        }
+        return ag::autograd::grad({(v * 2.0).sum()}, {v})[0];
+      },
+      "does not require grad");
+  expect_raises_like_eager(
+      make,
+      [](const TensorList& a) {
+        Tensor v;
+        {
+          ag::NoGradGuard no_grad;
+          v = a[0].slice(0, 0, 1);
+        }
+        return ag::autograd::grad({v}, {a[0]}, {ag::ones({1}, a[0].dtype())})[0];
+      },
+      "does not require grad");
 }
