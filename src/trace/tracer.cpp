@@ -737,8 +737,16 @@ Tracer::Scattered Tracer::scatter_into_root(size_t state_index, const Tensor& up
   // contiguous) gets the new value laid out as it was: permute to storage order, clone, permute
   // back (the identity order needs the clone only).
   const Tensor& old_root = bases.front();
-  const std::optional<IntList> order =
-      dense_order(old_root.sizes(), old_root.strides());
+  std::optional<IntList> order;  // the root's dims, outermost first in its storage
+  if (dense_order(old_root.sizes(), old_root.strides())) {
+    // Ordered by stride alone (a stable sort), so that a contiguous root with dims of size 1
+    // (whose strides address nothing) is the identity order and keeps its strides.
+    order.emplace(old_root.sizes().size());
+    std::iota(order->begin(), order->end(), int64_t{0});
+    std::stable_sort(order->begin(), order->end(), [&](int64_t a, int64_t b) {
+      return old_root.strides()[a] > old_root.strides()[b];
+    });
+  }
   const bool moved = u.strides() != old_root.strides() ||
                      (old_root.storage_offset() == 0 && u.storage_offset() != 0);
   if (order && moved) {

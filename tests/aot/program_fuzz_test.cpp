@@ -162,11 +162,13 @@ TEST(AotProgramFuzz, SeedsFixedFromThe500000Run) {
 // here: eager now rejects its program, as PyTorch does, so another one is drawn.
 TEST(AotProgramFuzz, SeedsFixedFromThe100000Run) {
   Tally tally;
-  for (uint64_t seed : {104554, 107566, 124763, 124949, 129069, 137940})
+  // 101795, 103496: a contiguous intermediate with a dim of size 1, written through a view,
+  // kept its strides (the layout-keeping scatter first ordered size-1 dims as a permutation).
+  for (uint64_t seed : {101795, 103496, 104554, 107566, 124763, 124949, 129069, 137940})
     fuzz_seeds(seed, 1, {"interpreter"}, 6, tally);
   std::cout << "[AotProgramFuzz] " << tally.summary() << "\n";
   EXPECT_EQ(tally.failed, 0);
-  EXPECT_EQ(tally.checked, 6);
+  EXPECT_EQ(tally.checked, 8);
 }
 
 TEST(AotProgramFuzz, LongerModeFromTheEnvironment) {
