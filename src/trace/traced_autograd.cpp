@@ -79,13 +79,19 @@ void Tracer::bind_no_grad_views(const ops::OpDef& op, const ops::OpArgs& args) {
     if (!is_dropped_grad_view(t)) continue;
     graph::ValueId v{t.impl()->trace.value};
     if (requires_grad(v)) continue;
-    const ops::OpDef& detach = ops::lookup("aten.detach.default");
-    ops::OpArgs dargs{bind(v, false)};
-    ops::normalize(detach, dargs);
-    graph::ValueId leaf{record(detach, dargs, /*track=*/false).at(0).impl()->trace.value};
-    mark_requires_grad(leaf, true);
-    t.impl()->trace.value = leaf.index;
+    t.impl()->trace.value = detached_requiring_grad(v).index;
   }
+}
+
+// A detach() of `v` that requires grad: the joint graph runs no VJP through detach(), so a
+// gradient reaching it stops there.
+graph::ValueId Tracer::detached_requiring_grad(graph::ValueId v) {
+  const ops::OpDef& detach = ops::lookup("aten.detach.default");
+  ops::OpArgs args{bind(v, false)};
+  ops::normalize(detach, args);
+  graph::ValueId leaf{record(detach, args, /*track=*/false).at(0).impl()->trace.value};
+  mark_requires_grad(leaf, true);
+  return leaf;
 }
 
 // Eager's detach() result has no _base: a view past one is a view of the detached tensor, which
@@ -128,12 +134,7 @@ bool Tracer::is_eager_leaf(graph::ValueId v, const TensorState* ts) const {
 
 void Tracer::make_interior_leaf(const Tensor& t) {
   // detach(): the joint graph runs no VJP through it, so the gradient stops at the new leaf.
-  graph::ValueId v = value_of(t, "requires_grad_() argument");
-  const ops::OpDef& detach = ops::lookup("aten.detach.default");
-  ops::OpArgs args{bind(v, false)};
-  ops::normalize(detach, args);
-  graph::ValueId leaf{record(detach, args, /*track=*/false).at(0).impl()->trace.value};
-  mark_requires_grad(leaf, true);
+  graph::ValueId leaf = detached_requiring_grad(value_of(t, "requires_grad_() argument"));
   t.impl()->trace.value = leaf.index;
   if (t.impl()->trace.alias != UINT32_MAX) {
     const TensorState& ts = tensors_[t.impl()->trace.alias];

@@ -209,6 +209,7 @@ class Tracer final : public ops::Interpreter, public autograd::TracedAutograd {
   // grad whose gradient is dropped (eager: no edge to it), if it is not bound so yet.
   void bind_no_grad_views(const ops::OpDef& op, const ops::OpArgs& args);
   bool is_dropped_grad_view(const Tensor& t) const;
+  graph::ValueId detached_requiring_grad(graph::ValueId v);
   // t.requires_grad() as eager has it: a view past a detach() is a view of the detached tensor.
   bool eager_requires_grad(const Tensor& t) const;
   bool base_requires_grad(const Tensor& t) const;
