@@ -71,8 +71,8 @@ void Tracer::check_view_rules(const ops::OpDef& op, const ops::OpArgs& args) con
 // (make_interior_leaf), but it is no leaf the caller sees and no .grad() fills: the joint graph
 // runs no VJP through detach(), so the gradient stops there. The VJPs of the ops that read it
 // still run, as eager's engine runs their nodes (and checks what they saved) in backward();
-// autograd::grad runs only those on a path to its inputs (values_from stops at detach()). Outputs that are
-// such views are regenerated from their base (capture.cpp), never read from this value.
+// autograd::grad runs only those on a path to its inputs (values_from stops at detach()). Outputs
+// that are such views are regenerated from their base (capture.cpp), never read from this value.
 void Tracer::bind_no_grad_views(const ops::OpDef& op, const ops::OpArgs& args) {
   if (!autograd::grad_mode_enabled() || !op.vjp) return;
   for (const Tensor& t : flat_tensors(args)) {
@@ -114,8 +114,7 @@ bool Tracer::eager_requires_grad(const Tensor& t) const {
 bool Tracer::is_dropped_grad_view(const Tensor& t) const {
   if (!t.defined() || !traced_here(t) || !t.is_view() || !t.impl()->autograd) return false;
   const AutogradMeta& m = *t.impl()->autograd;
-  return m.view_creation == ViewCreation::no_grad_mode && !m.requires_grad &&
-         base_requires_grad(t);
+  return m.view_creation == ViewCreation::no_grad_mode && !m.requires_grad && base_requires_grad(t);
 }
 
 // ---- requires_grad_() ----
