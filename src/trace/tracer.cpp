@@ -16,6 +16,7 @@
 #include "ops/requires_grad.h"
 #include "ops/tensor_constant.h"
 #include "trace/decompose.h"
+#include "trace/view_chain.h"
 
 namespace aotgrad::trace {
 namespace {
@@ -93,81 +94,6 @@ ViewStep piece_step(const ops::OpDef& op, const ops::OpArgs& args, size_t piece,
                            ", so aot_function cannot follow it as a view; clone() the results "
                            "inside the function.");
   return step;
-}
-
-bool is_as_strided(const ViewStep& step) { return step.op->name == "aten.as_strided.default"; }
-
-// The last as_strided step among the first `steps` of `chain`, or SIZE_MAX. as_strided's
-// geometry is absolute over the storage, so the view it makes does not depend on the steps
-// before it: only on which storage they reached, and on autograd (a detach() between, grad modes).
-size_t last_as_strided(const std::vector<ViewStep>& chain, size_t steps) {
-  for (size_t i = steps; i-- > 0;)
-    if (is_as_strided(chain[i])) return i;
-  return SIZE_MAX;
-}
-
-// The last detach() step before step `k`, or SIZE_MAX.
-size_t last_detach_before(const std::vector<ViewStep>& chain, size_t k) {
-  for (size_t i = k; i-- > 0;)
-    if (chain[i].detached != SIZE_MAX) return i;
-  return SIZE_MAX;
-}
-
-// The dims of a tensor in the order its storage holds them, outermost first, when its elements
-// fill numel consecutive positions of the storage (no gaps, no overlaps); nullopt otherwise.
-std::optional<std::vector<int64_t>> dense_order(const IntList& sizes, const IntList& strides) {
-  std::vector<int64_t> order(sizes.size());
-  std::iota(order.begin(), order.end(), int64_t{0});
-  // Dims of size 1 first: their strides never address anything.
-  std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
-    bool unit_a = sizes[a] == 1, unit_b = sizes[b] == 1;
-    if (unit_a != unit_b) return unit_a;
-    return !unit_a && strides[a] > strides[b];
-  });
-  int64_t expected = 1;
-  for (size_t i = order.size(); i-- > 0;) {
-    int64_t d = order[i];
-    if (sizes[d] == 0) return std::nullopt;
-    if (sizes[d] == 1) continue;
-    if (strides[d] != expected) return std::nullopt;
-    expected *= sizes[d];
-  }
-  return order;
-}
-
-// Whether the window of as_strided `step` (sizes, strides, absolute offset) lies within the
-// `count` storage positions from `first` on.
-bool window_within(const ViewStep& step, int64_t first, int64_t count) {
-  if (ops::is_none(step.args, 3)) return false;
-  const IntList& size = ops::int_list_arg(step.args, 1);
-  const IntList& stride = ops::int_list_arg(step.args, 2);
-  const int64_t lo = ops::int_arg(step.args, 3);
-  int64_t hi = lo;
-  for (size_t d = 0; d < size.size(); ++d) {
-    if (size[d] == 0) return lo >= first;
-    hi += (size[d] - 1) * stride[d];
-  }
-  return lo >= first && hi < first + count;
-}
-
-// The first `steps` of `chain` as eager sees a view it regenerates after a write to its storage:
-// from its last as_strided step on, applied to the root (or to the last detach()ed alias before
-// it, a tensor of its own for autograd), not to the view before it. The elements are the same
-// (as_strided addresses the storage); the gradient is that of as_strided of the base, which
-// differs from the chain's where as_strided reaches past the elements of the view it was applied
-// to. A step before it made under no_grad left the view without gradient, and still does.
-std::vector<ViewStep> rebased_chain(const std::vector<ViewStep>& chain, size_t steps) {
-  const size_t k = last_as_strided(chain, steps);
-  if (k == SIZE_MAX) return {chain.begin(), chain.begin() + static_cast<std::ptrdiff_t>(steps)};
-  const size_t j = last_detach_before(chain, k);
-  std::vector<ViewStep> out = j == SIZE_MAX ? std::vector<ViewStep>{} : rebased_chain(chain, j + 1);
-  ViewStep as_strided = chain[k];
-  for (size_t i = j == SIZE_MAX ? 0 : j + 1; i < k; ++i)
-    as_strided.grad_mode = as_strided.grad_mode && chain[i].grad_mode;
-  out.push_back(std::move(as_strided));
-  out.insert(out.end(), chain.begin() + static_cast<std::ptrdiff_t>(k + 1),
-             chain.begin() + static_cast<std::ptrdiff_t>(steps));
-  return out;
 }
 
 }  // namespace
@@ -369,99 +295,6 @@ graph::NodeArg Tracer::to_node_arg(const ops::OpDef& op, const ops::Arg& a, size
       a);
 }
 
-// ---- keeping views up to date ----
-
-Tensor Tracer::replay(StorageState& s, const std::vector<ViewStep>& chain, size_t steps) {
-  Tensor cur = bind(s.root, requires_grad(s.root));
-  const std::vector<ViewStep> rebased = rebased_chain(chain, steps);
-  for (size_t i = 0; i < rebased.size(); ++i) {
-    const ViewStep& step = rebased[i];
-    cur = is_as_strided(step) && as_strided_needs_rebase(s, step, /*writing=*/false, i == 0)
-              ? rebased_as_strided(s, step, cur)
-              : apply_step(step, cur);
-  }
-  return cur;
-}
-
-Tensor Tracer::permuted(const Tensor& t, const IntList& dims) {
-  const ops::OpDef& permute = ops::lookup("aten.permute.default");
-  ops::OpArgs args{t, dims};
-  ops::normalize(permute, args);
-  return record(permute, args, /*track=*/false).at(0);
-}
-
-// The root's dims taken in storage order and copied row-major: the storage from root_offset on,
-// whatever the layout of the root's current value (or of the copy the runtime passes of a written
-// input).
-Tensor Tracer::storage_copy(const StorageState& s, const Tensor& root) {
-  const ops::OpDef& clone = ops::lookup("aten.clone.default");
-  ops::OpArgs cargs{permuted(root, *s.storage_order)};
-  ops::normalize(clone, cargs);
-  return record(clone, cargs, /*track=*/false).at(0);
-}
-
-// The window is read in storage_copy, at its offset from root_offset.
-Tensor Tracer::rebased_as_strided(const StorageState& s, const ViewStep& step, const Tensor& root) {
-  GradModeScope mode(step.grad_mode);
-  ops::OpArgs args = step.args;
-  args[0] = storage_copy(s, root);
-  args[3] = ops::int_arg(step.args, 3) - s.root_offset;
-  return record(*step.op, args, /*track=*/false).at(0);
-}
-
-Tensor Tracer::apply_step(const ViewStep& step, const Tensor& base) {
-  ops::OpArgs args = step.args;
-  args[step.op->view_of_arg()] = base;
-  Tensor v;
-  {
-    GradModeScope mode(step.grad_mode);
-    v = record(*step.op, args, /*track=*/false).at(0);
-  }
-  if (step.detached == SIZE_MAX || detached_histories_[step.detached] == graph::kNoValue) return v;
-  // The data is the storage's (writes through other aliases since show), the history the
-  // alias's own: hidden_update passes gradient to its first argument only. Grad mode on whatever
-  // the detach() was made under: the history came from writes made with grad on.
-  EnableGradGuard grad;
-  ops::OpArgs hargs{bind(detached_histories_[step.detached], true), v};
-  return record(ops::lookup("aotgrad.hidden_update.default"), hargs, /*track=*/false).at(0);
-}
-
-std::optional<Tracer::DetachedHistory> Tracer::detached_history(const TensorState& ts) {
-  for (size_t k = ts.chain.size(); k-- > 0;) {
-    size_t id = ts.chain[k].detached;
-    if (id == SIZE_MAX) continue;
-    if (detached_histories_[id] == graph::kNoValue) return std::nullopt;
-    Tensor alias = replay(storages_[ts.storage], ts.chain, k + 1);
-    return DetachedHistory{k, id, graph::ValueId{alias.impl()->trace.value}};
-  }
-  return std::nullopt;
-}
-
-void Tracer::sync(const Tensor& t) {
-  if (!traced_here(t) || t.impl()->trace.alias == UINT32_MAX) return;
-  TensorState& ts = tensors_[t.impl()->trace.alias];
-  StorageState& s = storages_[ts.storage];
-  if (ts.generation == s.generation) return;
-  Tensor fresh = replay(s, ts.chain, ts.chain.size());
-  // Eager regenerates the view's history the same way, and views made from it later extend that
-  // history; a returned alias is regenerated at run time from the chain as it is now.
-  ts.chain = rebased_chain(ts.chain, ts.chain.size());
-  graph::ValueId v{fresh.impl()->trace.value};
-  t.impl()->trace.value = v.index;
-  ts.generation = s.generation;
-  bool r = requires_grad(v);
-  if (r || t.requires_grad()) t.impl()->autograd_meta().requires_grad = r;
-}
-
-void Tracer::sync_args(ops::OpArgs& args) {
-  for (ops::Arg& a : args) {
-    if (auto* t = std::get_if<Tensor>(&a))
-      sync(*t);
-    else if (auto* l = std::get_if<ops::TensorList>(&a))
-      for (Tensor& e : *l) sync(e);
-  }
-}
-
 std::vector<double> Tracer::node_budgets() const {
   std::vector<double> out = node_budgets_;
   out.resize(graph_.nodes().size(), std::numeric_limits<double>::quiet_NaN());
@@ -500,9 +333,9 @@ std::vector<Tensor> Tracer::record(const ops::OpDef& op, ops::OpArgs& args, bool
       bool seen_through = true;
       for (const ViewStep& v : ts.chain)
         seen_through = seen_through && v.grad_mode && v.detached == SIZE_MAX;
-      bool on_root = ts.chain.empty() ||
-                     (seen_through && dense_order(base.sizes(), base.strides()) &&
-                      window_within(step, base.storage_offset(), base.numel()));
+      bool on_root =
+          ts.chain.empty() || (seen_through && dense_order(base.sizes(), base.strides()) &&
+                               window_within(step, base.storage_offset(), base.numel()));
       if (!on_root)
         check_as_strided(ts.storage);
       else if (as_strided_needs_rebase(storages_[ts.storage], step, /*writing=*/false, true))
@@ -524,7 +357,8 @@ std::vector<Tensor> Tracer::record(const ops::OpDef& op, ops::OpArgs& args, bool
   }
   std::vector<ops::TensorMeta> node_metas = metas;
   if (rebased) {
-    const StorageState& s = storages_[tensors_[ops::tensor_arg(args, 0).impl()->trace.alias].storage];
+    const StorageState& s =
+        storages_[tensors_[ops::tensor_arg(args, 0).impl()->trace.alias].storage];
     Tensor copy = storage_copy(s, bind(s.root, requires_grad(s.root)));
     node_args[0] = graph::ValueId{copy.impl()->trace.value};
     node_metas[0].storage_offset = ops::int_arg(rebased->args, 3) - s.root_offset;
@@ -616,52 +450,6 @@ void Tracer::note_saved_modified(const ops::OpDef& op, size_t storage) {
                " inside the compiled function. Clone it before modifying it."});
 }
 
-namespace {
-
-UnsupportedError as_strided_refusal(const StorageState& s, bool writing, bool outside) {
-  std::string what = s.input_index >= 0 ? "input " + std::to_string(s.input_index)
-                                        : "a tensor the function made";
-  std::string when = writing ? ", is written through" : " after it was mutated";
-  if (outside)
-    return UnsupportedError(
-        "aten.as_strided.default on " + what + when +
-        ", reaches storage elements outside it: aot_function holds only the input's own "
-        "elements there. Pass the tensor whose storage it reads, or use slice/select/view.");
-  std::string which = !s.storage_order
-                          ? "which is not dense in its storage (gaps or overlaps)"
-                      : s.root_offset != 0
-                          ? "which starts at storage offset " + std::to_string(s.root_offset)
-                          : "which is not a contiguous tensor over its whole storage";
-  return UnsupportedError("aten.as_strided.default on " + what + ", " + which + when +
-                          ": aot_function cannot yet rebase as_strided's absolute offsets there. "
-                          "Apply it to a contiguous clone(), or use slice/select/view.");
-}
-
-}  // namespace
-
-void Tracer::check_as_strided(size_t storage) {
-  StorageState& s = storages_[storage];
-  if (s.input_index >= 0) reads_input_offsets_ = true;
-  if (s.root_offset == 0 && s.root_is_storage) return;
-  if (s.generation != 0) throw as_strided_refusal(s, /*writing=*/false, /*outside=*/false);
-  s.read_in_place = s.read_in_place || s.input_index >= 0;
-}
-
-bool Tracer::as_strided_needs_rebase(StorageState& s, const ViewStep& step, bool writing,
-                                     bool on_root) {
-  if (s.input_index >= 0) reads_input_offsets_ = true;
-  if (s.root_offset == 0 && s.root_is_storage) return false;
-  int64_t numel = 1;
-  for (int64_t n : graph_.value(s.root).meta.sizes) numel *= n;
-  bool within = window_within(step, s.root_offset, numel);
-  if (on_root && s.storage_order && within) return true;
-  if (!writing && s.generation == 0) {
-    s.read_in_place = s.read_in_place || s.input_index >= 0;
-    return false;
-  }
-  throw as_strided_refusal(s, writing, /*outside=*/on_root && s.storage_order && !within);
-}
-
 // Eager's leaf checks (autograd/eager.cpp): a leaf that requires grad is an input that was one
 // at the call, or a tensor made one inside the function (interior_leaves_).
 void Tracer::check_leaf_mutation(const ops::OpDef& op, const TensorState& ts, bool hidden,
@@ -688,129 +476,6 @@ void Tracer::check_leaf_mutation(const ops::OpDef& op, const TensorState& ts, bo
         "in-place operation (" +
         std::string(op.name) + " on a view of " + where +
         "). Clone the leaf first, or update it under NoGradGuard.");
-}
-
-Tracer::Scattered Tracer::scatter_into_root(size_t state_index, const Tensor& updated) {
-  // A copy: the scatter ops below are traced with tracking, which grows tensors_ and storages_
-  // and would leave references into them dangling.
-  const std::vector<ViewStep> chain = tensors_[state_index].chain;
-  const size_t storage = tensors_[state_index].storage;
-  graph::ValueId root = storages_[storage].root;
-  // as_strided's geometry addresses the storage: the update scatters back to the last as_strided
-  // step, then into the root with that step's geometry, whatever the steps before it were
-  // (scattering it into the view before it, laid out row-major in the graph, wrote other elements
-  // than eager's: AotProgramFuzz, seed 400014).
-  const size_t k = last_as_strided(chain, chain.size());
-  const size_t first = k == SIZE_MAX ? 0 : k + 1;
-  const bool rebase = k != SIZE_MAX &&
-                      as_strided_needs_rebase(storages_[storage], chain[k], /*writing=*/true,
-                                              last_detach_before(chain, k) == SIZE_MAX);
-  // bases[i - first] is the tensor chain step i views; the update flows back innermost first.
-  // (Nothing is recorded for a write of the as_strided view itself: names stay as they were.)
-  std::vector<Tensor> bases;
-  if (k == SIZE_MAX)
-    bases.push_back(bind(root, requires_grad(root)));
-  else if (first < chain.size())
-    bases.push_back(replay(storages_[storage], chain, k + 1));
-  for (size_t i = first; i + 1 < chain.size(); ++i)
-    bases.push_back(apply_step(chain[i], bases.back()));
-  Tensor u = updated;
-  Tensor detached;
-  for (size_t i = chain.size(); i-- > first;) {
-    const ViewStep& step = chain[i];
-    if (step.detached != SIZE_MAX && !detached.defined()) detached = u;
-    if (!step.op->view_scatter)
-      throw UnsupportedError("an in-place op writes through a view made by " +
-                             std::string(step.op->name) +
-                             "; aot_function cannot write that view back into its base. Apply "
-                             "the op to a clone() instead.");
-    u = step.op->view_scatter(bases[i - first], u, step.args);
-  }
-  if (k != SIZE_MAX) return scatter_as_strided(chain, k, storage, rebase, u, detached);
-  // Eager writes the root in place, so its strides never change; the scatters of t, transpose,
-  // permute and squeeze are themselves views and leave the new value laid out as the written
-  // view was. A view regenerated from that value and returned from the graph would then have
-  // strides eager never gives (x.t().mul_(2); return x.t()). Intermediate roots are contiguous;
-  // An input's root keeps its layout too (a transposed input, seeds 125116, 128523): a view of
-  // its new value made after the write (view(-1) of the caller's row-major geometry) must find the
-  // elements where eager's storage has them. So a dense root (contiguous, or a permutation of
-  // contiguous) gets the new value laid out as it was: permute to storage order, clone, permute
-  // back (the identity order needs the clone only).
-  const Tensor& old_root = bases.front();
-  std::optional<IntList> order;  // the root's dims, outermost first in its storage
-  if (dense_order(old_root.sizes(), old_root.strides())) {
-    // Ordered by stride alone (a stable sort), so that a contiguous root with dims of size 1
-    // (whose strides address nothing) is the identity order and keeps its strides.
-    order.emplace(old_root.sizes().size());
-    std::iota(order->begin(), order->end(), int64_t{0});
-    std::stable_sort(order->begin(), order->end(), [&](int64_t a, int64_t b) {
-      return old_root.strides()[a] > old_root.strides()[b];
-    });
-  }
-  const bool moved = u.strides() != old_root.strides() ||
-                     (old_root.storage_offset() == 0 && u.storage_offset() != 0);
-  if (order && moved) {
-    auto call = [&](std::string_view name, ops::OpArgs args) {
-      const ops::OpDef& op = ops::lookup(name);
-      ops::normalize(op, args);
-      return record(op, args, /*track=*/false).at(0);
-    };
-    const bool identity = std::is_sorted(order->begin(), order->end());
-    IntList inverse(order->size());
-    for (size_t d = 0; d < order->size(); ++d) inverse[(*order)[d]] = static_cast<int64_t>(d);
-    if (!identity) u = call("aten.permute.default", {u, *order});
-    u = call("aten.clone.default", {u});
-    if (!identity) u = call("aten.permute.default", {u, inverse});
-  }
-  return {u, detached};
-}
-
-// The write through as_strided (chain step k) whose view's new value is `u`: the root with that
-// step's window of its storage replaced by `u`. The window addresses the root's value directly
-// where it is laid out as its storage; with `rebase`, it addresses the root's dims taken in
-// storage order, from root_offset on (as_strided_needs_rebase checked it lies there), and the
-// result is permuted back. `detached` is the new value of the last detach()ed alias after step k,
-// if the scatter met one; a detach() before step k gets its new value here.
-Tracer::Scattered Tracer::scatter_as_strided(const std::vector<ViewStep>& chain, size_t k,
-                                             size_t storage, bool rebase, const Tensor& u,
-                                             Tensor detached) {
-  const ViewStep& step = chain[k];
-  const graph::ValueId root = storages_[storage].root;
-  const std::optional<IntList> order = storages_[storage].storage_order;
-  const int64_t root_offset = storages_[storage].root_offset;
-  auto window = [&](const Tensor& self) {
-    const ops::OpDef& scatter = ops::lookup("aten.as_strided_scatter.default");
-    ops::OpArgs args{rebase ? permuted(self, *order) : self, u, step.args[1], step.args[2],
-                     rebase ? ops::Arg(ops::int_arg(step.args, 3) - root_offset) : step.args[3]};
-    ops::normalize(scatter, args);
-    Tensor written = record(scatter, args, /*track=*/false).at(0);
-    if (!rebase) return written;
-    IntList back(order->size());
-    for (size_t d = 0; d < order->size(); ++d) back[static_cast<size_t>((*order)[d])] = int64_t(d);
-    return permuted(written, back);
-  };
-  Tensor new_root = window(bind(root, requires_grad(root)));
-  const size_t j = last_detach_before(chain, k);
-  if (j == SIZE_MAX || detached.defined() || !autograd::grad_mode_enabled())
-    return {new_root, detached};
-  // That alias takes the write's history and not the root's (functionalize_inplace): the same
-  // window, written into the root's data with no history, seen through the steps up to it.
-  if (detached_histories_[chain[j].detached] != graph::kNoValue)
-    throw UnsupportedError(
-        "an in-place op with grad on writes through as_strided of a detach()ed alias that an "
-        "earlier write already gave a history; aot_function cannot yet combine the two. Write "
-        "into a clone() of the alias instead.");
-  const ops::OpDef& detach = ops::lookup("aten.detach.default");
-  ops::OpArgs dargs{bind(root, requires_grad(root))};
-  ops::normalize(detach, dargs);
-  Tensor alias = window(record(detach, dargs, /*track=*/false).at(0));
-  for (size_t i = 0; i < j; ++i) {
-    if (chain[i].detached != SIZE_MAX) continue;  // it would drop the history being built
-    ops::OpArgs vargs = chain[i].args;
-    vargs[chain[i].op->view_of_arg()] = alias;
-    alias = record(*chain[i].op, vargs, /*track=*/false).at(0);
-  }
-  return {new_root, alias};
 }
 
 std::vector<Tensor> Tracer::functionalize_inplace(const ops::OpDef& op, ops::OpArgs& args) {
