@@ -64,6 +64,7 @@ std::vector<Tensor> make_user_fakes(trace::Tracer& tracer, const std::vector<Ten
       fakes[i] = tracer.add_strided_view(
           graph_fakes[graph_input_of_base[e.index]], inputs[i].sizes(), inputs[i].strides(),
           inputs[i].storage_offset(), inputs[i].requires_grad(), view_creation_of(inputs[i]));
+    tracer.note_caller_view(fakes[i], inputs[i].is_view());
   }
   return fakes;
 }

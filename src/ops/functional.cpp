@@ -102,6 +102,41 @@ std::vector<Tensor> hidden_update_vjp(const VjpContext& c) {
   return {c.needs(0) ? c.grad() : Tensor(), Tensor()};
 }
 
+// aotgrad.geometry_update(old, new): `new` is `old` after t_, transpose_, unsqueeze_, ... made
+// under no_grad. Eager records nothing there: the tensor keeps its node, and the gradient of its
+// new geometry reaches that node as it is (PyTorch's validate_outputs: taken when the shapes
+// agree, whatever layout it stands for; summed when the old shape broadcasts to the new one;
+// refused otherwise, as autograd's engine does).
+std::vector<TensorMeta> geometry_update_meta(const OpArgs& a) {
+  const Tensor& old = tensor_arg(a, 0);
+  const Tensor& updated = tensor_arg(a, 1);
+  // as_strided_ may change the element count: eager refuses the gradient only if one reaches it.
+  if (old.dtype() != updated.dtype())
+    throw std::invalid_argument("aotgrad.geometry_update: old and new values differ in dtype");
+  return {TensorMeta{updated.dtype(), updated.sizes(), updated.strides(), 0}};
+}
+std::vector<Tensor> geometry_update_kernel(const OpArgs& a) {
+  return {tensor_arg(a, 1)};
+}
+bool expandable_to(const IntList& from, const IntList& to) {
+  if (from.size() > to.size()) return false;
+  for (size_t i = 1; i <= from.size(); ++i) {
+    int64_t f = from[from.size() - i], t = to[to.size() - i];
+    if (f != t && f != 1) return false;
+  }
+  return true;
+}
+std::vector<Tensor> geometry_update_vjp(const VjpContext& c) {
+  if (!c.needs(0) || !c.grad().defined()) return {Tensor(), Tensor()};
+  const IntList& want = c.input(0).sizes();
+  const Tensor& g = c.grad();
+  if (g.sizes() == want) return {g, Tensor()};
+  if (!expandable_to(want, g.sizes()))
+    throw std::runtime_error("invalid gradient at index 0 - got " + shape_to_string(g.sizes()) +
+                             " but expected shape compatible with " + shape_to_string(want));
+  return {sum_to_size(g, want), Tensor()};
+}
+
 // ---- aotgrad.tensor_constant(str values, int[] size, ScalarType dtype) ----
 // `values`: the elements in row-major order, separated by ", ": integers for i64, true / false
 // for b8, and for floating dtypes the shortest decimal that reads back to the same value of the
@@ -234,6 +269,12 @@ const OpDef kRows[] = {
      .meta = hidden_update_meta,
      .kernel = hidden_update_kernel,
      .vjp = hidden_update_vjp,
+     .recompute = Recompute::view},
+    {.name = "aotgrad.geometry_update.default",
+     .schema = "geometry_update(Tensor old, Tensor new) -> Tensor",
+     .meta = geometry_update_meta,
+     .kernel = geometry_update_kernel,
+     .vjp = geometry_update_vjp,
      .recompute = Recompute::view},
     {.name = kConstant,
      .schema = "tensor_constant(str values, int[] size, ScalarType dtype) -> Tensor",

@@ -197,6 +197,10 @@ Tensor Tracer::add_strided_view(const Tensor& base, const IntList& sizes, const 
   return view;
 }
 
+void Tracer::note_caller_view(const Tensor& fake, bool is_view) {
+  caller_views_.emplace_back(fake.impl(), is_view);
+}
+
 graph::ValueId Tracer::value_of(const Tensor& t, const std::string& what) {
   if (!t.defined()) throw std::invalid_argument(what + " is an undefined Tensor");
   if (t.impl()->trace.owner != this) {
@@ -593,11 +597,28 @@ std::vector<Tensor> Tracer::functionalize_metadata(const ops::OpDef& op, ops::Op
       throw std::invalid_argument(naming_op(op, e.what()));
     }
   }
+  uint32_t value = v.impl()->trace.value;
+  bool eager_view = self.is_view();
+  for (const auto& [input, is_view] : caller_views_)
+    if (input == self.impl()) eager_view = is_view;
+  if (graph::ValueId old{self.impl()->trace.value}; !grad_on && requires_grad(old) && !eager_view) {
+    // Eager records nothing under no_grad: the tensor keeps its node, which receives the
+    // gradient of the new geometry as it is, not mapped back through the view (seeds 105659,
+    // 112645, 138178, 503244). A view's history is regenerated instead (its version moved): an
+    // as_strided of its base with the new geometry, which the view's own VJP already is (seed
+    // 304718: a view passed as an input, whose fake is a graph input's root).
+    EnableGradGuard grad;
+    ops::OpArgs gargs{bind(old, true), v};
+    value = record(ops::lookup("aotgrad.geometry_update.default"), gargs, /*track=*/false)
+                .at(0)
+                .impl()
+                ->trace.value;
+  }
   TensorImpl& impl = *self.impl();
   impl.sizes = v.sizes();
   impl.strides = v.strides();
   impl.storage_offset = v.storage_offset();
-  impl.trace.value = v.impl()->trace.value;
+  impl.trace.value = value;
   impl.trace.alias = v.impl()->trace.alias;
   tensors_[impl.trace.alias].keep = self.impl_ptr();
   metadata_touches_.emplace_back(&impl, grad_on);

@@ -61,6 +61,11 @@ class Tracer final : public ops::Interpreter, public autograd::TracedAutograd {
   // recorded).
   Tensor add_strided_view(const Tensor& base, const IntList& sizes, const IntList& strides,
                           int64_t storage_offset, bool requires_grad, ViewCreation creation);
+  // Records whether the caller's tensor that the user input `fake` stands for is a view in
+  // eager: a fake's own view-ness follows the graph inputs (a view passed alone is a root there,
+  // a member of a synthetic base a view of it), and a geometry changed under no_grad takes its
+  // gradient differently on a view (functionalize_metadata).
+  void note_caller_view(const Tensor& fake, bool is_view);
   // An untracked fake tensor bound to an existing value of the graph.
   Tensor bind(graph::ValueId v, bool requires_grad);
   // The value a traced tensor currently stands for (regenerated first if stale); a real tensor
@@ -243,6 +248,7 @@ class Tracer final : public ops::Interpreter, public autograd::TracedAutograd {
   std::vector<InteriorLeaf> interior_leaves_;
   std::vector<bool> freed_nodes_;
   std::vector<std::pair<const TensorImpl*, bool>> metadata_touches_;  // (tensor, grad mode on)
+  std::vector<std::pair<const TensorImpl*, bool>> caller_views_;  // (user input, eager view)
   std::vector<size_t> metadata_touched_storages_;
   std::vector<BackwardError> backward_errors_;
   // By detach() call (ViewStep::detached): the value holding the history writes made through

@@ -395,3 +395,113 @@ TEST(MetadataMutation, NoGradViewMadeAfterAnotherInputWasTransposedUnderNoGrad) 
         return std::vector<Tensor>{v};
       });
 }
+
+TEST(MetadataMutation, GeometryChangedUnderNoGradPassesTheGradientAsEager) {
+  // Found by AotProgramFuzz (seeds 105659, 112645, 138178). Eager records nothing for t_ /
+  // transpose_ / unsqueeze_ under no_grad: the gradient of the new geometry reaches the tensor's
+  // node as it is (summed when the old shape broadcasts to the new), not mapped back through the
+  // view, which the compiled backward did. PyTorch 1.13: x = leaf * 1; with no_grad: x.t_();
+  // (x * w).sum().backward() gives leaf.grad == w, not w.t().
+  Tensor leaf = test_input({3, 3});
+  Tensor w = ag::arange(9.0).to(ag::DType::f64).view({3, 3});
+  auto f = ag::aot_function([](const Tensor& x, const Tensor& w) {
+    Tensor y = x * 1.0;
+    {
+      ag::NoGradGuard no_grad;
+      ag::t_(y);
+    }
+    return (y * w).sum();
+  });
+  f(leaf, w).backward();
+  EXPECT_TRUE(allclose(leaf.grad(), w, 0, 0)) << leaf.grad();
+
+  expect_like_eager(
+      [] {
+        return non_leaf({2, 2});
+      },
+      [](std::vector<Tensor> a) {
+        Tensor y = a[0].sum(1, true).expand({2, 2}) * 3.0;
+        {
+          ag::NoGradGuard no_grad;
+          ag::t_(y);
+        }
+        return std::vector<Tensor>{y};
+      });
+  expect_like_eager(
+      [] {
+        return non_leaf({3, 3});
+      },
+      [](std::vector<Tensor> a) {
+        {
+          ag::NoGradGuard no_grad;
+          ag::transpose_(a[0], 0, 1);
+        }
+        return std::vector<Tensor>{a[0] * plain({3, 3}, 4)};
+      });
+  expect_like_eager([] { return non_leaf({3}); },
+                    [](std::vector<Tensor> a) {
+                      Tensor y = a[0] * 2.0;
+                      {
+                        ag::NoGradGuard no_grad;
+                        ag::unsqueeze_(y, 0);
+                      }
+                      return std::vector<Tensor>{y * plain({2, 3}, 5)};
+                    });
+}
+
+TEST(MetadataMutation, GeometryChangedUnderNoGradOfAnInputThatIsAViewInEager) {
+  // Found by AotProgramFuzz (seeds 304718, 503244). Whether eager's tensor is a view decides its
+  // gradient: a view's history is regenerated (its version moved) as an as_strided of its base
+  // with the new geometry, so the gradient follows the elements; a tensor that is no view keeps
+  // its node, which takes the gradient as it is. The fakes' view-ness follows the graph inputs
+  // instead: a view passed alone is a graph input's root, a tensor passed with a view of it a
+  // view of their synthetic base. PyTorch 1.13: v = (leaf * 1)[0:3] (square); with no_grad:
+  // v.t_(); (v * w).sum().backward() gives leaf.grad[0:3] == w.t().
+  Tensor leaf = test_input({4, 3});
+  Tensor w = ag::arange(9.0).to(ag::DType::f64).view({3, 3});
+  auto f = ag::aot_function([](Tensor v, const Tensor& w) {
+    {
+      ag::NoGradGuard no_grad;
+      ag::t_(v);
+    }
+    return (v * w).sum();
+  });
+  Tensor v = (leaf * 1.0).slice(0, 0, 3);
+  f(v, w).backward();
+  EXPECT_TRUE(allclose(leaf.grad().slice(0, 0, 3), w.t(), 0, 0)) << leaf.grad();
+
+  // A non-view passed with a view of it: its fake is a view of their synthetic base.
+  expect_like_eager(
+      [] {
+        Tensor l = test_input({4, 4});
+        Tensor r = l * 2.0;
+        return OracleSetup{{r, r.t(), plain({4, 4}, 6)}, {l}};
+      },
+      [](std::vector<Tensor> a) {
+        Tensor m = a[0].mean({1}, true);
+        {
+          ag::NoGradGuard no_grad;
+          ag::transpose_(a[0], 0, 1);
+        }
+        Tensor out = a[0].sub(m) * a[2];
+        {
+          ag::NoGradGuard no_grad;
+          ag::transpose_(a[0], 1, 0);
+        }
+        return std::vector<Tensor>{out, a[1] * 1.0};
+      });
+  // A view passed twice: a plain graph input, no view of anything in the graph.
+  expect_like_eager(
+      [] {
+        Tensor l = test_input({5, 3});
+        Tensor s = (l * 2.0).slice(0, 1, 4);
+        return OracleSetup{{s, s, plain({3, 3}, 7)}, {l}};
+      },
+      [](std::vector<Tensor> a) {
+        {
+          ag::NoGradGuard no_grad;
+          ag::t_(a[0]);
+        }
+        return std::vector<Tensor>{a[1] * a[2]};
+      });
+}

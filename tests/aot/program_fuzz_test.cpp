@@ -185,4 +185,17 @@ TEST(AotProgramFuzz, LongerModeFromTheEnvironment) {
             << tally.summary() << "\n";
 }
 
+// Programs that changed a tensor's geometry in place under no_grad (t_, transpose_, ...), then
+// used it with grad on: eager's tensor keeps its node, which takes the new geometry's gradient as
+// it is, unless the caller's tensor is a view (MetadataMutation.GeometryChangedUnderNoGrad*).
+// 304718 passed before, and failed with a first fix that took a view passed twice for no view.
+TEST(AotProgramFuzz, SeedsFixedByGeometryUnderNoGrad) {
+  Tally tally;
+  for (uint64_t seed : {105659, 112645, 138178, 503244, 304718})
+    fuzz_seeds(seed, 1, {"interpreter"}, 6, tally);
+  std::cout << "[AotProgramFuzz] " << tally.summary() << "\n";
+  EXPECT_EQ(tally.failed, 0);
+  EXPECT_EQ(tally.checked, 5);
+}
+
 }  // namespace
