@@ -113,10 +113,21 @@ std::vector<TensorMeta> geometry_update_meta(const OpArgs& a) {
   // as_strided_ may change the element count: eager refuses the gradient only if one reaches it.
   if (old.dtype() != updated.dtype())
     throw std::invalid_argument("aotgrad.geometry_update: old and new values differ in dtype");
-  return {TensorMeta{updated.dtype(), updated.sizes(), updated.strides(), 0}};
+  return {
+      TensorMeta{updated.dtype(), updated.sizes(), updated.strides(), updated.storage_offset()}};
 }
+// A view of `new` (its schema says so): passes that follow views (common subexpressions, saved
+// values, buffer lifetimes) must see that the result shares `new`'s storage. Recorded as a fresh
+// tensor, not a view with a _base, as `new` itself is not one of the tensor either.
 std::vector<Tensor> geometry_update_kernel(const OpArgs& a) {
-  return {tensor_arg(a, 1)};
+  const Tensor& updated = tensor_arg(a, 1);
+  auto impl = std::make_shared<TensorImpl>();
+  impl->dtype = updated.dtype();
+  impl->sizes = updated.sizes();
+  impl->strides = updated.strides();
+  impl->storage_offset = updated.storage_offset();
+  impl->storage = updated.storage();
+  return {Tensor(std::move(impl))};
 }
 bool expandable_to(const IntList& from, const IntList& to) {
   if (from.size() > to.size()) return false;
@@ -271,7 +282,7 @@ const OpDef kRows[] = {
      .vjp = hidden_update_vjp,
      .recompute = Recompute::view},
     {.name = "aotgrad.geometry_update.default",
-     .schema = "geometry_update(Tensor old, Tensor new) -> Tensor",
+     .schema = "geometry_update(Tensor old, Tensor(a) new) -> Tensor(a)",
      .meta = geometry_update_meta,
      .kernel = geometry_update_kernel,
      .vjp = geometry_update_vjp,

@@ -601,18 +601,22 @@ std::vector<Tensor> Tracer::functionalize_metadata(const ops::OpDef& op, ops::Op
   bool eager_view = self.is_view();
   for (const auto& [input, is_view] : caller_views_)
     if (input == self.impl()) eager_view = is_view;
-  if (graph::ValueId old{self.impl()->trace.value}; !grad_on && requires_grad(old) && !eager_view) {
+  graph::ValueId old{self.impl()->trace.value};
+  if (auto it = geometry_origins_.find(old.index); it != geometry_origins_.end()) old = it->second;
+  if (!grad_on && requires_grad(old) && !eager_view) {
     // Eager records nothing under no_grad: the tensor keeps its node, which receives the
     // gradient of the new geometry as it is, not mapped back through the view (seeds 105659,
     // 112645, 138178, 503244). A view's history is regenerated instead (its version moved): an
     // as_strided of its base with the new geometry, which the view's own VJP already is (seed
-    // 304718: a view passed as an input, whose fake is a graph input's root).
+    // 304718: a view passed as an input, whose fake is a graph input's root). Changed again,
+    // the gradient is still fitted to the shape of the value the node was made for (704750).
     EnableGradGuard grad;
     ops::OpArgs gargs{bind(old, true), v};
     value = record(ops::lookup("aotgrad.geometry_update.default"), gargs, /*track=*/false)
                 .at(0)
                 .impl()
                 ->trace.value;
+    geometry_origins_[value] = old;
   }
   TensorImpl& impl = *self.impl();
   impl.sizes = v.sizes();

@@ -248,7 +248,10 @@ class Tracer final : public ops::Interpreter, public autograd::TracedAutograd {
   std::vector<InteriorLeaf> interior_leaves_;
   std::vector<bool> freed_nodes_;
   std::vector<std::pair<const TensorImpl*, bool>> metadata_touches_;  // (tensor, grad mode on)
-  std::vector<std::pair<const TensorImpl*, bool>> caller_views_;  // (user input, eager view)
+  std::vector<std::pair<const TensorImpl*, bool>> caller_views_;      // (user input, eager view)
+  // By aotgrad.geometry_update result: the value whose node eager's tensor still has (changed
+  // again under no_grad, the gradient is fitted to that value's shape once, not step by step).
+  std::map<uint32_t, graph::ValueId> geometry_origins_;
   std::vector<size_t> metadata_touched_storages_;
   std::vector<BackwardError> backward_errors_;
   // By detach() call (ViewStep::detached): the value holding the history writes made through

@@ -4,6 +4,7 @@
 
 #include "aot/eager_oracle.h"
 #include "aotgrad/aotgrad.h"
+#include "ops/op.h"
 #include "testing/gradcheck.h"
 #include "testing/values.h"
 #include "trace/functionalize.h"
@@ -503,5 +504,49 @@ TEST(MetadataMutation, GeometryChangedUnderNoGradOfAnInputThatIsAViewInEager) {
           ag::t_(a[0]);
         }
         return std::vector<Tensor>{a[1] * a[2]};
+      });
+}
+
+TEST(MetadataMutation, GeometryChangedTwiceUnderNoGradIsFittedOnceToTheNodesShape) {
+  // Found by AotProgramFuzz (seed 704750): eager fits the gradient to the shape the tensor's node
+  // was made for, once; the graph fitted it to each intermediate geometry in turn and raised
+  // "invalid gradient ... got [3] but expected shape compatible with [1, 3]" at compile time.
+  expect_like_eager([] { return non_leaf({3}); },
+                    [](std::vector<Tensor> a) {
+                      Tensor y = a[0] * 2.0;
+                      {
+                        ag::NoGradGuard no_grad;
+                        ag::unsqueeze_(y, 0);
+                        ag::squeeze_(y, 0);
+                      }
+                      return std::vector<Tensor>{y * plain({3}, 9)};
+                    });
+}
+
+TEST(MetadataMutation, GeometryUpdateIsAViewOfTheNewGeometry) {
+  // Found by AotProgramFuzz (seed 712225): aotgrad.geometry_update returns its second argument's
+  // storage; not marked a view, common-subexpression elimination merged that value (a + a) with
+  // an equal one written into the input (a.add_(a) under no_grad), so the returned tensor and the
+  // input shared one buffer in the min-cut partition's forward. The program below is the seed's
+  // body, which the oracle's single comparison does not catch by value (the fuzzer's repeated
+  // calls do: the seed is replayed in AotProgramFuzz.SeedsFixedByGeometryUnderNoGrad).
+  const ag::ops::OpDef& op = ag::ops::lookup("aotgrad.geometry_update.default");
+  EXPECT_TRUE(op.is_view());
+  EXPECT_EQ(op.view_of_arg(), 1);
+  expect_like_eager(
+      [] {
+        Tensor leaf = test_input({5});
+        return OracleSetup{{leaf}, {leaf}};
+      },
+      [](std::vector<Tensor> a) {
+        Tensor s = a[0].squeeze(0);
+        Tensor y = a[0].add(a[0]);
+        {
+          ag::NoGradGuard no_grad;
+          a[0].add_(a[0]);
+          ag::squeeze_(y, 0);
+        }
+        Tensor d = a[0].detach();
+        return std::vector<Tensor>{d, d, y};
       });
 }
