@@ -390,13 +390,20 @@ void add_forward_outputs(CapturedForward& c, const std::vector<graph::ValueId>& 
   meta.num_intermediate_bases = out_plan.bases.size();
 }
 
-// Eager's leaf now has the new geometry, and so has its gradient; the training graph's
-// gradient for the input has the old one. Refused rather than accumulated with the wrong shape.
+// Eager's leaf takes the gradient of its new geometry as it is (aotgrad.geometry_update), which
+// the training graph gives the input when the sizes stayed (t_ of a square, transpose_ of two
+// equal dims). When they changed, eager fits the gradient to the shape the leaf's AccumulateGrad
+// recorded when it was made, before or after the change, which the graph cannot know: refused
+// rather than accumulated with the wrong shape. Refused too when other inputs view the leaf
+// (a synthetic base): eager's regenerated views give it their gradient in the new geometry's
+// coordinates, the graph's in the old ones (AotProgramFuzz, seed 704161).
 void check_metadata_mutations_of_leaves(const ViewAndMutationMeta& meta,
-                                        const std::vector<Tensor>& inputs,
+                                        const std::vector<Tensor>& inputs, const InputPlan& plan,
                                         const std::string& fn_name) {
   for (const MetadataMutation& m : meta.metadata_mutations)
-    if (m.changed && !m.under_grad && inputs[m.input].is_leaf() && inputs[m.input].requires_grad())
+    if (m.changed && !m.under_grad && inputs[m.input].is_leaf() &&
+        inputs[m.input].requires_grad() &&
+        (inputs[m.input].sizes() != m.sizes || plan.inputs[m.input].kind != InputPlan::Kind::plain))
       throw trace::UnsupportedError(
           fn_name + ": input " + std::to_string(m.input) +
           " is a leaf that requires grad "
@@ -434,7 +441,7 @@ CapturedForward capture_forward(const FlatFn& fn, const std::vector<Tensor>& inp
       record_input_mutations(tracer, graph_inputs, plan, meta);
   record_metadata_mutations(tracer, inputs, plan, user_fakes, meta);
   c.needs_autograd = needs_autograd(meta, rg, mutated_values, out_plan);
-  if (c.needs_autograd) check_metadata_mutations_of_leaves(meta, inputs, config.name);
+  if (c.needs_autograd) check_metadata_mutations_of_leaves(meta, inputs, plan, config.name);
   add_forward_outputs(c, mutated_values, out_plan,
                       config.keep_inference_input_mutations && !c.needs_autograd);
   // The last effect token is the last forward output (include/aotgrad/effects.h).

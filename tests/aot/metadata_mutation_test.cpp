@@ -310,6 +310,37 @@ TEST(MetadataMutation, LeafGeometryChangedUnderNoGradThenUsedWithGradIsRefused) 
   EXPECT_THROW(f(test_input({2, 3}), y), ag::trace::UnsupportedError);
 }
 
+TEST(MetadataMutation, LeafGeometryChangedUnderNoGradKeepingItsSizesTakesTheGradientAsIs) {
+  // PyTorch 1.13: x = leaf (3, 3); with no_grad: x.t_(); (x * y).sum().backward() gives
+  // x.grad == y: the leaf's AccumulateGrad takes the new geometry's gradient as it is, whether it
+  // was made before the change or after, since the sizes agree. aot_function refused it.
+  auto fn = [](Tensor w, const Tensor& y) {
+    Tensor before = w * 2.0;  // AccumulateGrad made before the change
+    {
+      ag::NoGradGuard no_grad;
+      ag::t_(w);
+    }
+    return (w * y).sum() + before.sum();
+  };
+  Tensor y = ag::arange(9.0).to(ag::DType::f64).view({3, 3});
+  Tensor x = test_input({3, 3});
+  ag::aot_function(fn)(x, y).backward();
+  EXPECT_EQ(x.strides(), (ag::IntList{1, 3}));
+  EXPECT_TRUE(allclose(x.grad(), y + 2.0, 0, 0)) << x.grad();
+  expect_like_eager(
+      [] {
+        Tensor leaf = test_input({2, 3, 3});
+        return OracleSetup{{leaf, plain({2, 3, 3}, 8)}, {leaf}};
+      },
+      [](std::vector<Tensor> a) {
+        {
+          ag::NoGradGuard no_grad;
+          ag::transpose_(a[0], 2, 1);
+        }
+        return std::vector<Tensor>{a[0].exp() * a[1]};
+      });
+}
+
 TEST(MetadataMutation, TransposedIntermediateReturnedIsNotAView) {
   // t_() keeps y its storage's own tensor: eager returns it without _base, and y.select(0, 0) as a
   // view of it.
