@@ -171,6 +171,15 @@ TEST(AotProgramFuzz, SeedsFixedFromThe100000Run) {
   EXPECT_EQ(tally.checked, 8);
 }
 
+TEST(AotProgramFuzz, SeedsFixedFromThe700000Run) {
+  Tally tally;
+  // 707555: a write through detach() of a view made under no_grad lost the write's history.
+  for (uint64_t seed : {707555}) fuzz_seeds(seed, 1, {"interpreter"}, 6, tally);
+  std::cout << "[AotProgramFuzz] " << tally.summary() << "\n";
+  EXPECT_EQ(tally.failed, 0);
+  EXPECT_EQ(tally.checked, 1);
+}
+
 TEST(AotProgramFuzz, LongerModeFromTheEnvironment) {
   const char* n = std::getenv("AOTGRAD_AOT_FUZZ_PROGRAMS");
   if (!n) GTEST_SKIP() << "set AOTGRAD_AOT_FUZZ_PROGRAMS=N for N more random programs";
