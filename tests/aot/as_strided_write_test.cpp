@@ -64,7 +64,9 @@ TEST(AsStridedWrite, ThroughAMemberOfASyntheticBase) {
 
 TEST(AsStridedWrite, ThroughATranspose) {
   like_eager_under_both_compilers(
-      [] { return OracleSetup{{leaf({3, 2}, 30, false)}, {}}; },
+      [] {
+        return OracleSetup{{leaf({3, 2}, 30, false)}, {}};
+      },
       [](std::vector<Tensor> a) {
         Tensor v = a[0].t().as_strided({2}, {1});
         v.mul_(2.0);
@@ -117,7 +119,9 @@ TEST(AsStridedWrite, ThroughADetachedAliasWithGradOn) {
         return std::vector<Tensor>{d * 1.0, v, a[0].sin()};
       });
   like_eager_under_both_compilers(
-      [] { return OracleSetup{{leaf({3, 2}, 39, false), leaf({2}, 40)}, {}}; },
+      [] {
+        return OracleSetup{{leaf({3, 2}, 39, false), leaf({2}, 40)}, {}};
+      },
       [](std::vector<Tensor> a) {
         Tensor d = a[0].detach();
         Tensor v = d.t().as_strided({2}, {3}, 1);
@@ -211,9 +215,7 @@ TEST(ScenarioRaises, WriteOfAnInputAfterAnAsStridedReadPastItsElementsIsRefused)
   // The read reaches storage elements outside the input (its base's), which only the input
   // itself holds; a written input reaches the compiled function as a contiguous copy.
   ag::testing::expect_unsupported(
-      [] {
-        return ag::testing::TensorList{leaf({8}, 50, false).slice(0, 2, 8)};
-      },
+      [] { return ag::testing::TensorList{leaf({8}, 50, false).slice(0, 2, 8)}; },
       [](const ag::testing::TensorList& a) {
         Tensor y = a[0].as_strided({2}, {1}, 0) * 1.0;
         Tensor x = a[0];
@@ -221,4 +223,27 @@ TEST(ScenarioRaises, WriteOfAnInputAfterAnAsStridedReadPastItsElementsIsRefused)
         return y;
       },
       "after an as_strided read it in place");
+}
+
+TEST(AsStridedWrite, ThroughADetachedColumnGivesTheElementsBetweenItsRowsNoGradient) {
+  // AotProgramFuzz, seed 704999: the window of as_strided over a detach()ed column reaches
+  // storage elements between the column's rows. Eager's CopySlices laid the column's gradient out
+  // in uninitialized memory, so what the write's source got from those elements was arbitrary;
+  // they get none (zeros), as the compiled backward and PyTorch in practice give: only the
+  // column's first row lies in the window.
+  auto fn = [](std::vector<Tensor> a) {
+    Tensor column = a[0].slice(1, 2, 3).detach();
+    column.as_strided({2, 2}, {1, 2}).sub_(a[1]);
+    return std::vector<Tensor>{column * 1.0};
+  };
+  auto make = [] {
+    Tensor l = leaf({6}, 41);
+    return OracleSetup{{leaf({5, 4}, 42, false), l.select(0, 1)}, {l}};
+  };
+  OracleSetup s = make();
+  Tensor out = fn(s.inputs)[0];
+  for (int k = 0; k < 32; ++k) Tensor junk = ag::full({17}, 7.0, ag::kFloat64);  // reused memory
+  (out * ag::arange(1, 6).to(ag::kFloat64).reshape({5, 1})).sum().backward();
+  EXPECT_EQ(s.leaves[0].grad()[1].item<double>(), -1.0);
+  like_eager_under_both_compilers(make, fn);
 }
