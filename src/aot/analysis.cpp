@@ -103,6 +103,7 @@ std::string ViewAndMutationMeta::to_string() const {
     }
     if (out.history_base >= 0)
       os << " history=base " << out.history_base << " from step " << out.history_step;
+    if (out.made_after_metadata_mutation) os << " made_after_metadata_mutation";
     os << "\n";
   }
   for (const RequiresGradChange& c : input_requires_grad_changes)

@@ -113,6 +113,7 @@ OutputPlan classify_outputs(trace::Tracer& tracer, const std::vector<Tensor>& us
         info.type = OutputType::alias_of_input;
         info.base = s->input_index;
         info.view_chain = to_replay_chain(ts->chain);
+        info.made_after_metadata_mutation = tracer.made_after_metadata_mutation(*ts);
       }
     } else {
       // A root-like output is its storage's own tensor in eager terms: the root, or the root after

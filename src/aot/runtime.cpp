@@ -151,6 +151,23 @@ void keep_view_creation_current(const std::vector<Tensor>& outputs, const Storag
   }
 }
 
+// An output eager made after the metadata mutation (Tracer::made_after_metadata_mutation) has
+// the history of its own view ops, made after the bump; regenerated before the bump, its history
+// would turn stale and be rebuilt as as_strided of its base, which passes gradient to elements
+// of the base an as_strided reaching past its operand does not (AotProgramFuzz, seeds 131272,
+// 718510).
+void keep_view_history_current(const std::vector<Tensor>& outputs,
+                               const std::vector<size_t>& current, const Storage* storage,
+                               uint64_t before, uint64_t after) {
+  for (size_t o : current) {
+    const Tensor& out = outputs.at(o);
+    if (!out.defined() || !out.is_view() || out.storage().get() != storage) continue;
+    AutogradMeta* m = out.impl()->autograd.get();
+    auto* node = m ? dynamic_cast<autograd::OpNode*>(m->grad_fn.get()) : nullptr;
+    if (node && node->view_version == before) node->view_version = after;
+  }
+}
+
 }  // namespace
 
 // Gives each caller's tensor the geometry the function left its input in (after the outputs
@@ -173,6 +190,8 @@ void MetadataMutations::after(CallFrame& f) const {
     }
     if (f.node) f.node->forgive_version_bump(target.storage().get(), before, target.version());
     keep_view_creation_current(f.result, target.storage().get(), before, target.version());
+    keep_view_history_current(f.result, current_outputs_, target.storage().get(), before,
+                              target.version());
   }
 }
 

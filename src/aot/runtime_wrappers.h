@@ -57,12 +57,16 @@ class RequiresGradChanges final : public RuntimeWrapper {
 
 class MetadataMutations final : public RuntimeWrapper {
  public:
-  explicit MetadataMutations(std::vector<MetadataMutation> m) : mutations_(std::move(m)) {}
+  // current_outputs: the user outputs made after their input's metadata mutation
+  // (OutputAliasInfo::made_after_metadata_mutation), whose view histories the replay keeps.
+  MetadataMutations(std::vector<MetadataMutation> m, std::vector<size_t> current_outputs)
+      : mutations_(std::move(m)), current_outputs_(std::move(current_outputs)) {}
   std::string_view name() const override { return "MetadataMutations"; }
   void after(CallFrame& f) const override;
 
  private:
   std::vector<MetadataMutation> mutations_;
+  std::vector<size_t> current_outputs_;
 };
 
 // Keeps the inputs that are not repeats (PyTorch's AOTDedupeWrapper, strategy 2).

@@ -98,6 +98,12 @@ ViewStep piece_step(const ops::OpDef& op, const ops::OpArgs& args, size_t piece,
 
 }  // namespace
 
+bool Tracer::made_after_metadata_mutation(const TensorState& ts) const {
+  for (size_t k = metadata_touched_storages_.size(); k-- > 0;)
+    if (metadata_touched_storages_[k] == ts.storage) return ts.metadata_ops_before > k;
+  return false;
+}
+
 Tracer::MetadataTouch Tracer::metadata_touch(const Tensor& t) const {
   MetadataTouch m;
   for (const auto& [impl, under_grad] : metadata_touches_)
@@ -155,6 +161,7 @@ void Tracer::track_view(const Tensor& view, const Tensor& parent, ViewStep step)
   ts.hidden = p.hidden || !step.op->vjp;  // detach(): autograd does not see through it
   ts.chain.push_back(std::move(step));
   ts.keep = view.impl_ptr();
+  ts.metadata_ops_before = metadata_touched_storages_.size();
   tensors_.push_back(std::move(ts));
   view.impl()->trace.alias = static_cast<uint32_t>(tensors_.size() - 1);
 }

@@ -247,3 +247,35 @@ TEST(AsStridedWrite, ThroughADetachedColumnGivesTheElementsBetweenItsRowsNoGradi
   EXPECT_EQ(s.leaves[0].grad()[1].item<double>(), -1.0);
   like_eager_under_both_compilers(make, fn);
 }
+
+TEST(AsStridedWrite, ReadPastAnInputViewAfterItsGeometryChangedWithGradOn) {
+  // AotProgramFuzz, seeds 131272, 718510: t_() of an input that is a view, then as_strided
+  // reaching past its elements. Eager made the output after t_()'s version bump, so its history
+  // is its own (the window's element outside the input gets no gradient). The runtime regenerated
+  // it before replaying t_() on the caller's tensor, whose bump made that history stale, rebuilt
+  // as as_strided of the base: the element outside got gradient.
+  auto make = [] {
+    Tensor l = leaf({4}, 43);
+    return OracleSetup{{(l * 1.5).slice(0, 1, 2)}, {l}};
+  };
+  like_eager_under_both_compilers(make, [](std::vector<Tensor> a) {
+    ag::t_(a[0]);
+    return std::vector<Tensor>{a[0].as_strided({2}, {1})};
+  });
+  // Made before t_(): eager's history is stale after the bump, rebuilt from the base, which
+  // passes gradient to the element outside.
+  like_eager_under_both_compilers(make, [](std::vector<Tensor> a) {
+    Tensor v = a[0].as_strided({2}, {1});
+    ag::t_(a[0]);
+    return std::vector<Tensor>{v};
+  });
+  like_eager_under_both_compilers(
+      [] {
+        Tensor l = leaf({6, 2}, 44);
+        return OracleSetup{{(l * 1.5).slice(1, 1, 2).t(), l}, {l}};
+      },
+      [](std::vector<Tensor> a) {
+        ag::transpose_(a[0], 1, 0);
+        return std::vector<Tensor>{a[0].as_strided({2, 1}, {1, 2}), a[1]};
+      });
+}

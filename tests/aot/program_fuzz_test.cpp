@@ -174,10 +174,14 @@ TEST(AotProgramFuzz, SeedsFixedFromThe100000Run) {
 TEST(AotProgramFuzz, SeedsFixedFromThe700000Run) {
   Tally tally;
   // 707555: a write through detach() of a view made under no_grad lost the write's history.
-  for (uint64_t seed : {707555}) fuzz_seeds(seed, 1, {"interpreter"}, 6, tally);
+  // 704999: eager's CopySlices read uninitialized memory between the rows of a detach()ed column.
+  // 131272 (from the 100000 run), 718510: as_strided past an input view after t_/transpose_ with
+  // grad on; the runtime's replay of the geometry change made the output's history stale.
+  for (uint64_t seed : {131272, 704999, 707555, 718510})
+    fuzz_seeds(seed, 1, {"interpreter"}, 6, tally);
   std::cout << "[AotProgramFuzz] " << tally.summary() << "\n";
   EXPECT_EQ(tally.failed, 0);
-  EXPECT_EQ(tally.checked, 1);
+  EXPECT_EQ(tally.checked, 4);
 }
 
 TEST(AotProgramFuzz, LongerModeFromTheEnvironment) {
