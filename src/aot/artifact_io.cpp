@@ -432,7 +432,8 @@ void write_meta(Writer& w, const ViewAndMutationMeta& m) {
   w.u64(m.input_info.size());
   for (const InputAliasInfo& i : m.input_info)
     for (bool b : {i.is_leaf, i.requires_grad, i.mutates_data, i.mutates_metadata,
-                   i.mutations_hidden_from_autograd, i.mutations_under_no_grad, i.keep_in_graph})
+                   i.mutations_hidden_from_autograd, i.mutations_under_no_grad, i.keep_in_graph,
+                   i.read_in_place})
       w.boolean(b);
   w.u64(m.output_info.size());
   for (const OutputAliasInfo& o : m.output_info) {
@@ -475,11 +476,11 @@ int read_small_int(Reader& r, const char* what) {
 
 ViewAndMutationMeta read_meta(Reader& r) {
   ViewAndMutationMeta m;
-  m.input_info.resize(r.count("meta input_info", 7));
+  m.input_info.resize(r.count("meta input_info", 8));
   for (InputAliasInfo& i : m.input_info)
-    for (bool* b :
-         {&i.is_leaf, &i.requires_grad, &i.mutates_data, &i.mutates_metadata,
-          &i.mutations_hidden_from_autograd, &i.mutations_under_no_grad, &i.keep_in_graph})
+    for (bool* b : {&i.is_leaf, &i.requires_grad, &i.mutates_data, &i.mutates_metadata,
+                    &i.mutations_hidden_from_autograd, &i.mutations_under_no_grad, &i.keep_in_graph,
+                    &i.read_in_place})
       *b = r.boolean("meta input_info flag");
   m.output_info.resize(r.count("meta output_info", 28));
   for (OutputAliasInfo& o : m.output_info) {

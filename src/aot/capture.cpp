@@ -335,6 +335,7 @@ std::vector<graph::ValueId> record_input_mutations(const trace::Tracer& tracer,
     info.mutates_data = true;
     info.mutations_under_no_grad = s.all_mutations_under_no_grad;
     info.mutations_hidden_from_autograd = s.all_mutations_hidden && !s.all_mutations_under_no_grad;
+    info.read_in_place = s.read_in_place;
     meta.mutated_inputs.push_back(static_cast<size_t>(s.input_index));
     mutated_values.push_back(s.root);
   }

@@ -111,7 +111,10 @@ std::unique_ptr<AutogradBody> autograd_body(const Artifact& a, const Compilers& 
   s.tangent_of_output = a.tangent_of_output;
   s.grad_of_primal = a.grad_of_primal;
   for (size_t g : a.meta.mutated_inputs)
-    if (!a.meta.input_info[g].keep_in_graph) s.written_inputs.push_back(g);
+    if (!a.meta.input_info[g].keep_in_graph) {
+      s.written_inputs.push_back(g);
+      if (a.meta.input_info[g].read_in_place) s.whole_storage_inputs.push_back(g);
+    }
   s.keep_graph_inputs = keep_graph_inputs;
   auto bw = std::make_shared<BackwardSpec>();
   bw->saved = a.saved;

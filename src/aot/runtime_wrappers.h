@@ -199,10 +199,11 @@ class AutogradBody final : public CompiledBody {
  public:
   struct Spec {
     backends::CompiledGraph forward;
-    size_t num_outputs = 0;                 // forward outputs before the saved values
-    std::vector<size_t> tangent_of_output;  // forward output of each tangent
-    std::vector<size_t> grad_of_primal;     // graph input of each gradient
-    std::vector<size_t> written_inputs;     // graph inputs the epilogue writes
+    size_t num_outputs = 0;                    // forward outputs before the saved values
+    std::vector<size_t> tangent_of_output;     // forward output of each tangent
+    std::vector<size_t> grad_of_primal;        // graph input of each gradient
+    std::vector<size_t> written_inputs;        // graph inputs the epilogue writes
+    std::vector<size_t> whole_storage_inputs;  // InputAliasInfo::read_in_place among them
     bool keep_graph_inputs = false;
     std::shared_ptr<const BackwardSpec> backward;
   };

@@ -87,8 +87,9 @@ struct StorageState {
   // root is not dense; an as_strided on it after a mutation, or a write through one, is refused.
   std::optional<std::vector<int64_t>> storage_order;
   // An as_strided read this input's storage in place (its window not rebased onto the root's
-  // elements) before anything wrote it. The runtime passes an input the function writes as a
-  // contiguous copy, where that read would find other elements, so a write is then refused.
+  // elements) before anything wrote it. If the function writes the input, the training runtime
+  // passes it as a copy of its whole storage with its own geometry rather than a contiguous clone
+  // (aot::InputAliasInfo::read_in_place), so that the read finds the caller's elements.
   bool read_in_place = false;
   bool mutated = false;
   bool all_mutations_under_no_grad = true;

@@ -522,12 +522,6 @@ std::vector<Tensor> Tracer::functionalize_inplace(const ops::OpDef& op, ops::OpA
     cargs[to_copy.parsed_schema().find_arg("dtype")] = self.dtype();
     updated = record(to_copy, cargs, /*track=*/false).at(0);
   }
-  if (const StorageState& s = storages_[tensors_[state_index].storage]; s.read_in_place)
-    throw UnsupportedError(
-        std::string(op.name) + " writes input " + std::to_string(s.input_index) +
-        ", which is not a contiguous tensor over its whole storage, after an as_strided read it "
-        "in place: the compiled function is passed a contiguous copy of an input it writes, "
-        "where that read would find other elements. Pass a contiguous clone of the input.");
   Scattered scattered = scatter_into_root(state_index, updated);
   Tensor new_root = scattered.root;
   StorageState& s = storages_[tensors_[state_index].storage];
