@@ -347,3 +347,25 @@ TEST(ScenarioModes, NoGradViewOfADetachedAliasWrittenWithGradOnIsReadLikeEager) 
         return TensorList{v.sub(d), a[0] * 2.0};
       });
 }
+
+TEST(ScenarioModes, ViewOfANoGradAliasMadeAfterAMetadataOpThatChangedNothing) {
+  // Found by AotProgramFuzz (seed 106881): squeeze_ of a size-3 dim under no_grad changes no
+  // geometry but bumps the version; the slice of the no_grad alias made after it has no edge to
+  // the leaf in eager. The runtime regenerated the slice before replaying that bump on the
+  // caller's tensor, so its history turned stale and was rebuilt as as_strided of the leaf,
+  // which passed the slice's gradient to it.
+  run_scenario(
+      [] {
+        return TensorList{leaf({3, 4}, 60)};
+      },
+      [](const TensorList& a) {
+        Tensor x = a[0];
+        Tensor alias;
+        {
+          ag::NoGradGuard no_grad;
+          ag::squeeze_(x, 0);
+          alias = x.alias();
+        }
+        return TensorList{alias.slice(0, 0, 1)};
+      });
+}
