@@ -190,8 +190,12 @@ void MetadataMutations::after(CallFrame& f) const {
     }
     if (f.node) f.node->forgive_version_bump(target.storage().get(), before, target.version());
     keep_view_creation_current(f.result, target.storage().get(), before, target.version());
-    keep_view_history_current(f.result, current_outputs_, target.storage().get(), before,
-                              target.version());
+    // Under no_grad a changed geometry's history is the caller's tensor's new geometry, which
+    // the chain replayed from the old one does not pass through: left stale, it is rebuilt
+    // from the base as eager's view of the new geometry reads.
+    if (!m.changed || m.under_grad)
+      keep_view_history_current(f.result, current_outputs_, target.storage().get(), before,
+                                target.version());
   }
 }
 

@@ -104,9 +104,10 @@ struct TensorState {
   std::shared_ptr<TensorImpl> keep;  // keeps the address (and the record's owner) alive
   // For a view: the history eager would give it, as view errors name it.
   autograd::ViewHistory history;
-  // How many metadata-mutating ops (t_, transpose_, ...) the trace had made when this state was
-  // made (Tracer::made_after_metadata_mutation).
+  // How many metadata-mutating ops (t_, transpose_, ...) the trace had made, and the storage's
+  // generation, when this state was made (Tracer::made_after_metadata_mutation).
   size_t metadata_ops_before = 0;
+  uint64_t generation_made = 0;
 };
 
 // Why functionalization refused a mutation or an alias; the message names the case and the fix.

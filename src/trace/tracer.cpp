@@ -99,6 +99,8 @@ ViewStep piece_step(const ops::OpDef& op, const ops::OpArgs& args, size_t piece,
 }  // namespace
 
 bool Tracer::made_after_metadata_mutation(const TensorState& ts) const {
+  // A write after it bumped the version again: eager's history is stale all the same.
+  if (storages_[ts.storage].generation != ts.generation_made) return false;
   for (size_t k = metadata_touched_storages_.size(); k-- > 0;)
     if (metadata_touched_storages_[k] == ts.storage) return ts.metadata_ops_before > k;
   return false;
@@ -162,6 +164,7 @@ void Tracer::track_view(const Tensor& view, const Tensor& parent, ViewStep step)
   ts.chain.push_back(std::move(step));
   ts.keep = view.impl_ptr();
   ts.metadata_ops_before = metadata_touched_storages_.size();
+  ts.generation_made = storages_[p.storage].generation;
   tensors_.push_back(std::move(ts));
   view.impl()->trace.alias = static_cast<uint32_t>(tensors_.size() - 1);
 }

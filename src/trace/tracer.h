@@ -94,8 +94,9 @@ class Tracer final : public ops::Interpreter, public autograd::TracedAutograd {
     bool storage_touched = false;
   };
   MetadataTouch metadata_touch(const Tensor& t) const;
-  // Whether the view `ts` was made after the last metadata-mutating op on its storage: eager made
-  // its history after that op's version bump, so the history is current, not stale.
+  // Whether the view `ts` was made after the last metadata-mutating op on its storage and before
+  // any write after it: eager made its history after that op's version bump, so the history is
+  // current, not stale.
   bool made_after_metadata_mutation(const TensorState& ts) const;
   // The history eager gives a detach()ed alias written through with grad on: d = x.detach();
   // d.sub_(w) leaves x's history alone (the write is hidden from it) but makes d, and the views

@@ -369,3 +369,36 @@ TEST(ScenarioModes, ViewOfANoGradAliasMadeAfterAMetadataOpThatChangedNothing) {
         return TensorList{alias.slice(0, 0, 1)};
       });
 }
+
+TEST(ScenarioModes, ViewMadeAfterAGeometryChangedUnderNoGradOfALeaf) {
+  // AotProgramFuzz, seeds 118897, 104960, 110374: views made after a leaf's geometry changed
+  // under no_grad (and, in 104960, before a write under no_grad) read the leaf's new geometry in
+  // eager. Their histories must not be kept as replayed from the old geometry (the gradient
+  // reached the leaf in the old shape): only a change made with grad on, or none, keeps them.
+  run_scenario([] { return TensorList{leaf({3}, 61)}; },
+               [](const TensorList& a) {
+                 Tensor x = a[0];
+                 {
+                   ag::NoGradGuard no_grad;
+                   ag::unsqueeze_(x, 1);
+                 }
+                 return TensorList{x, x.view({1, 3, 1})};
+               });
+  run_scenario(
+      [] {
+        return TensorList{leaf({5, 2, 6}, 62)};
+      },
+      [](const TensorList& a) {
+        Tensor x = a[0];
+        {
+          ag::NoGradGuard no_grad;
+          ag::transpose_(x, 1, 0);
+        }
+        Tensor v = x.slice(1, 2, 4);
+        {
+          ag::NoGradGuard no_grad;
+          x.zero_();
+        }
+        return TensorList{x, v};
+      });
+}
