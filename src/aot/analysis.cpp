@@ -85,8 +85,9 @@ std::string ViewAndMutationMeta::to_string() const {
     os << "  input " << i << ": requires_grad=" << in.requires_grad << " is_leaf=" << in.is_leaf
        << " mutates_data=" << in.mutates_data << " mutates_metadata=" << in.mutates_metadata
        << " hidden_from_autograd=" << in.mutations_hidden_from_autograd
-       << " under_no_grad=" << in.mutations_under_no_grad << " keep_in_graph=" << in.keep_in_graph
-       << "\n";
+       << " under_no_grad=" << in.mutations_under_no_grad << " keep_in_graph=" << in.keep_in_graph;
+    if (in.read_in_place) os << " read_in_place=1";
+    os << "\n";
   }
   for (size_t o = 0; o < output_info.size(); ++o) {
     const OutputAliasInfo& out = output_info[o];
@@ -103,6 +104,7 @@ std::string ViewAndMutationMeta::to_string() const {
     }
     if (out.history_base >= 0)
       os << " history=base " << out.history_base << " from step " << out.history_step;
+    if (out.made_after_metadata_mutation) os << " made_after_metadata_mutation";
     os << "\n";
   }
   for (const RequiresGradChange& c : input_requires_grad_changes)

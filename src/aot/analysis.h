@@ -38,6 +38,10 @@ struct InputAliasInfo {  // one per graph input
   bool mutations_hidden_from_autograd = false;  // every write went through a detach()ed alias
   bool mutations_under_no_grad = false;         // every write happened under no_grad
   bool keep_in_graph = false;  // the mutation is a copy_ inside the graph (inference only)
+  // A written input an as_strided read in place (its window absolute over the caller's storage,
+  // possibly past the input's own elements) before the write: the training runtime passes it as
+  // a copy of its whole storage with its own geometry, not as a contiguous clone.
+  bool read_in_place = false;
 };
 
 enum class OutputType : uint8_t {
@@ -69,6 +73,12 @@ struct OutputAliasInfo {  // one per user output
   // tensor the history of intermediate base `history_base`, and replays the rest on it. -1: none.
   int history_base = -1;
   int history_step = -1;
+  // alias_of_input: the function made this view after changing the input's geometry in place
+  // (t_, transpose_ with grad on). Eager made its history after that change's version bump, so
+  // the history stays current when the runtime replays the change on the caller's tensor after
+  // regenerating the output; a view made before it gets a stale history, regenerated as
+  // as_strided of its base, as eager's (they differ where as_strided reaches past its operand).
+  bool made_after_metadata_mutation = false;
 };
 
 // requires_grad_() on a user input inside the function: the caller's tensor ends with this flag,

@@ -65,8 +65,9 @@ CompiledGraphs compiled_graphs(const Artifact& a);
 // text; indices are in range), so any artifact it returns can be instantiated; anything else throws
 // ArtifactError with one line naming the problem. serialize(deserialize(s)) == s.
 // 2: saved values' view_of_primal; 3: config fuse_attention; 4: synthetic bases' geometry;
-// 5: outputs' detached-alias history
-constexpr uint32_t kArtifactFormatVersion = 5;
+// 5: outputs' detached-alias history; 6: outputs made after a metadata mutation,
+// inputs read in place before a write
+constexpr uint32_t kArtifactFormatVersion = 6;
 std::string serialize_artifact(const Artifact& a);
 // Where the bytes come from. `foreign`: anywhere (a file a user hands over, a fuzzer): every check
 // above. `own_cache`: an entry of this build's artifact cache, whose key already names this

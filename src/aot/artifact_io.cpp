@@ -432,7 +432,8 @@ void write_meta(Writer& w, const ViewAndMutationMeta& m) {
   w.u64(m.input_info.size());
   for (const InputAliasInfo& i : m.input_info)
     for (bool b : {i.is_leaf, i.requires_grad, i.mutates_data, i.mutates_metadata,
-                   i.mutations_hidden_from_autograd, i.mutations_under_no_grad, i.keep_in_graph})
+                   i.mutations_hidden_from_autograd, i.mutations_under_no_grad, i.keep_in_graph,
+                   i.read_in_place})
       w.boolean(b);
   w.u64(m.output_info.size());
   for (const OutputAliasInfo& o : m.output_info) {
@@ -444,6 +445,7 @@ void write_meta(Writer& w, const ViewAndMutationMeta& m) {
     w.boolean(o.requires_grad_set_inside);
     w.i64(o.history_base);
     w.i64(o.history_step);
+    w.boolean(o.made_after_metadata_mutation);
   }
   w.indices(m.mutated_inputs);
   w.u64(m.metadata_mutations.size());
@@ -474,13 +476,13 @@ int read_small_int(Reader& r, const char* what) {
 
 ViewAndMutationMeta read_meta(Reader& r) {
   ViewAndMutationMeta m;
-  m.input_info.resize(r.count("meta input_info", 7));
+  m.input_info.resize(r.count("meta input_info", 8));
   for (InputAliasInfo& i : m.input_info)
-    for (bool* b :
-         {&i.is_leaf, &i.requires_grad, &i.mutates_data, &i.mutates_metadata,
-          &i.mutations_hidden_from_autograd, &i.mutations_under_no_grad, &i.keep_in_graph})
+    for (bool* b : {&i.is_leaf, &i.requires_grad, &i.mutates_data, &i.mutates_metadata,
+                    &i.mutations_hidden_from_autograd, &i.mutations_under_no_grad, &i.keep_in_graph,
+                    &i.read_in_place})
       *b = r.boolean("meta input_info flag");
-  m.output_info.resize(r.count("meta output_info", 27));
+  m.output_info.resize(r.count("meta output_info", 28));
   for (OutputAliasInfo& o : m.output_info) {
     uint8_t type = r.u8("meta output type");
     if (type > static_cast<uint8_t>(OutputType::unsafe_view_alias))
@@ -493,6 +495,7 @@ ViewAndMutationMeta read_meta(Reader& r) {
     o.requires_grad_set_inside = r.boolean("meta output requires_grad_set_inside");
     o.history_base = read_small_int(r, "meta output history_base");
     o.history_step = read_small_int(r, "meta output history_step");
+    o.made_after_metadata_mutation = r.boolean("meta output made_after_metadata_mutation");
   }
   m.mutated_inputs = r.indices("meta mutated_inputs");
   m.metadata_mutations.resize(r.count("meta metadata_mutations", 34));

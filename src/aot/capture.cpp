@@ -114,6 +114,7 @@ OutputPlan classify_outputs(trace::Tracer& tracer, const std::vector<Tensor>& us
         info.type = OutputType::alias_of_input;
         info.base = s->input_index;
         info.view_chain = to_replay_chain(ts->chain);
+        info.made_after_metadata_mutation = tracer.made_after_metadata_mutation(*ts);
       }
     } else {
       // A root-like output is its storage's own tensor in eager terms: the root, or the root after
@@ -168,18 +169,22 @@ OutputPlan classify_outputs(trace::Tracer& tracer, const std::vector<Tensor>& us
         info.view_chain = to_replay_chain(ts->chain);
       }
     }
+    std::optional<trace::Tracer::DetachedHistory> h;
+    if (!info.view_chain.empty()) h = tracer.detached_history(*ts);
     // Past a view made under no_grad (of a root that requires grad; a view of one read with
     // grad on, Tracer::bind_no_grad_views) eager's history ends: no gradient of this output
-    // reaches its base, so the base gets no tangent from it (outputs_no_gradient_reaches).
+    // reaches its base, so the base gets no tangent from it (outputs_no_gradient_reaches). A
+    // detach()ed alias a write gave a history starts a history of its own: only the steps after
+    // it count (a write through detach() of a no_grad view, AotProgramFuzz seed 707555).
     if (!info.view_chain.empty() && ts)
-      for (const trace::ViewStep& step : ts->chain)
-        if (!step.grad_mode && step.op->vjp && tracer.requires_grad(s->root))
+      for (size_t i = h ? h->step + 1 : 0; i < ts->chain.size(); ++i)
+        if (const trace::ViewStep& step = ts->chain[i];
+            !step.grad_mode && step.op->vjp && (h || tracer.requires_grad(s->root)))
           info.requires_grad = false;
     if (!info.view_chain.empty() && autograd::written_since_special_view_creation(outs[o]))
       info.view_chain.back().written_after = true;
     if (!info.view_chain.empty())
-      if (std::optional<trace::Tracer::DetachedHistory> h = tracer.detached_history(*ts);
-          h && h->step >= chain_offset) {
+      if (h && h->step >= chain_offset) {
         auto [it, fresh] = base_of_detached.emplace(h->id, static_cast<int>(plan.bases.size()));
         if (fresh) {
           plan.bases.push_back(h->value);
@@ -331,6 +336,7 @@ std::vector<graph::ValueId> record_input_mutations(const trace::Tracer& tracer,
     info.mutates_data = true;
     info.mutations_under_no_grad = s.all_mutations_under_no_grad;
     info.mutations_hidden_from_autograd = s.all_mutations_hidden && !s.all_mutations_under_no_grad;
+    info.read_in_place = s.read_in_place;
     meta.mutated_inputs.push_back(static_cast<size_t>(s.input_index));
     mutated_values.push_back(s.root);
   }

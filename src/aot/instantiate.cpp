@@ -111,7 +111,10 @@ std::unique_ptr<AutogradBody> autograd_body(const Artifact& a, const Compilers& 
   s.tangent_of_output = a.tangent_of_output;
   s.grad_of_primal = a.grad_of_primal;
   for (size_t g : a.meta.mutated_inputs)
-    if (!a.meta.input_info[g].keep_in_graph) s.written_inputs.push_back(g);
+    if (!a.meta.input_info[g].keep_in_graph) {
+      s.written_inputs.push_back(g);
+      if (a.meta.input_info[g].read_in_place) s.whole_storage_inputs.push_back(g);
+    }
   s.keep_graph_inputs = keep_graph_inputs;
   auto bw = std::make_shared<BackwardSpec>();
   bw->saved = a.saved;
@@ -161,8 +164,12 @@ std::shared_ptr<const Runtime> instantiate(const Artifact& a, const Compilers& c
   Wrappers w;
   if (!m.input_requires_grad_changes.empty())
     w.push_back(std::make_unique<RequiresGradChanges>(m.input_requires_grad_changes));
-  if (!m.metadata_mutations.empty())
-    w.push_back(std::make_unique<MetadataMutations>(m.metadata_mutations));
+  if (!m.metadata_mutations.empty()) {
+    std::vector<size_t> current;
+    for (size_t o = 0; o < m.output_info.size(); ++o)
+      if (m.output_info[o].made_after_metadata_mutation) current.push_back(o);
+    w.push_back(std::make_unique<MetadataMutations>(m.metadata_mutations, std::move(current)));
+  }
   add_input_wrappers(a.guards.plan, w);
   w.push_back(aliased_outputs(m));
   std::vector<MutationEpilogue::Write> writes = mutation_writes(m);

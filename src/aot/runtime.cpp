@@ -151,6 +151,23 @@ void keep_view_creation_current(const std::vector<Tensor>& outputs, const Storag
   }
 }
 
+// An output eager made after the metadata mutation (Tracer::made_after_metadata_mutation) has
+// the history of its own view ops, made after the bump; regenerated before the bump, its history
+// would turn stale and be rebuilt as as_strided of its base, which passes gradient to elements
+// of the base an as_strided reaching past its operand does not (AotProgramFuzz, seeds 131272,
+// 718510).
+void keep_view_history_current(const std::vector<Tensor>& outputs,
+                               const std::vector<size_t>& current, const Storage* storage,
+                               uint64_t before, uint64_t after) {
+  for (size_t o : current) {
+    const Tensor& out = outputs.at(o);
+    if (!out.defined() || !out.is_view() || out.storage().get() != storage) continue;
+    AutogradMeta* m = out.impl()->autograd.get();
+    auto* node = m ? dynamic_cast<autograd::OpNode*>(m->grad_fn.get()) : nullptr;
+    if (node && node->view_version == before) node->view_version = after;
+  }
+}
+
 }  // namespace
 
 // Gives each caller's tensor the geometry the function left its input in (after the outputs
@@ -173,6 +190,12 @@ void MetadataMutations::after(CallFrame& f) const {
     }
     if (f.node) f.node->forgive_version_bump(target.storage().get(), before, target.version());
     keep_view_creation_current(f.result, target.storage().get(), before, target.version());
+    // Under no_grad a changed geometry's history is the caller's tensor's new geometry, which
+    // the chain replayed from the old one does not pass through: left stale, it is rebuilt
+    // from the base as eager's view of the new geometry reads.
+    if (!m.changed || m.under_grad)
+      keep_view_history_current(f.result, current_outputs_, target.storage().get(), before,
+                                target.version());
   }
 }
 
@@ -302,20 +325,38 @@ void InferenceBody::call(CallFrame& f) const {
       graph_(keep_graph_inputs_ ? std::vector<Tensor>(f.graph_inputs) : std::move(f.graph_inputs));
 }
 
+namespace {
+
+// A copy of `t`'s whole storage, seen with `t`'s geometry (recorded by autograd: the gradient of
+// the copy reaches `t`'s elements, none of the others). An as_strided the graph applies to it
+// addresses the same elements as on the caller's storage, outside `t` too, as eager's read does.
+Tensor whole_storage_copy(const Tensor& t) {
+  const auto n = static_cast<int64_t>(t.storage()->nbytes() / itemsize(t.dtype()));
+  Tensor copy = clone(as_strided(t, {n}, {1}, int64_t{0}));
+  return as_strided(copy, t.sizes(), t.strides(), t.storage_offset());
+}
+
+}  // namespace
+
 // A written input, and any input sharing its storage, is passed as a clone (recorded by
 // autograd), so the old values the forward saves for backward are not overwritten, nor their
 // version counter moved, by the copy_ of the epilogue (PyTorch clones mutated inputs in the graph
 // for the same reason). Eager's own version errors are reported separately
-// (BackwardSpec::backward_error).
+// (BackwardSpec::backward_error). One an as_strided read in place before the write is passed as
+// a copy of its whole storage (whole_storage_copy), where a contiguous clone holds other elements.
 void AutogradBody::call(CallFrame& f) const {
   std::vector<Tensor> args =
       s_.keep_graph_inputs ? std::vector<Tensor>(f.graph_inputs) : std::move(f.graph_inputs);
   if (!s_.written_inputs.empty()) {
     std::vector<const Storage*> written;
     for (size_t g : s_.written_inputs) written.push_back(args[g].storage().get());
-    for (Tensor& t : args)
-      if (std::find(written.begin(), written.end(), t.storage().get()) != written.end())
-        t = clone(t);
+    for (size_t g = 0; g < args.size(); ++g) {
+      Tensor& t = args[g];
+      if (std::find(written.begin(), written.end(), t.storage().get()) == written.end()) continue;
+      const bool whole = std::find(s_.whole_storage_inputs.begin(), s_.whole_storage_inputs.end(),
+                                   g) != s_.whole_storage_inputs.end();
+      t = whole ? whole_storage_copy(t) : clone(t);
+    }
   }
   NoGradGuard no_grad;  // the compiled graphs are not recorded by eager autograd
   std::vector<autograd::Edge> edges;

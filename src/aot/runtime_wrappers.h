@@ -57,12 +57,16 @@ class RequiresGradChanges final : public RuntimeWrapper {
 
 class MetadataMutations final : public RuntimeWrapper {
  public:
-  explicit MetadataMutations(std::vector<MetadataMutation> m) : mutations_(std::move(m)) {}
+  // current_outputs: the user outputs made after their input's metadata mutation
+  // (OutputAliasInfo::made_after_metadata_mutation), whose view histories the replay keeps.
+  MetadataMutations(std::vector<MetadataMutation> m, std::vector<size_t> current_outputs)
+      : mutations_(std::move(m)), current_outputs_(std::move(current_outputs)) {}
   std::string_view name() const override { return "MetadataMutations"; }
   void after(CallFrame& f) const override;
 
  private:
   std::vector<MetadataMutation> mutations_;
+  std::vector<size_t> current_outputs_;
 };
 
 // Keeps the inputs that are not repeats (PyTorch's AOTDedupeWrapper, strategy 2).
@@ -195,10 +199,11 @@ class AutogradBody final : public CompiledBody {
  public:
   struct Spec {
     backends::CompiledGraph forward;
-    size_t num_outputs = 0;                 // forward outputs before the saved values
-    std::vector<size_t> tangent_of_output;  // forward output of each tangent
-    std::vector<size_t> grad_of_primal;     // graph input of each gradient
-    std::vector<size_t> written_inputs;     // graph inputs the epilogue writes
+    size_t num_outputs = 0;                    // forward outputs before the saved values
+    std::vector<size_t> tangent_of_output;     // forward output of each tangent
+    std::vector<size_t> grad_of_primal;        // graph input of each gradient
+    std::vector<size_t> written_inputs;        // graph inputs the epilogue writes
+    std::vector<size_t> whole_storage_inputs;  // InputAliasInfo::read_in_place among them
     bool keep_graph_inputs = false;
     std::shared_ptr<const BackwardSpec> backward;
   };

@@ -338,6 +338,11 @@ std::vector<Tensor> CopySlices::apply(std::vector<Tensor>&& grad_outputs) {
   int64_t extent = 1;
   for (size_t d = 0; d < base_sizes_.size(); ++d) extent += (base_sizes_[d] - 1) * base_strides_[d];
   Tensor result = make_tensor({std::max<int64_t>(extent, 1)}, g.dtype());
+  // An as_strided view may reach storage elements between the base's (a window over a column of
+  // a matrix): they get no gradient from the base, so zeros, as apply_recorded's; uninitialized
+  // memory there made the gradient of what was written through the view arbitrary (AotProgramFuzz
+  // seed 704999).
+  if (numel_of(base_sizes_) != extent) kernels::fill(result, 0);
   Tensor result_base = as_strided(result, base_sizes_, base_strides_, 0);
   kernels::copy_into(result_base, g);
   Tensor slice = as_strided(result, view_sizes_, view_strides_, view_offset_ - base_offset_);

@@ -87,8 +87,9 @@ struct StorageState {
   // root is not dense; an as_strided on it after a mutation, or a write through one, is refused.
   std::optional<std::vector<int64_t>> storage_order;
   // An as_strided read this input's storage in place (its window not rebased onto the root's
-  // elements) before anything wrote it. The runtime passes an input the function writes as a
-  // contiguous copy, where that read would find other elements, so a write is then refused.
+  // elements) before anything wrote it. If the function writes the input, the training runtime
+  // passes it as a copy of its whole storage with its own geometry rather than a contiguous clone
+  // (aot::InputAliasInfo::read_in_place), so that the read finds the caller's elements.
   bool read_in_place = false;
   bool mutated = false;
   bool all_mutations_under_no_grad = true;
@@ -103,6 +104,10 @@ struct TensorState {
   std::shared_ptr<TensorImpl> keep;  // keeps the address (and the record's owner) alive
   // For a view: the history eager would give it, as view errors name it.
   autograd::ViewHistory history;
+  // How many metadata-mutating ops (t_, transpose_, ...) the trace had made, and the storage's
+  // generation, when this state was made (Tracer::made_after_metadata_mutation).
+  size_t metadata_ops_before = 0;
+  uint64_t generation_made = 0;
 };
 
 // Why functionalization refused a mutation or an alias; the message names the case and the fix.

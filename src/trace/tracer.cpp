@@ -98,6 +98,14 @@ ViewStep piece_step(const ops::OpDef& op, const ops::OpArgs& args, size_t piece,
 
 }  // namespace
 
+bool Tracer::made_after_metadata_mutation(const TensorState& ts) const {
+  // A write after it bumped the version again: eager's history is stale all the same.
+  if (storages_[ts.storage].generation != ts.generation_made) return false;
+  for (size_t k = metadata_touched_storages_.size(); k-- > 0;)
+    if (metadata_touched_storages_[k] == ts.storage) return ts.metadata_ops_before > k;
+  return false;
+}
+
 Tracer::MetadataTouch Tracer::metadata_touch(const Tensor& t) const {
   MetadataTouch m;
   for (const auto& [impl, under_grad] : metadata_touches_)
@@ -155,6 +163,8 @@ void Tracer::track_view(const Tensor& view, const Tensor& parent, ViewStep step)
   ts.hidden = p.hidden || !step.op->vjp;  // detach(): autograd does not see through it
   ts.chain.push_back(std::move(step));
   ts.keep = view.impl_ptr();
+  ts.metadata_ops_before = metadata_touched_storages_.size();
+  ts.generation_made = storages_[p.storage].generation;
   tensors_.push_back(std::move(ts));
   view.impl()->trace.alias = static_cast<uint32_t>(tensors_.size() - 1);
 }
@@ -519,12 +529,6 @@ std::vector<Tensor> Tracer::functionalize_inplace(const ops::OpDef& op, ops::OpA
     cargs[to_copy.parsed_schema().find_arg("dtype")] = self.dtype();
     updated = record(to_copy, cargs, /*track=*/false).at(0);
   }
-  if (const StorageState& s = storages_[tensors_[state_index].storage]; s.read_in_place)
-    throw UnsupportedError(
-        std::string(op.name) + " writes input " + std::to_string(s.input_index) +
-        ", which is not a contiguous tensor over its whole storage, after an as_strided read it "
-        "in place: the compiled function is passed a contiguous copy of an input it writes, "
-        "where that read would find other elements. Pass a contiguous clone of the input.");
   Scattered scattered = scatter_into_root(state_index, updated);
   Tensor new_root = scattered.root;
   StorageState& s = storages_[tensors_[state_index].storage];

@@ -99,6 +99,10 @@ class Tracer final : public ops::Interpreter, public autograd::TracedAutograd {
     bool storage_touched = false;
   };
   MetadataTouch metadata_touch(const Tensor& t) const;
+  // Whether the view `ts` was made after the last metadata-mutating op on its storage and before
+  // any write after it: eager made its history after that op's version bump, so the history is
+  // current, not stale.
+  bool made_after_metadata_mutation(const TensorState& ts) const;
   // The history eager gives a detach()ed alias written through with grad on: d = x.detach();
   // d.sub_(w) leaves x's history alone (the write is hidden from it) but makes d, and the views
   // of d, tensors that require grad, with a history of their own. For a tracked tensor whose
@@ -185,8 +189,7 @@ class Tracer final : public ops::Interpreter, public autograd::TracedAutograd {
   // which is laid out as the storage or, unwritten, is the input itself. Throws where neither is
   // possible: the root is not dense, the window reaches past its elements, or a detach() of the
   // root is in between.
-  bool as_strided_needs_rebase(StorageState& s, const ViewStep& step, bool writing,
-                               bool on_root);
+  bool as_strided_needs_rebase(StorageState& s, const ViewStep& step, bool writing, bool on_root);
   Tensor rebased_as_strided(const StorageState& s, const ViewStep& step, const Tensor& root);
   Tensor permuted(const Tensor& t, const IntList& dims);
   Tensor storage_copy(const StorageState& s, const Tensor& root);

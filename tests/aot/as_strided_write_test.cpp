@@ -64,7 +64,9 @@ TEST(AsStridedWrite, ThroughAMemberOfASyntheticBase) {
 
 TEST(AsStridedWrite, ThroughATranspose) {
   like_eager_under_both_compilers(
-      [] { return OracleSetup{{leaf({3, 2}, 30, false)}, {}}; },
+      [] {
+        return OracleSetup{{leaf({3, 2}, 30, false)}, {}};
+      },
       [](std::vector<Tensor> a) {
         Tensor v = a[0].t().as_strided({2}, {1});
         v.mul_(2.0);
@@ -117,7 +119,9 @@ TEST(AsStridedWrite, ThroughADetachedAliasWithGradOn) {
         return std::vector<Tensor>{d * 1.0, v, a[0].sin()};
       });
   like_eager_under_both_compilers(
-      [] { return OracleSetup{{leaf({3, 2}, 39, false), leaf({2}, 40)}, {}}; },
+      [] {
+        return OracleSetup{{leaf({3, 2}, 39, false), leaf({2}, 40)}, {}};
+      },
       [](std::vector<Tensor> a) {
         Tensor d = a[0].detach();
         Tensor v = d.t().as_strided({2}, {3}, 1);
@@ -207,18 +211,83 @@ TEST(AsStridedWrite, IntoAnInputThatIsNotLaidOutAsItsStorage) {
       });
 }
 
-TEST(ScenarioRaises, WriteOfAnInputAfterAnAsStridedReadPastItsElementsIsRefused) {
-  // The read reaches storage elements outside the input (its base's), which only the input
-  // itself holds; a written input reaches the compiled function as a contiguous copy.
-  ag::testing::expect_unsupported(
+TEST(AsStridedWrite, InputWrittenAfterAnAsStridedReadPastItsElements) {
+  // The read reaches storage elements outside the input (its base's), which only the caller's
+  // storage holds. A written input reached the compiled function as a contiguous clone, where the
+  // read found other elements, so this was refused; it is now passed as a copy of its whole
+  // storage with its own geometry (InputAliasInfo::read_in_place).
+  like_eager_under_both_compilers(
       [] {
-        return ag::testing::TensorList{leaf({8}, 50, false).slice(0, 2, 8)};
+        return OracleSetup{{leaf({8}, 50, false).slice(0, 2, 8)}, {}};
       },
-      [](const ag::testing::TensorList& a) {
+      [](std::vector<Tensor> a) {
         Tensor y = a[0].as_strided({2}, {1}, 0) * 1.0;
-        Tensor x = a[0];
-        x.mul_(2.0);
-        return y;
+        a[0].mul_(2.0);
+        return std::vector<Tensor>{y, a[0] * 1.0};
+      });
+  like_eager_under_both_compilers(
+      [] {
+        Tensor l = leaf({8}, 51);
+        return OracleSetup{{(l * 1.5).slice(0, 2, 8), leaf({6}, 52)}, {l}};
       },
-      "after an as_strided read it in place");
+      [](std::vector<Tensor> a) {
+        Tensor y = (a[0].as_strided({3}, {2}, 1) * 1.5).sin();
+        a[0].mul_(a[1]);
+        return std::vector<Tensor>{y, a[0] * 1.0};
+      });
+}
+
+TEST(AsStridedWrite, ThroughADetachedColumnGivesTheElementsBetweenItsRowsNoGradient) {
+  // AotProgramFuzz, seed 704999: the window of as_strided over a detach()ed column reaches
+  // storage elements between the column's rows. Eager's CopySlices laid the column's gradient out
+  // in uninitialized memory, so what the write's source got from those elements was arbitrary;
+  // they get none (zeros), as the compiled backward and PyTorch in practice give: only the
+  // column's first row lies in the window.
+  auto fn = [](std::vector<Tensor> a) {
+    Tensor column = a[0].slice(1, 2, 3).detach();
+    column.as_strided({2, 2}, {1, 2}).sub_(a[1]);
+    return std::vector<Tensor>{column * 1.0};
+  };
+  auto make = [] {
+    Tensor l = leaf({6}, 41);
+    return OracleSetup{{leaf({5, 4}, 42, false), l.select(0, 1)}, {l}};
+  };
+  OracleSetup s = make();
+  Tensor out = fn(s.inputs)[0];
+  for (int k = 0; k < 32; ++k) Tensor junk = ag::full({17}, 7.0, ag::kFloat64);  // reused memory
+  (out * ag::arange(1, 6).to(ag::kFloat64).reshape({5, 1})).sum().backward();
+  EXPECT_EQ(s.leaves[0].grad()[1].item<double>(), -1.0);
+  like_eager_under_both_compilers(make, fn);
+}
+
+TEST(AsStridedWrite, ReadPastAnInputViewAfterItsGeometryChangedWithGradOn) {
+  // AotProgramFuzz, seeds 131272, 718510: t_() of an input that is a view, then as_strided
+  // reaching past its elements. Eager made the output after t_()'s version bump, so its history
+  // is its own (the window's element outside the input gets no gradient). The runtime regenerated
+  // it before replaying t_() on the caller's tensor, whose bump made that history stale, rebuilt
+  // as as_strided of the base: the element outside got gradient.
+  auto make = [] {
+    Tensor l = leaf({4}, 43);
+    return OracleSetup{{(l * 1.5).slice(0, 1, 2)}, {l}};
+  };
+  like_eager_under_both_compilers(make, [](std::vector<Tensor> a) {
+    ag::t_(a[0]);
+    return std::vector<Tensor>{a[0].as_strided({2}, {1})};
+  });
+  // Made before t_(): eager's history is stale after the bump, rebuilt from the base, which
+  // passes gradient to the element outside.
+  like_eager_under_both_compilers(make, [](std::vector<Tensor> a) {
+    Tensor v = a[0].as_strided({2}, {1});
+    ag::t_(a[0]);
+    return std::vector<Tensor>{v};
+  });
+  like_eager_under_both_compilers(
+      [] {
+        Tensor l = leaf({6, 2}, 44);
+        return OracleSetup{{(l * 1.5).slice(1, 1, 2).t(), l}, {l}};
+      },
+      [](std::vector<Tensor> a) {
+        ag::transpose_(a[0], 1, 0);
+        return std::vector<Tensor>{a[0].as_strided({2, 1}, {1, 2}), a[1]};
+      });
 }

@@ -347,3 +347,58 @@ TEST(ScenarioModes, NoGradViewOfADetachedAliasWrittenWithGradOnIsReadLikeEager) 
         return TensorList{v.sub(d), a[0] * 2.0};
       });
 }
+
+TEST(ScenarioModes, ViewOfANoGradAliasMadeAfterAMetadataOpThatChangedNothing) {
+  // Found by AotProgramFuzz (seed 106881): squeeze_ of a size-3 dim under no_grad changes no
+  // geometry but bumps the version; the slice of the no_grad alias made after it has no edge to
+  // the leaf in eager. The runtime regenerated the slice before replaying that bump on the
+  // caller's tensor, so its history turned stale and was rebuilt as as_strided of the leaf,
+  // which passed the slice's gradient to it.
+  run_scenario(
+      [] {
+        return TensorList{leaf({3, 4}, 60)};
+      },
+      [](const TensorList& a) {
+        Tensor x = a[0];
+        Tensor alias;
+        {
+          ag::NoGradGuard no_grad;
+          ag::squeeze_(x, 0);
+          alias = x.alias();
+        }
+        return TensorList{alias.slice(0, 0, 1)};
+      });
+}
+
+TEST(ScenarioModes, ViewMadeAfterAGeometryChangedUnderNoGradOfALeaf) {
+  // AotProgramFuzz, seeds 118897, 104960, 110374: views made after a leaf's geometry changed
+  // under no_grad (and, in 104960, before a write under no_grad) read the leaf's new geometry in
+  // eager. Their histories must not be kept as replayed from the old geometry (the gradient
+  // reached the leaf in the old shape): only a change made with grad on, or none, keeps them.
+  run_scenario([] { return TensorList{leaf({3}, 61)}; },
+               [](const TensorList& a) {
+                 Tensor x = a[0];
+                 {
+                   ag::NoGradGuard no_grad;
+                   ag::unsqueeze_(x, 1);
+                 }
+                 return TensorList{x, x.view({1, 3, 1})};
+               });
+  run_scenario(
+      [] {
+        return TensorList{leaf({5, 2, 6}, 62)};
+      },
+      [](const TensorList& a) {
+        Tensor x = a[0];
+        {
+          ag::NoGradGuard no_grad;
+          ag::transpose_(x, 1, 0);
+        }
+        Tensor v = x.slice(1, 2, 4);
+        {
+          ag::NoGradGuard no_grad;
+          x.zero_();
+        }
+        return TensorList{x, v};
+      });
+}

@@ -988,3 +988,25 @@ TEST(ScenarioMutation, TransposedInputWrittenThenViewedRowMajor) {
         return TensorList{flat.view({-1}) * 2.0};
       });
 }
+
+TEST(ScenarioMutation, WriteThroughDetachOfANoGradViewGivesTheAliasTheWritesHistory) {
+  // Found by AotProgramFuzz (seed 707555): d = v.detach() of a view v made under no_grad of an
+  // intermediate, written with grad on, is returned with the write's history (the gradient of
+  // x.sum(0) reaches x). The tracer dropped the output's gradient because a step of its chain
+  // before the detach() was made under no_grad; the detach()ed alias's history is its own.
+  run_scenario(
+      [] {
+        return TensorList{leaf({3, 4}, 3)};
+      },
+      [](const TensorList& a) {
+        Tensor y = a[0].add(-3.0);
+        Tensor v;
+        {
+          ag::NoGradGuard no_grad;
+          v = y.t();
+        }
+        Tensor d = v.detach();
+        d.copy_(a[0].sum({1}, false));
+        return TensorList{d};
+      });
+}
