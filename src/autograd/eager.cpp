@@ -129,9 +129,11 @@ class EagerInterpreter final : public ops::Interpreter {
     if (op.vjp && grad_mode_enabled()) {
       for (const Tensor& t : flat) {
         bool r = requires_grad(t);
-        needs.push_back(r);
         any = any || r;
         edges.push_back(r ? gradient_edge(t) : Edge{});
+        // PyTorch's should_compute_output: a gradient is wanted where the edge leads somewhere.
+        // A view made under no_grad requires grad but has none, so nothing is saved for it.
+        needs.push_back(edges.back().node != nullptr);
       }
     }
     // t_, as_strided_, ...: the kernel rewrites self's geometry, which their VJP still needs.

@@ -1,5 +1,6 @@
 #include "autograd/nodes.h"
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <mutex>
@@ -110,13 +111,18 @@ SavedTensor SavedTensor::save(const Tensor& t, bool keep_data) {
 OpNode::OpNode(const ops::OpDef& op, const ops::OpArgs& args, const std::vector<Tensor>& outputs,
                std::vector<bool> needs_grad)
     : op_(op), args_(args), saved_args_(args.size()), needs_grad_(std::move(needs_grad)) {
+  // As PyTorch saves an input only for the gradients that will be computed: with none wanted
+  // (every input a view made under no_grad, say), inputs keep their metadata only, so writing them
+  // later is no error and apply never unpacks them. Outputs are saved regardless, as PyTorch's.
+  const bool wanted = std::find(needs_grad_.begin(), needs_grad_.end(), true) != needs_grad_.end();
+  const uint32_t saved_inputs = wanted ? op.saves.inputs : 0;
   for (size_t i = 0; i < args_.size(); ++i) {
     if (auto* t = std::get_if<Tensor>(&args_[i]); t && t->defined()) {
-      saved_args_[i] = SavedTensor::save(*t, (op.saves.inputs & ops::bit(i)) != 0);
+      saved_args_[i] = SavedTensor::save(*t, (saved_inputs & ops::bit(i)) != 0);
       holds_data_ = holds_data_ || saved_args_[i].saved;
       *t = saved_args_[i].data;
     } else if (auto* list = std::get_if<ops::TensorList>(&args_[i])) {
-      bool keep = (op.saves.inputs & ops::bit(i)) != 0;
+      bool keep = (saved_inputs & ops::bit(i)) != 0;
       holds_data_ = holds_data_ || (keep && !list->empty());
       for (Tensor& e : *list) e = SavedTensor::save(e, keep).data;
     }
@@ -186,11 +192,17 @@ std::vector<Tensor> OpNode::apply(std::vector<Tensor>&& grad_outputs) {
   };
   for (size_t i = 0; i < saved_args_.size(); ++i)
     check(saved_args_[i], "input " + std::to_string(i));
+  std::vector<Tensor> outs;
+  for (size_t i = 0; i < outputs_.size(); ++i) check(outputs_[i], "output " + std::to_string(i));
+  // No input wants a gradient (see the constructor): PyTorch's generated apply unpacks what was
+  // saved and computes nothing.
+  bool wanted = false;
+  for (size_t k = 0; k < needs_grad_.size() && k < next_edges.size(); ++k)
+    wanted = wanted || (needs_grad_[k] && next_edges[k].node);
+  if (!wanted) return std::vector<Tensor>(next_edges.size());
   // Under create_graph the VJP's ops must see the saved values' histories.
   const bool record = grad_mode_enabled();
-  std::vector<Tensor> outs;
   for (size_t i = 0; i < outputs_.size(); ++i) {
-    check(outputs_[i], "output " + std::to_string(i));
     Tensor out = outputs_[i].data;
     if (record && outputs_[i].saved && is_floating(out.dtype()))
       out = with_history(out, Edge{shared_from_this(), static_cast<uint32_t>(i)});

@@ -485,7 +485,9 @@ TEST(EngineViews, GradientOfAGeometryChangedUnderNoGradIsFittedAsPyTorch) {
     ag::unsqueeze_(z, 1);
   }
   EXPECT_TRUE(throws_with<std::runtime_error>(
-      [&] { z.backward(ag::ones({6, 1})); },
+      [&] {
+        z.backward(ag::ones({6, 1}));
+      },
       {"invalid gradient at index 0 - got [6, 1] but expected shape compatible with [6]"}));
   Tensor w = test_input({2, 3}) * 2.0;
   {
@@ -493,7 +495,93 @@ TEST(EngineViews, GradientOfAGeometryChangedUnderNoGradIsFittedAsPyTorch) {
     ag::t_(w);
   }
   EXPECT_TRUE(throws_with<std::runtime_error>(
-      [&] { (w * ag::ones({3, 2})).sum().backward(); },
+      [&] {
+        (w * ag::ones({3, 2})).sum().backward();
+      },
       {"Function MulBackward0 returned an invalid gradient at index 0 - got [3, 2] but expected "
        "shape compatible with [2, 3]"}));
+}
+
+// A node none of whose inputs has an edge to follow (each a view made under no_grad of a tensor
+// that requires grad: it requires grad, yet has neither a grad_fn nor an accumulator) saves no
+// input, as PyTorch's should_compute_output guards each SavedVariable: writing the view later is
+// no error and such a node needs no retain_graph. PyTorch 1.13 gives the values below.
+TEST(EngineSavedValues, ANodeWhoseInputsAreAllNoGradViewsSavesNoInput) {
+  Tensor x = vec({1, 2, 3}).requires_grad_();
+  Tensor v;
+  {
+    ag::NoGradGuard no_grad;
+    v = x.view({3});
+  }
+  Tensor out = v * v;
+  {
+    ag::NoGradGuard no_grad;
+    v.add_(1.0);
+  }
+  EXPECT_TRUE(out.requires_grad());
+  EXPECT_EQ(out.to_vector<double>(), (std::vector<double>{1, 4, 9}));
+  (ag::sum(out) + ag::sum(x * 3.0)).backward();
+  EXPECT_EQ(x.grad().to_vector<double>(), (std::vector<double>{3, 3, 3}));
+
+  // Nothing saved, nothing freed: a second backward needs no retain_graph.
+  Tensor x2 = vec({1, 2, 3}).requires_grad_();
+  Tensor v2;
+  {
+    ag::NoGradGuard no_grad;
+    v2 = x2.slice(0, 0, 2);
+  }
+  Tensor l = ag::sum(v2 * v2);
+  l.backward();
+  l.backward();
+  EXPECT_FALSE(x2.grad().defined());
+}
+
+TEST(EngineSavedValues, AnIntermediateViewedUnderNoGradThenWrittenKeepsItsOtherGradient) {
+  Tensor x = vec({1, 2, 3}).requires_grad_();
+  Tensor y = x * 2.0;
+  Tensor w;
+  {
+    ag::NoGradGuard no_grad;
+    w = y.slice(0, 1, 3);
+  }
+  Tensor o = w * w;
+  {
+    ag::NoGradGuard no_grad;
+    w.add_(1.0);
+  }
+  EXPECT_EQ(o.to_vector<double>(), (std::vector<double>{16, 36}));
+  EXPECT_EQ(y.to_vector<double>(), (std::vector<double>{2, 5, 7}));
+  (ag::sum(o) + ag::sum(y)).backward();
+  EXPECT_EQ(x.grad().to_vector<double>(), (std::vector<double>{2, 2, 2}));
+}
+
+// Outputs are saved regardless (PyTorch saves `result` unguarded), and a saved input some edge
+// needs is still checked.
+TEST(EngineSavedValues, SavedOutputsAndNeededInputsOfSuchNodesAreStillChecked) {
+  Tensor x = vec({1, 2, 3}).requires_grad_();
+  Tensor v;
+  {
+    ag::NoGradGuard no_grad;
+    v = x.slice(0, 0, 2);
+  }
+  Tensor l = ag::sum(v.exp());
+  l.backward();
+  EXPECT_TRUE(throws_with<std::runtime_error>([&] { l.backward(); }, {"second time"}));
+
+  Tensor e = v.exp();
+  Tensor le = ag::sum(e);
+  {
+    ag::NoGradGuard no_grad;
+    e.mul_(2.0);
+  }
+  EXPECT_TRUE(throws_with<std::runtime_error>(
+      [&] { le.backward(); }, {"modified by an inplace operation", "aten.exp.default"}));
+
+  Tensor w = vec({4, 5}).requires_grad_();
+  Tensor lw = ag::sum(v * w);  // w's gradient reads v
+  {
+    ag::NoGradGuard no_grad;
+    v.add_(1.0);
+  }
+  EXPECT_ANY_THROW(lw.backward());
 }
