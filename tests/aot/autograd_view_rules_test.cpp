@@ -262,7 +262,7 @@ TEST(AutogradViewRules, ComputingWithANoGradViewWithGradDropsItsGradient) {
     Tensor out = v * v;
     {
       ag::NoGradGuard no_grad;
-      v.add_(1.0);  // allowed under no_grad: backward() then fails at the stale saved v
+      v.add_(1.0);  // allowed under no_grad; mul saved no input (no edge): backward() runs
     }
     return out;
   });
