@@ -282,10 +282,6 @@ std::vector<Tensor> fill_kernel(const OpArgs& a) {
   const Tensor& self = tensor_arg(a, 0);
   return {kernels::full(self.sizes(), scalar_arg(a, 1), self.dtype())};
 }
-std::vector<Tensor> overwrite_vjp(const VjpContext& c) {
-  return {c.needs(0) ? zeros_like(c.grad()) : Tensor()};
-}
-
 // zero(self): zero_'s functional variant (PyTorch's aten.zero), fill.Scalar with 0. Not
 // zeros_like, a factory without a VJP: a zeroed tensor keeps requiring grad, as self.zero_() does.
 std::vector<Tensor> zero_kernel(const OpArgs& a) {

@@ -273,10 +273,6 @@ std::vector<Tensor> fill_tensor__vjp(const VjpContext& c) {
   return {g_self, g.dtype() == c.input(1).dtype() ? g : to(g, c.input(1).dtype())};
 }
 
-std::vector<Tensor> overwrite_vjp(const VjpContext& c) {
-  return {c.needs(0) ? zeros_like(c.grad()) : Tensor()};
-}
-
 // clang-format off
 const OpDef kRows[] = {
   {.name = "aten.add_.Tensor",

@@ -1,5 +1,5 @@
-// Helpers the op-table rows share: errors that name the op, dim wrapping, and the reshaping of
-// gradients that reduction VJPs need.
+// Helpers the op-table rows share: errors that name the op, dim wrapping, the reshaping of
+// gradients that reduction VJPs need, and the VJP of ops that overwrite their input.
 #pragma once
 
 #include <array>
@@ -9,6 +9,7 @@
 
 #include "aotgrad/ops.h"
 #include "aotgrad/tensor.h"
+#include "ops/op.h"
 
 namespace aotgrad::ops {
 
@@ -51,6 +52,12 @@ inline Tensor restore_reduced_dims(Tensor g, const IntList& dims, bool keepdim) 
 // input's dtype.
 inline Tensor cast_like(const Tensor& g, const Tensor& like) {
   return g.dtype() == like.dtype() ? g : to(g, like.dtype());
+}
+
+// The VJP of an op whose result does not depend on its input's values (fill, zero and their
+// in-place forms): the input gets zeros.
+inline std::vector<Tensor> overwrite_vjp(const VjpContext& c) {
+  return {c.needs(0) ? zeros_like(c.grad()) : Tensor()};
 }
 
 }  // namespace aotgrad::ops
