@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "aot/eager_oracle.h"
+#include "aot/program_fuzz.h"
 #include "aotgrad/aotgrad.h"
 #include "testing/scenario.h"
 
@@ -13,6 +14,7 @@ using ag::Tensor;
 using ag::testing::expect_like_eager;
 using ag::testing::leaf;
 using ag::testing::OracleSetup;
+namespace pf = ag::testing::program_fuzz;
 
 namespace {
 
@@ -70,4 +72,46 @@ TEST(EagerRules, ANodeWhoseInputsAreAllNoGradViewsSavesNothingToCheck) {
         }
         return std::vector<Tensor>{o, y};
       });
+}
+
+// squeeze_ of a dim that is not 1 under no_grad changes no geometry, yet bumps the version. The
+// compiled function bumps it after regenerating its outputs, so a returned view taken with grad
+// on of a view made under no_grad looked stale and got its base's history (its gradient reached
+// the input, eager's reaches nothing). AotProgramFuzz, seed 106881.
+TEST(EagerRules, AViewOfANoGradViewReturnedAfterANoOpMetadataWriteGivesItsBaseNoGradient) {
+  like_eager_under_both_compilers(
+      [] {
+        Tensor x = leaf({3, 4}, 43);
+        return OracleSetup{{x}, {x}};
+      },
+      [](std::vector<Tensor> a) {
+        Tensor v;
+        {
+          ag::NoGradGuard no_grad;
+          ag::squeeze_(a[0], 0);
+          v = a[0].view({3, 4});
+        }
+        return std::vector<Tensor>{v.slice(0, 0, 1, 1)};
+      });
+}
+
+// AotProgramFuzz programs this branch fixed, replayed as drawn (8 attempts per seed, as
+// program_fuzz_test.cpp draws them), under both compilers.
+TEST(EagerRules, FuzzSeedsFixedOnBranchEagerRules) {
+  for (uint64_t seed : {106881, 718510}) {
+    SCOPED_TRACE(seed);
+    int discarded = 0;
+    std::optional<pf::Program> p = pf::draw_program(seed, 8, &discarded);
+    ASSERT_TRUE(p);
+    auto program = std::make_shared<const pf::Program>(*p);
+    ag::testing::OracleTolerances tol;
+    if (p->dtype == ag::DType::f32) tol = {1e-5, 1e-4};
+    for (const char* compiler : {"interpreter", "cpp"}) {
+      SCOPED_TRACE(compiler);
+      ag::AotConfig config;
+      config.fw_compiler = compiler;
+      expect_like_eager([program] { return program->make(); },
+                        [program](std::vector<Tensor> a) { return program->run(a); }, config, tol);
+    }
+  }
 }
