@@ -553,6 +553,12 @@ std::vector<Tensor> Tracer::functionalize_inplace(const ops::OpDef& op, ops::OpA
   note_saved_modified(op, tensors_[state_index].storage);
   self.storage()->bump_version();  // as eager: special views (view_creation.h) compare it
   s.root = graph::ValueId{new_root.impl()->trace.value};
+  // Written with grad on, the new root carries the geometry_update of the tensors it was
+  // written through: replays from it must not pass the gradient through it a second time.
+  if (!hidden)
+    for (TensorState& other : tensors_)
+      if (other.storage == tensors_[state_index].storage)
+        for (ViewStep& step : other.chain) step.geometry = SIZE_MAX;
   ++s.generation;
   s.mutated = true;
   s.all_mutations_under_no_grad = s.all_mutations_under_no_grad && !grad_on;
@@ -617,6 +623,10 @@ std::vector<Tensor> Tracer::functionalize_metadata(const ops::OpDef& op, ops::Op
                 .impl()
                 ->trace.value;
     geometry_origins_[value] = old;
+    // Views of it made later, and its replays after writes, start from that history too
+    // (AotProgramFuzz, seed 836425: select of it returned twice, regenerated at run time).
+    tensors_[v.impl()->trace.alias].chain.back().geometry = geometry_updates_.size();
+    geometry_updates_.push_back(old);
   }
   TensorImpl& impl = *self.impl();
   impl.sizes = v.sizes();

@@ -581,3 +581,42 @@ TEST(MetadataMutation, GeometryUpdateIsAViewOfTheNewGeometry) {
         return std::vector<Tensor>{d, d, y};
       });
 }
+
+TEST(MetadataMutation, ViewOfAGeometryChangedUnderNoGradReturnedTwiceTakesItsHistory) {
+  // Found by AotProgramFuzz (seed 836425): a view made with grad on of a tensor whose geometry
+  // changed under no_grad is a view of that tensor in eager, whose node takes the gradient of the
+  // new geometry as it is. Returned twice, the view is regenerated at run time from the
+  // storage's root through t, whose VJP mapped the gradient back to the old geometry instead.
+  // PyTorch 1.13: v = cat([x[None], x[None]]); with no_grad: v.t_(); s = v[-1]; s returned
+  // twice, (s * [10, 100]).sum() + (s * [1, 2]).sum() backward: x.grad == [11, 102].
+  Tensor x = ag::from_vector(std::vector<double>{1, 2}, {2}).requires_grad_();
+  auto f = ag::aot_function([](const Tensor& a) {
+    Tensor v = ag::cat({a.unsqueeze(0), a.unsqueeze(0)}, 0);
+    {
+      ag::NoGradGuard no_grad;
+      ag::t_(v);
+    }
+    Tensor s = v.select(0, -1);
+    return std::make_tuple(s, s);
+  });
+  auto [s0, s1] = f(x);
+  ((s0 * ag::from_vector(std::vector<double>{10, 100}, {2})).sum() +
+   (s1 * ag::from_vector(std::vector<double>{1, 2}, {2})).sum())
+      .backward();
+  EXPECT_TRUE(allclose(x.grad(), ag::from_vector(std::vector<double>{11, 102}, {2}), 0, 0))
+      << x.grad();
+  expect_like_eager(
+      [] {
+        Tensor leaf = test_input({2});
+        return OracleSetup{{leaf}, {leaf}};
+      },
+      [](std::vector<Tensor> a) {
+        Tensor v = ag::cat({a[0].unsqueeze(0), a[0].unsqueeze(0)}, 0);
+        {
+          ag::NoGradGuard no_grad;
+          ag::t_(v);
+        }
+        Tensor s = v.select(0, -1);
+        return std::vector<Tensor>{s, s, a[0]};
+      });
+}
