@@ -567,6 +567,33 @@ std::vector<Tensor> Tracer::functionalize_inplace(const ops::OpDef& op, ops::OpA
   return {self};
 }
 
+// The views made earlier of a tensor whose geometry `updated` (a tracked state whose last step
+// took it under no_grad) now is: eager regenerates their history at their next use, the
+// version having moved, as an as_strided of that tensor with the view's geometry, whose
+// gradient is laid out in the new geometry and reaches the tensor's node as it is. A view made
+// under no_grad or by a multi-output op, or through a detach(), is left as it was.
+void Tracer::regenerate_views_of_changed_geometry(size_t updated) {
+  const size_t storage = tensors_[updated].storage;
+  for (size_t i = 0; i < updated; ++i) {
+    TensorState& other = tensors_[i];
+    if (other.storage != storage || other.chain.empty() || other.hidden) continue;
+    const std::shared_ptr<TensorImpl>& view = other.keep;
+    if (!view || view->trace.alias != i) continue;
+    bool plain = true;
+    for (const ViewStep& step : other.chain)
+      plain = plain && step.grad_mode && !step.piece_of && step.detached == SIZE_MAX;
+    if (!plain) continue;
+    const ops::OpDef& as_strided = ops::lookup("aten.as_strided.default");
+    ViewStep step{&as_strided,
+                  {Tensor(), view->sizes, view->strides, view->storage_offset},
+                  /*grad_mode=*/true};
+    ops::normalize(as_strided, step.args);
+    other.chain = tensors_[updated].chain;
+    other.chain.push_back(std::move(step));
+    other.generation = UINT64_MAX;
+  }
+}
+
 // t_, transpose_, unsqueeze_, squeeze_, as_strided_ on a traced tensor: `self` becomes the view
 // its functional variant makes of it. Its TensorImpl takes the view's geometry, graph value and
 // view chain, so every handle of it sees the change, later reads and writes go through the new
@@ -580,6 +607,7 @@ std::vector<Tensor> Tracer::functionalize_metadata(const ops::OpDef& op, ops::Op
   bool grad_on = autograd::grad_mode_enabled();
   const TensorState& ts = tensors_[self.impl()->trace.alias];
   check_leaf_mutation(op, ts, !grad_on || ts.hidden, graph::ValueId{self.impl()->trace.value});
+  const bool self_is_root = ts.chain.empty();
   note_saved_modified(op, ts.storage);
   metadata_touched_storages_.push_back(ts.storage);
   // Eager bumps the version counter, so it regenerates the history of every view of the
@@ -625,8 +653,10 @@ std::vector<Tensor> Tracer::functionalize_metadata(const ops::OpDef& op, ops::Op
     geometry_origins_[value] = old;
     // Views of it made later, and its replays after writes, start from that history too
     // (AotProgramFuzz, seed 836425: select of it returned twice, regenerated at run time).
-    tensors_[v.impl()->trace.alias].chain.back().geometry = geometry_updates_.size();
+    const size_t updated = v.impl()->trace.alias;
+    tensors_[updated].chain.back().geometry = geometry_updates_.size();
     geometry_updates_.push_back(old);
+    if (self_is_root) regenerate_views_of_changed_geometry(updated);
   }
   TensorImpl& impl = *self.impl();
   impl.sizes = v.sizes();

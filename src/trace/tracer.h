@@ -256,6 +256,7 @@ class Tracer final : public ops::Interpreter, public autograd::TracedAutograd {
   // By ViewStep::geometry: the value whose node eager's tensor kept, which replays of the step
   // pass the gradient of its result to (aotgrad.geometry_update).
   std::vector<graph::ValueId> geometry_updates_;
+  void regenerate_views_of_changed_geometry(size_t updated);
   std::vector<size_t> metadata_touched_storages_;
   std::vector<BackwardError> backward_errors_;
   // By detach() call (ViewStep::detached): the value holding the history writes made through

@@ -68,7 +68,13 @@ bool window_within(const ViewStep& step, int64_t first, int64_t count) {
 std::vector<ViewStep> rebased_chain(const std::vector<ViewStep>& chain, size_t steps) {
   const size_t k = last_as_strided(chain, steps);
   if (k == SIZE_MAX) return {chain.begin(), chain.begin() + static_cast<std::ptrdiff_t>(steps)};
-  const size_t j = last_detach_before(chain, k);
+  // A step that took a geometry changed under no_grad starts a history of its own too.
+  size_t j = last_detach_before(chain, k);
+  for (size_t i = k; i-- > 0 && (j == SIZE_MAX || i > j);)
+    if (chain[i].geometry != SIZE_MAX) {
+      j = i;
+      break;
+    }
   std::vector<ViewStep> out = j == SIZE_MAX ? std::vector<ViewStep>{} : rebased_chain(chain, j + 1);
   ViewStep as_strided = chain[k];
   for (size_t i = j == SIZE_MAX ? 0 : j + 1; i < k; ++i)

@@ -620,3 +620,37 @@ TEST(MetadataMutation, ViewOfAGeometryChangedUnderNoGradReturnedTwiceTakesItsHis
         return std::vector<Tensor>{s, s, a[0]};
       });
 }
+
+TEST(MetadataMutation, ViewMadeBeforeAGeometryChangedUnderNoGradIsRegeneratedFromIt) {
+  // A view made before its base's geometry changed under no_grad: eager regenerates its history
+  // (the version moved) as an as_strided of the base with the view's geometry, whose gradient
+  // is laid out in the base's new geometry and reaches the base's node as it is. PyTorch 1.13:
+  // y = x * 1; u = y[0]; with no_grad: y.t_(); (u * [1, 2, 3]).sum().backward() puts [1, 2, 3]
+  // in column 0 of x.grad (the graph put it in row 0, through select's VJP).
+  Tensor x = ag::zeros({3, 3}).to(ag::DType::f64).requires_grad_();
+  auto f = ag::aot_function([](const Tensor& x) {
+    Tensor y = x * 1.0;
+    Tensor u = y.select(0, 0);
+    {
+      ag::NoGradGuard no_grad;
+      ag::t_(y);
+    }
+    return (u * ag::from_vector(std::vector<double>{1, 2, 3}, {3})).sum();
+  });
+  f(x).backward();
+  Tensor expected = ag::from_vector(std::vector<double>{1, 0, 0, 2, 0, 0, 3, 0, 0}, {3, 3});
+  EXPECT_TRUE(allclose(x.grad(), expected, 0, 0)) << x.grad();
+  expect_like_eager(
+      [] {
+        return non_leaf({3, 3});
+      },
+      [](std::vector<Tensor> a) {
+        Tensor y = a[0] * 2.0;
+        Tensor u = y.slice(0, 1, 3);
+        {
+          ag::NoGradGuard no_grad;
+          ag::t_(y);
+        }
+        return std::vector<Tensor>{u * plain({2, 3}, 3), u, y};
+      });
+}
