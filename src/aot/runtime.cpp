@@ -141,13 +141,23 @@ namespace {
 // would refuse to use it). As for data writes, whose bumps come before the outputs are
 // regenerated, a view made before the write is then not refused either: the compiled function
 // is more permissive than eager there, never less.
-void keep_view_creation_current(const std::vector<Tensor>& outputs, const Storage* storage,
+void keep_view_creation_current(const std::vector<Tensor>& outputs,
+                                const std::vector<Tensor>& inputs, const Storage* storage,
                                 uint64_t before, uint64_t after) {
   for (const Tensor& out : outputs) {
     if (!out.defined() || !out.is_view() || out.storage().get() != storage) continue;
     AutogradMeta* m = out.impl()->autograd.get();
     if (m && m->view_creation != ViewCreation::normal && m->view_creation_version == before)
       m->view_creation_version = after;
+    // Nor make its history look stale: rebased as an as_strided of its base, a view of a view
+    // made under no_grad would pass the base a gradient eager's does not (AotProgramFuzz, seeds
+    // 803669, 822574, 800815: squeeze with grad on of a view made under no_grad after t_). A
+    // caller's tensor returned as it is was made before the call: its history is stale.
+    bool input = false;
+    for (const Tensor& in : inputs) input = input || in.is_same(out);
+    if (auto* op = m && !input ? dynamic_cast<autograd::OpNode*>(m->grad_fn.get()) : nullptr;
+        op && op->view_version == before)
+      op->view_version = after;
   }
 }
 
@@ -172,7 +182,8 @@ void MetadataMutations::after(CallFrame& f) const {
       as_strided_(target, m.sizes, m.strides, m.storage_offset);
     }
     if (f.node) f.node->forgive_version_bump(target.storage().get(), before, target.version());
-    keep_view_creation_current(f.result, target.storage().get(), before, target.version());
+    keep_view_creation_current(f.result, f.inputs, target.storage().get(), before,
+                               target.version());
   }
 }
 

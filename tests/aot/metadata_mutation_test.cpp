@@ -654,3 +654,37 @@ TEST(MetadataMutation, ViewMadeBeforeAGeometryChangedUnderNoGradIsRegeneratedFro
         return std::vector<Tensor>{u * plain({2, 3}, 3), u, y};
       });
 }
+
+TEST(MetadataMutation, ViewOfANoGradViewMadeAfterTheGeometryChangedKeepsItsHistory) {
+  // Found by AotProgramFuzz (seeds 803669, 822574, 812205, 800815). The runtime regenerates the
+  // returned views of an input before it gives the caller's tensor its new geometry, whose
+  // version bump then made their histories look stale: rebased as as_strided of the leaf, a
+  // view with grad on of a view made under no_grad passed the leaf a gradient that eager's,
+  // made after the bump, does not. PyTorch 1.13: a = leaf.unsqueeze(2); with no_grad:
+  // a.transpose_(0, 2); v = a.as_strided((1, 3), (1, 1)); s = v.squeeze(0): s.sum().backward()
+  // leaves leaf.grad None.
+  Tensor leaf = ag::arange(12.0).to(ag::DType::f64).view({3, 4}).clone().requires_grad_();
+  auto fn = [](std::vector<Tensor> a) {
+    Tensor v;
+    {
+      ag::NoGradGuard no_grad;
+      ag::transpose_(a[0], 0, 2);
+      v = a[0].as_strided({1, 3}, {1, 1});
+    }
+    Tensor s = v.squeeze(0);
+    return std::vector<Tensor>{s, s, a[0]};
+  };
+  auto f = ag::aot_function([&fn](const Tensor& a) {
+    std::vector<Tensor> out = fn({a});
+    return std::make_tuple(out[0], out[1]);
+  });
+  auto [s0, s1] = f(leaf.unsqueeze(2));
+  (s0 * ag::from_vector(std::vector<double>{1, 10, 100}, {3})).sum().backward();
+  EXPECT_FALSE(leaf.grad().defined()) << leaf.grad();
+  expect_like_eager(
+      [] {
+        Tensor l = test_input({3, 4});
+        return OracleSetup{{l.unsqueeze(2)}, {l}};
+      },
+      fn);
+}
