@@ -149,15 +149,19 @@ void keep_view_creation_current(const std::vector<Tensor>& outputs,
     AutogradMeta* m = out.impl()->autograd.get();
     if (m && m->view_creation != ViewCreation::normal && m->view_creation_version == before)
       m->view_creation_version = after;
-    // Nor make its history look stale: rebased as an as_strided of its base, a view of a view
-    // made under no_grad would pass the base a gradient eager's does not (AotProgramFuzz, seeds
-    // 803669, 822574, 800815: squeeze with grad on of a view made under no_grad after t_). A
-    // caller's tensor returned as it is was made before the call: its history is stale.
+    // Nor make a history that reaches nothing (a view with grad on of a view made under
+    // no_grad) look stale: rebased as an as_strided of its base, it would pass the base a
+    // gradient eager's, made after the bump, does not (AotProgramFuzz, seeds 803669, 822574,
+    // 812205, 800815: squeeze with grad on of as_strided under no_grad after t_). A history that
+    // reaches its base is rebased as eager's made before the bump is (seed 822771); a caller's
+    // tensor returned as it is was made before the call.
     bool input = false;
     for (const Tensor& in : inputs) input = input || in.is_same(out);
-    if (auto* op = m && !input ? dynamic_cast<autograd::OpNode*>(m->grad_fn.get()) : nullptr;
-        op && op->view_version == before)
-      op->view_version = after;
+    auto* op = m && !input ? dynamic_cast<autograd::OpNode*>(m->grad_fn.get()) : nullptr;
+    if (!op || op->view_version != before) continue;
+    bool reaches = false;
+    for (const autograd::Edge& e : op->next_edges) reaches = reaches || e.node;
+    if (!reaches) op->view_version = after;
   }
 }
 

@@ -608,6 +608,7 @@ std::vector<Tensor> Tracer::functionalize_metadata(const ops::OpDef& op, ops::Op
   const TensorState& ts = tensors_[self.impl()->trace.alias];
   check_leaf_mutation(op, ts, !grad_on || ts.hidden, graph::ValueId{self.impl()->trace.value});
   const bool self_is_root = ts.chain.empty();
+  const size_t ts_storage = ts.storage;
   note_saved_modified(op, ts.storage);
   metadata_touched_storages_.push_back(ts.storage);
   // Eager bumps the version counter, so it regenerates the history of every view of the
@@ -656,7 +657,11 @@ std::vector<Tensor> Tracer::functionalize_metadata(const ops::OpDef& op, ops::Op
     const size_t updated = v.impl()->trace.alias;
     tensors_[updated].chain.back().geometry = geometry_updates_.size();
     geometry_updates_.push_back(old);
-    if (self_is_root) regenerate_views_of_changed_geometry(updated);
+    // An input's views are left as they were: a leaf's changed geometry is refused, or kept
+    // by no other input (capture.cpp), and a non-leaf input's regenerated as_strided would
+    // address the copy the runtime may pass of it, not its storage.
+    if (self_is_root && storages_[ts_storage].input_index < 0)
+      regenerate_views_of_changed_geometry(updated);
   }
   TensorImpl& impl = *self.impl();
   impl.sizes = v.sizes();
