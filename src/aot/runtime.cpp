@@ -141,13 +141,27 @@ namespace {
 // would refuse to use it). As for data writes, whose bumps come before the outputs are
 // regenerated, a view made before the write is then not refused either: the compiled function
 // is more permissive than eager there, never less.
-void keep_view_creation_current(const std::vector<Tensor>& outputs, const Storage* storage,
+void keep_view_creation_current(const std::vector<Tensor>& outputs,
+                                const std::vector<Tensor>& inputs, const Storage* storage,
                                 uint64_t before, uint64_t after) {
   for (const Tensor& out : outputs) {
     if (!out.defined() || !out.is_view() || out.storage().get() != storage) continue;
     AutogradMeta* m = out.impl()->autograd.get();
     if (m && m->view_creation != ViewCreation::normal && m->view_creation_version == before)
       m->view_creation_version = after;
+    // Nor make a history that reaches nothing (a view with grad on of a view made under
+    // no_grad) look stale: rebased as an as_strided of its base, it would pass the base a
+    // gradient eager's, made after the bump, does not (AotProgramFuzz, seeds 803669, 822574,
+    // 812205, 800815: squeeze with grad on of as_strided under no_grad after t_). A history that
+    // reaches its base is rebased as eager's made before the bump is (seed 822771); a caller's
+    // tensor returned as it is was made before the call.
+    bool input = false;
+    for (const Tensor& in : inputs) input = input || in.is_same(out);
+    auto* op = m && !input ? dynamic_cast<autograd::OpNode*>(m->grad_fn.get()) : nullptr;
+    if (!op || op->view_version != before) continue;
+    bool reaches = false;
+    for (const autograd::Edge& e : op->next_edges) reaches = reaches || e.node;
+    if (!reaches) op->view_version = after;
   }
 }
 
@@ -189,7 +203,8 @@ void MetadataMutations::after(CallFrame& f) const {
       as_strided_(target, m.sizes, m.strides, m.storage_offset);
     }
     if (f.node) f.node->forgive_version_bump(target.storage().get(), before, target.version());
-    keep_view_creation_current(f.result, target.storage().get(), before, target.version());
+    keep_view_creation_current(f.result, f.inputs, target.storage().get(), before,
+                               target.version());
     // Under no_grad a changed geometry's history is the caller's tensor's new geometry, which
     // the chain replayed from the old one does not pass through: left stale, it is rebuilt
     // from the base as eager's view of the new geometry reads.

@@ -45,6 +45,12 @@ struct ViewStep {
   // tensor of its own, which a write through it (or a view of it) made with grad on gives a
   // history its base does not get. SIZE_MAX for every other step.
   size_t detached = SIZE_MAX;
+  // A step whose result took a geometry changed in place under no_grad on a tensor that is no
+  // view in eager (Tracer::functionalize_metadata): which change made it. Eager's tensor kept its
+  // node, so a replay passes the step's result through aotgrad.geometry_update to that node's
+  // value, and views of it take that history, as they take a detach()ed alias's. SIZE_MAX for
+  // every other step.
+  size_t geometry = SIZE_MAX;
 };
 
 // The pieces of split / chunk / unbind calls replay_view made during one run: returning n pieces

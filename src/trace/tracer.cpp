@@ -569,12 +569,45 @@ std::vector<Tensor> Tracer::functionalize_inplace(const ops::OpDef& op, ops::OpA
   note_saved_modified(op, tensors_[state_index].storage);
   self.storage()->bump_version();  // as eager: special views (view_creation.h) compare it
   s.root = graph::ValueId{new_root.impl()->trace.value};
+  // Written with grad on, the new root carries the geometry_update of the tensors it was
+  // written through: replays from it must not pass the gradient through it a second time.
+  if (!hidden)
+    for (TensorState& other : tensors_)
+      if (other.storage == tensors_[state_index].storage)
+        for (ViewStep& step : other.chain) step.geometry = SIZE_MAX;
   ++s.generation;
   s.mutated = true;
   s.all_mutations_under_no_grad = s.all_mutations_under_no_grad && !grad_on;
   s.all_mutations_hidden = s.all_mutations_hidden && hidden;
   sync(self);
   return {self};
+}
+
+// The views made earlier of a tensor whose geometry `updated` (a tracked state whose last step
+// took it under no_grad) now is: eager regenerates their history at their next use, the
+// version having moved, as an as_strided of that tensor with the view's geometry, whose
+// gradient is laid out in the new geometry and reaches the tensor's node as it is. A view made
+// under no_grad or by a multi-output op, or through a detach(), is left as it was.
+void Tracer::regenerate_views_of_changed_geometry(size_t updated) {
+  const size_t storage = tensors_[updated].storage;
+  for (size_t i = 0; i < updated; ++i) {
+    TensorState& other = tensors_[i];
+    if (other.storage != storage || other.chain.empty() || other.hidden) continue;
+    const std::shared_ptr<TensorImpl>& view = other.keep;
+    if (!view || view->trace.alias != i) continue;
+    bool plain = true;
+    for (const ViewStep& step : other.chain)
+      plain = plain && step.grad_mode && !step.piece_of && step.detached == SIZE_MAX;
+    if (!plain) continue;
+    const ops::OpDef& as_strided = ops::lookup("aten.as_strided.default");
+    ViewStep step{&as_strided,
+                  {Tensor(), view->sizes, view->strides, view->storage_offset},
+                  /*grad_mode=*/true};
+    ops::normalize(as_strided, step.args);
+    other.chain = tensors_[updated].chain;
+    other.chain.push_back(std::move(step));
+    other.generation = UINT64_MAX;
+  }
 }
 
 // t_, transpose_, unsqueeze_, squeeze_, as_strided_ on a traced tensor: `self` becomes the view
@@ -590,6 +623,8 @@ std::vector<Tensor> Tracer::functionalize_metadata(const ops::OpDef& op, ops::Op
   bool grad_on = autograd::grad_mode_enabled();
   const TensorState& ts = tensors_[self.impl()->trace.alias];
   check_leaf_mutation(op, ts, !grad_on || ts.hidden, graph::ValueId{self.impl()->trace.value});
+  const bool self_is_root = ts.chain.empty();
+  const size_t ts_storage = ts.storage;
   note_saved_modified(op, ts.storage);
   metadata_touched_storages_.push_back(ts.storage);
   // Eager bumps the version counter, so it regenerates the history of every view of the
@@ -633,6 +668,20 @@ std::vector<Tensor> Tracer::functionalize_metadata(const ops::OpDef& op, ops::Op
                 .impl()
                 ->trace.value;
     geometry_origins_[value] = old;
+    // Views of it made later, and its replays after writes, start from that history too
+    // (AotProgramFuzz, seed 836425: select of it returned twice, regenerated at run time).
+    // An input's views are left as they were: the runtime regenerates its returned views from
+    // the caller's tensor, given its new geometry in eager (MetadataMutations), a leaf's changed
+    // geometry is refused or kept by no other input (capture.cpp), and a non-leaf input's
+    // regenerated as_strided would address the copy the runtime may pass of it, not its storage.
+    // (Marked, a returned view of a leaf took a history of its own, which needs the training
+    // graph, whose check refuses such a leaf: ScenarioModes.ViewMadeAfterAGeometryChanged*.)
+    const size_t updated = v.impl()->trace.alias;
+    if (storages_[ts_storage].input_index < 0) {
+      tensors_[updated].chain.back().geometry = geometry_updates_.size();
+      geometry_updates_.push_back(old);
+      if (self_is_root) regenerate_views_of_changed_geometry(updated);
+    }
   }
   TensorImpl& impl = *self.impl();
   impl.sizes = v.sizes();

@@ -107,7 +107,9 @@ class Tracer final : public ops::Interpreter, public autograd::TracedAutograd {
   // d.sub_(w) leaves x's history alone (the write is hidden from it) but makes d, and the views
   // of d, tensors that require grad, with a history of their own. For a tracked tensor whose
   // last detach() step (in its chain, at `step`) has such a history: that detach() call's id and
-  // the graph value that is the detached alias now (its current data, its own history).
+  // the graph value that is the detached alias now (its current data, its own history). A step
+  // that took a geometry changed under no_grad (ViewStep::geometry) has one too, the value
+  // aotgrad.geometry_update makes; its id is SIZE_MAX - the change's index, apart from detach()'s.
   struct DetachedHistory {
     size_t step = 0;
     size_t id = 0;
@@ -255,6 +257,10 @@ class Tracer final : public ops::Interpreter, public autograd::TracedAutograd {
   // By aotgrad.geometry_update result: the value whose node eager's tensor still has (changed
   // again under no_grad, the gradient is fitted to that value's shape once, not step by step).
   std::map<uint32_t, graph::ValueId> geometry_origins_;
+  // By ViewStep::geometry: the value whose node eager's tensor kept, which replays of the step
+  // pass the gradient of its result to (aotgrad.geometry_update).
+  std::vector<graph::ValueId> geometry_updates_;
+  void regenerate_views_of_changed_geometry(size_t updated);
   std::vector<size_t> metadata_touched_storages_;
   std::vector<BackwardError> backward_errors_;
   // By detach() call (ViewStep::detached): the value holding the history writes made through

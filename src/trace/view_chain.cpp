@@ -68,7 +68,13 @@ bool window_within(const ViewStep& step, int64_t first, int64_t count) {
 std::vector<ViewStep> rebased_chain(const std::vector<ViewStep>& chain, size_t steps) {
   const size_t k = last_as_strided(chain, steps);
   if (k == SIZE_MAX) return {chain.begin(), chain.begin() + static_cast<std::ptrdiff_t>(steps)};
-  const size_t j = last_detach_before(chain, k);
+  // A step that took a geometry changed under no_grad starts a history of its own too.
+  size_t j = last_detach_before(chain, k);
+  for (size_t i = k; i-- > 0 && (j == SIZE_MAX || i > j);)
+    if (chain[i].geometry != SIZE_MAX) {
+      j = i;
+      break;
+    }
   std::vector<ViewStep> out = j == SIZE_MAX ? std::vector<ViewStep>{} : rebased_chain(chain, j + 1);
   ViewStep as_strided = chain[k];
   for (size_t i = j == SIZE_MAX ? 0 : j + 1; i < k; ++i)
@@ -127,6 +133,11 @@ Tensor Tracer::apply_step(const ViewStep& step, const Tensor& base) {
     GradModeScope mode(step.grad_mode);
     v = record(*step.op, args, /*track=*/false).at(0);
   }
+  if (step.geometry != SIZE_MAX) {
+    EnableGradGuard grad;
+    ops::OpArgs gargs{bind(geometry_updates_[step.geometry], true), v};
+    return record(ops::lookup("aotgrad.geometry_update.default"), gargs, /*track=*/false).at(0);
+  }
   if (step.detached == SIZE_MAX || detached_histories_[step.detached] == graph::kNoValue) return v;
   // The data is the storage's (writes through other aliases since show), the history the
   // alias's own: hidden_update passes gradient to its first argument only. Grad mode on whatever
@@ -138,6 +149,10 @@ Tensor Tracer::apply_step(const ViewStep& step, const Tensor& base) {
 
 std::optional<Tracer::DetachedHistory> Tracer::detached_history(const TensorState& ts) {
   for (size_t k = ts.chain.size(); k-- > 0;) {
+    if (size_t g = ts.chain[k].geometry; g != SIZE_MAX) {
+      Tensor updated = replay(storages_[ts.storage], ts.chain, k + 1);
+      return DetachedHistory{k, SIZE_MAX - g, graph::ValueId{updated.impl()->trace.value}};
+    }
     size_t id = ts.chain[k].detached;
     if (id == SIZE_MAX) continue;
     if (detached_histories_[id] == graph::kNoValue) return std::nullopt;

@@ -581,3 +581,110 @@ TEST(MetadataMutation, GeometryUpdateIsAViewOfTheNewGeometry) {
         return std::vector<Tensor>{d, d, y};
       });
 }
+
+TEST(MetadataMutation, ViewOfAGeometryChangedUnderNoGradReturnedTwiceTakesItsHistory) {
+  // Found by AotProgramFuzz (seed 836425): a view made with grad on of a tensor whose geometry
+  // changed under no_grad is a view of that tensor in eager, whose node takes the gradient of the
+  // new geometry as it is. Returned twice, the view is regenerated at run time from the
+  // storage's root through t, whose VJP mapped the gradient back to the old geometry instead.
+  // PyTorch 1.13: v = cat([x[None], x[None]]); with no_grad: v.t_(); s = v[-1]; s returned
+  // twice, (s * [10, 100]).sum() + (s * [1, 2]).sum() backward: x.grad == [11, 102].
+  Tensor x = ag::from_vector(std::vector<double>{1, 2}, {2}).requires_grad_();
+  auto f = ag::aot_function([](const Tensor& a) {
+    Tensor v = ag::cat({a.unsqueeze(0), a.unsqueeze(0)}, 0);
+    {
+      ag::NoGradGuard no_grad;
+      ag::t_(v);
+    }
+    Tensor s = v.select(0, -1);
+    return std::make_tuple(s, s);
+  });
+  auto [s0, s1] = f(x);
+  ((s0 * ag::from_vector(std::vector<double>{10, 100}, {2})).sum() +
+   (s1 * ag::from_vector(std::vector<double>{1, 2}, {2})).sum())
+      .backward();
+  EXPECT_TRUE(allclose(x.grad(), ag::from_vector(std::vector<double>{11, 102}, {2}), 0, 0))
+      << x.grad();
+  expect_like_eager(
+      [] {
+        Tensor leaf = test_input({2});
+        return OracleSetup{{leaf}, {leaf}};
+      },
+      [](std::vector<Tensor> a) {
+        Tensor v = ag::cat({a[0].unsqueeze(0), a[0].unsqueeze(0)}, 0);
+        {
+          ag::NoGradGuard no_grad;
+          ag::t_(v);
+        }
+        Tensor s = v.select(0, -1);
+        return std::vector<Tensor>{s, s, a[0]};
+      });
+}
+
+TEST(MetadataMutation, ViewMadeBeforeAGeometryChangedUnderNoGradIsRegeneratedFromIt) {
+  // A view made before its base's geometry changed under no_grad: eager regenerates its history
+  // (the version moved) as an as_strided of the base with the view's geometry, whose gradient
+  // is laid out in the base's new geometry and reaches the base's node as it is. PyTorch 1.13:
+  // y = x * 1; u = y[0]; with no_grad: y.t_(); (u * [1, 2, 3]).sum().backward() puts [1, 2, 3]
+  // in column 0 of x.grad (the graph put it in row 0, through select's VJP).
+  Tensor x = ag::zeros({3, 3}).to(ag::DType::f64).requires_grad_();
+  auto f = ag::aot_function([](const Tensor& x) {
+    Tensor y = x * 1.0;
+    Tensor u = y.select(0, 0);
+    {
+      ag::NoGradGuard no_grad;
+      ag::t_(y);
+    }
+    return (u * ag::from_vector(std::vector<double>{1, 2, 3}, {3})).sum();
+  });
+  f(x).backward();
+  Tensor expected = ag::from_vector(std::vector<double>{1, 0, 0, 2, 0, 0, 3, 0, 0}, {3, 3});
+  EXPECT_TRUE(allclose(x.grad(), expected, 0, 0)) << x.grad();
+  expect_like_eager(
+      [] {
+        return non_leaf({3, 3});
+      },
+      [](std::vector<Tensor> a) {
+        Tensor y = a[0] * 2.0;
+        Tensor u = y.slice(0, 1, 3);
+        {
+          ag::NoGradGuard no_grad;
+          ag::t_(y);
+        }
+        return std::vector<Tensor>{u * plain({2, 3}, 3), u, y};
+      });
+}
+
+TEST(MetadataMutation, ViewOfANoGradViewMadeAfterTheGeometryChangedKeepsItsHistory) {
+  // Found by AotProgramFuzz (seeds 803669, 822574, 812205, 800815). The runtime regenerates the
+  // returned views of an input before it gives the caller's tensor its new geometry, whose
+  // version bump then made their histories look stale: rebased as as_strided of the leaf, a
+  // view with grad on of a view made under no_grad passed the leaf a gradient that eager's,
+  // made after the bump, does not. PyTorch 1.13: a = leaf.unsqueeze(2); with no_grad:
+  // a.transpose_(0, 2); v = a.as_strided((1, 3), (1, 1)); s = v.squeeze(0): s.sum().backward()
+  // leaves leaf.grad None.
+  Tensor leaf = ag::arange(12.0).to(ag::DType::f64).view({3, 4}).clone().requires_grad_();
+  auto fn = [](std::vector<Tensor> a) {
+    Tensor v;
+    {
+      ag::NoGradGuard no_grad;
+      ag::transpose_(a[0], 0, 2);
+      v = a[0].as_strided({1, 3}, {1, 1});
+    }
+    Tensor s = v.squeeze(0);
+    return std::vector<Tensor>{s, s, a[0]};
+  };
+  auto f = ag::aot_function([&fn](const Tensor& a) {
+    std::vector<Tensor> out = fn({a});
+    return std::make_tuple(out[0], out[1]);
+  });
+  auto [s0, s1] = f(leaf.unsqueeze(2));
+  (s0 * ag::from_vector(std::vector<double>{1, 10, 100}, {3})).sum().backward();
+  EXPECT_FALSE(leaf.grad().defined()) << leaf.grad();
+  expect_like_eager(
+      [] {
+        Tensor l = test_input({3, 4});
+        return OracleSetup{{l.unsqueeze(2)}, {l}};
+      },
+      fn);
+}

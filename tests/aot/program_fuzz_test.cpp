@@ -210,12 +210,12 @@ TEST(AotProgramFuzz, LongerModeFromTheEnvironment) {
 // 700000-739999.
 TEST(AotProgramFuzz, SeedsFixedByGeometryUnderNoGrad) {
   Tally tally;
-  for (uint64_t seed :
-       {105659, 112645, 138178, 503244, 304718, 704750, 712225, 715564, 716860, 724310})
+  for (uint64_t seed : {105659, 112645, 138178, 503244, 304718, 704750, 712225, 715564, 716860,
+                        724310, 836425, 803669, 822574, 812205, 800815, 807837, 822771})
     fuzz_seeds(seed, 1, {"interpreter"}, 6, tally);
   std::cout << "[AotProgramFuzz] " << tally.summary() << "\n";
   EXPECT_EQ(tally.failed, 0);
-  EXPECT_EQ(tally.checked, 10);
+  EXPECT_EQ(tally.checked, 17);
 }
 
 }  // namespace
