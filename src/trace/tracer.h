@@ -199,6 +199,7 @@ class Tracer final : public ops::Interpreter, public autograd::TracedAutograd {
   // whose alias has a history of its own yields that history with the current data.
   Tensor apply_step(const ViewStep& step, const Tensor& base);
   void note_saved_modified(const ops::OpDef& op, size_t storage);
+  void check_stale_read_past_input(const StorageState& s, const std::vector<ViewStep>& chain) const;
   // A user's as_strided on `storage`: refused after a write unless the root's value is laid out
   // as its storage; before one, reads the input in place (StorageState::read_in_place).
   void check_as_strided(size_t storage);

@@ -178,12 +178,21 @@ void Tracer::sync(const Tensor& t) {
   if (r || t.requires_grad()) t.impl()->autograd_meta().requires_grad = r;
 }
 
+// Before an op uses them: an output is synced by value_of, without this check.
 void Tracer::sync_args(ops::OpArgs& args) {
+  auto use = [&](const Tensor& t) {
+    if (traced_here(t) && t.impl()->trace.alias != UINT32_MAX) {
+      const TensorState& ts = tensors_[t.impl()->trace.alias];
+      if (ts.generation != storages_[ts.storage].generation)
+        check_stale_read_past_input(storages_[ts.storage], ts.chain);
+    }
+    sync(t);
+  };
   for (ops::Arg& a : args) {
     if (auto* t = std::get_if<Tensor>(&a))
-      sync(*t);
+      use(*t);
     else if (auto* l = std::get_if<ops::TensorList>(&a))
-      for (Tensor& e : *l) sync(e);
+      for (Tensor& e : *l) use(e);
   }
 }
 
@@ -230,6 +239,24 @@ bool Tracer::as_strided_needs_rebase(StorageState& s, const ViewStep& step, bool
     return false;
   }
   throw as_strided_refusal(s, writing, /*outside=*/on_root && s.storage_order && !within);
+}
+
+// A view through as_strided of an input made before the input's geometry changed in place (no
+// data written): eager regenerates its history at this use as an as_strided of the caller's base,
+// which passes gradient to the storage elements the window reaches outside the input. The graph,
+// given the input alone, reads them in place but cannot send them gradient (AotProgramFuzz,
+// seed 838109: the element outside got 0). Returned without a use, the view is regenerated at run
+// time from the caller's tensor, which is exact (sync_args checks; value_of does not).
+void Tracer::check_stale_read_past_input(const StorageState& s,
+                                         const std::vector<ViewStep>& chain) const {
+  if (s.generation != 0 || s.input_index < 0 || !requires_grad(s.root)) return;
+  if (s.root_offset == 0 && s.root_is_storage) return;
+  const size_t k = last_as_strided(chain, chain.size());
+  if (k == SIZE_MAX || !chain[k].grad_mode || last_detach_before(chain, k) != SIZE_MAX) return;
+  int64_t numel = 1;
+  for (int64_t n : graph_.value(s.root).meta.sizes) numel *= n;
+  if (s.storage_order && window_within(chain[k], s.root_offset, numel)) return;
+  throw as_strided_refusal(s, /*writing=*/false, /*outside=*/true);
 }
 
 Tracer::Scattered Tracer::scatter_into_root(size_t state_index, const Tensor& updated) {

@@ -291,3 +291,36 @@ TEST(AsStridedWrite, ReadPastAnInputViewAfterItsGeometryChangedWithGradOn) {
         return std::vector<Tensor>{a[0].as_strided({2, 1}, {1, 2}), a[1]};
       });
 }
+
+TEST(ScenarioRaises, AsStridedReadPastAnInputUsedAfterItsGeometryChangedIsRefused) {
+  // AotProgramFuzz, seed 838109: the view was made before unsqueeze_() and used after it, when
+  // eager regenerates its history as an as_strided of the caller's base, which gives the element
+  // the window reaches outside the input gradient; the graph, given the input alone, gave it 0.
+  // Returned without a use, or used with no geometry change, the read is exact (checked last).
+  auto make = [] {
+    Tensor l = leaf({6}, 57125);
+    return ag::testing::ScenarioInputs{{(l * 1.0).select(0, 0).unsqueeze(0)}, {l}};
+  };
+  ag::testing::expect_unsupported(
+      make,
+      [](const ag::testing::TensorList& a) {
+        Tensor x = a[0];
+        Tensor v = x.as_strided({1, 2}, {1, 1});
+        ag::unsqueeze_(x, 0);
+        return v.sum({0}, true);
+      },
+      "reaches storage elements outside it");
+  auto oracle = [] {
+    Tensor l = leaf({6}, 57125);
+    return OracleSetup{{(l * 1.0).select(0, 0).unsqueeze(0)}, {l}};
+  };
+  like_eager_under_both_compilers(oracle, [](std::vector<Tensor> a) {
+    Tensor v = a[0].as_strided({1, 2}, {1, 1});
+    return std::vector<Tensor>{a[0] * 1.0, v.sum({0}, true)};
+  });
+  like_eager_under_both_compilers(oracle, [](std::vector<Tensor> a) {
+    Tensor v = a[0].as_strided({1, 2}, {1, 1});
+    ag::unsqueeze_(a[0], 0);
+    return std::vector<Tensor>{v};
+  });
+}
