@@ -6,6 +6,7 @@
 #include "aotgrad/aotgrad.h"
 #include "ops/op.h"
 #include "testing/gradcheck.h"
+#include "testing/scenario.h"
 #include "testing/values.h"
 #include "trace/functionalize.h"
 
@@ -688,3 +689,30 @@ TEST(MetadataMutation, ViewOfANoGradViewMadeAfterTheGeometryChangedKeepsItsHisto
       },
       fn);
 }
+
+namespace {
+
+TEST(MetadataMutation, LeafTransposedAndWrittenUnderNoGradIsRefused) {
+  // AotProgramFuzz, seed 926919: a square leaf that requires grad, transposed and then written
+  // under no_grad, used with grad on after: the compiled gradient differed from eager's (the
+  // write-back with the new geometry); refused until understood, as a leaf whose sizes changed is.
+  ag::testing::expect_unsupported(
+      [] {
+        return ag::testing::TensorList{ag::testing::leaf({3, 3}, 362035)};
+      },
+      [](const ag::testing::TensorList& a) {
+        Tensor x = a[0];
+        Tensor c;
+        {
+          ag::NoGradGuard no_grad;
+          ag::transpose_(x, 0, 1);
+          x.mul_(x);
+          c = ag::cat({x, x}, 1);
+        }
+        Tensor d = (x - 2.0).sum({1}, true) - c;
+        return ag::testing::TensorList{(d * d).mean({1}, true), c};
+      },
+      "had its geometry changed in place under no_grad");
+}
+
+}  // namespace
