@@ -26,6 +26,7 @@
 #include "autograd/view_creation.h"
 #include "kernels/factory.h"
 #include "tensor/current_op.h"
+#include "tensor/iter.h"
 #include "tensor/thread_loan.h"
 
 namespace aotgrad::autograd {
@@ -45,15 +46,6 @@ Tensor accumulate(const Tensor& acc, const Tensor& g) {
 
 std::string shown_name(const Node& n) {
   return dynamic_cast<const OpNode*>(&n) ? pytorch_node_name(n.name()) : n.name();
-}
-
-bool expandable_to(const IntList& from, const IntList& to) {
-  if (from.size() > to.size()) return false;
-  for (size_t i = 1; i <= from.size(); ++i) {
-    int64_t f = from[from.size() - i], t = to[to.size() - i];
-    if (f != t && f != 1) return false;
-  }
-  return true;
 }
 
 // PyTorch's validate_outputs: a gradient of another shape than the one `to` recorded for its

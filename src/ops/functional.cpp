@@ -12,6 +12,7 @@
 #include "ops/tensor_constant.h"
 #include "ops/view_scatter.h"
 #include "tensor/dtype_dispatch.h"
+#include "tensor/iter.h"
 
 namespace aotgrad::ops {
 namespace {
@@ -128,14 +129,6 @@ std::vector<Tensor> geometry_update_kernel(const OpArgs& a) {
   impl->storage_offset = updated.storage_offset();
   impl->storage = updated.storage();
   return {Tensor(std::move(impl))};
-}
-bool expandable_to(const IntList& from, const IntList& to) {
-  if (from.size() > to.size()) return false;
-  for (size_t i = 1; i <= from.size(); ++i) {
-    int64_t f = from[from.size() - i], t = to[to.size() - i];
-    if (f != t && f != 1) return false;
-  }
-  return true;
 }
 std::vector<Tensor> geometry_update_vjp(const VjpContext& c) {
   if (!c.needs(0) || !c.grad().defined()) return {Tensor(), Tensor()};

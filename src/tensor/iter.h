@@ -60,4 +60,7 @@ IntList broadcast_strides(const Tensor& t, const IntList& out_sizes);
 // The broadcast of two shapes; throws naming both shapes when they do not broadcast.
 IntList broadcast_shapes(const IntList& a, const IntList& b);
 
+// Whether shape `from` broadcasts to `to` (expand would accept it): trailing dims equal or 1.
+bool expandable_to(const IntList& from, const IntList& to);
+
 }  // namespace aotgrad

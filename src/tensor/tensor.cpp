@@ -170,6 +170,15 @@ std::string shape_to_string(const IntList& sizes) {
   return s + "]";
 }
 
+bool expandable_to(const IntList& from, const IntList& to) {
+  if (from.size() > to.size()) return false;
+  for (size_t i = 1; i <= from.size(); ++i) {
+    int64_t f = from[from.size() - i], t = to[to.size() - i];
+    if (f != t && f != 1) return false;
+  }
+  return true;
+}
+
 IntList broadcast_shapes(const IntList& a, const IntList& b) {
   size_t n = std::max(a.size(), b.size());
   IntList out(n);
