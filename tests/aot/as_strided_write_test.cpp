@@ -14,6 +14,7 @@ namespace ag = aotgrad;
 using ag::Tensor;
 using ag::testing::expect_like_eager;
 using ag::testing::leaf;
+using ag::testing::like_eager_under_both_compilers;
 using ag::testing::OracleSetup;
 
 namespace {
@@ -22,16 +23,6 @@ namespace {
 OracleSetup non_leaf(const ag::IntList& sizes, uint64_t seed) {
   Tensor l = leaf(sizes, seed);
   return OracleSetup{{l * 1.5}, {l}};
-}
-
-void like_eager_under_both_compilers(const std::function<OracleSetup()>& make,
-                                     const ag::testing::OracleFn& fn) {
-  for (const char* compiler : {"interpreter", "cpp"}) {
-    SCOPED_TRACE(compiler);
-    ag::AotConfig config;
-    config.fw_compiler = compiler;
-    expect_like_eager(make, fn, config);
-  }
 }
 
 }  // namespace

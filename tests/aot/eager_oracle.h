@@ -164,4 +164,15 @@ inline CompiledGraphs expect_like_eager(const std::function<OracleSetup()>& make
   return graphs;
 }
 
+// expect_like_eager with the interpreter and with the cpp code generator as forward compiler.
+inline void like_eager_under_both_compilers(const std::function<OracleSetup()>& make,
+                                            const OracleFn& fn) {
+  for (const char* compiler : {"interpreter", "cpp"}) {
+    SCOPED_TRACE(compiler);
+    AotConfig config;
+    config.fw_compiler = compiler;
+    expect_like_eager(make, fn, config);
+  }
+}
+
 }  // namespace aotgrad::testing

@@ -13,22 +13,9 @@ namespace ag = aotgrad;
 using ag::Tensor;
 using ag::testing::expect_like_eager;
 using ag::testing::leaf;
+using ag::testing::like_eager_under_both_compilers;
 using ag::testing::OracleSetup;
 namespace pf = ag::testing::program_fuzz;
-
-namespace {
-
-void like_eager_under_both_compilers(const std::function<OracleSetup()>& make,
-                                     const ag::testing::OracleFn& fn) {
-  for (const char* compiler : {"interpreter", "cpp"}) {
-    SCOPED_TRACE(compiler);
-    ag::AotConfig config;
-    config.fw_compiler = compiler;
-    expect_like_eager(make, fn, config);
-  }
-}
-
-}  // namespace
 
 // v * v of a view v made under no_grad of a tensor that requires grad, then v written under
 // no_grad: PyTorch's MulBackward0 has no edge to follow, so it saved neither input and its
