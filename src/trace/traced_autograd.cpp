@@ -95,12 +95,17 @@ graph::ValueId Tracer::detached_requiring_grad(graph::ValueId v) {
 }
 
 // Eager's detach() result has no _base: a view past one is a view of the detached tensor, which
-// requires grad only once a write with grad on gave it a history. The fake's _base is the root.
+// requires grad only once a write with grad on gave it a history. Otherwise eager asks the base,
+// which is the storage's current root: a write with grad on may have given it a history since
+// the call began (AotProgramFuzz, seed 932326), and the fake's _base, the root as it was bound
+// at the call, does not know that.
 bool Tracer::base_requires_grad(const Tensor& t) const {
-  if (const TensorState* ts = traced_here(t) ? state_of(t) : nullptr)
+  if (const TensorState* ts = traced_here(t) ? state_of(t) : nullptr) {
     for (size_t k = ts->chain.size(); k-- > 0;)
       if (size_t id = ts->chain[k].detached; id != SIZE_MAX)
         return detached_histories_[id] != graph::kNoValue;
+    return requires_grad(storages_[ts->storage].root);
+  }
   return t._base().requires_grad();
 }
 

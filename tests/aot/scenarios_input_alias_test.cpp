@@ -369,3 +369,33 @@ TEST(ScenarioInputAlias, WrittenInputLyingInAnotherGroupsBaseJoinsIt) {
         return TensorList{a[2] * 1.0};
       });
 }
+
+// Found by AotProgramFuzz (seed 932326). Two inputs alias (a tensor that requires no grad and a
+// view of it): a write with grad on through the first gives their base a history, then a view of
+// the second made under no_grad is used with grad on. Eager's view requires grad through its base
+// (PyTorch 1.13 too: with torch.no_grad(): v = a3[1:3]; v.requires_grad is True), so the result
+// requires grad. The tracer asked the fake's _base, the synthetic base as bound at the call,
+// which had no history: the output did not require grad.
+TEST(ScenarioInputAlias, NoGradViewOfAnInputWhoseBaseGainedAHistoryRequiresGrad) {
+  auto fn = [](const TensorList& a) {
+    Tensor x = a[0];
+    x.sub_(a[1]);
+    Tensor v;
+    {
+      ag::NoGradGuard no_grad;
+      v = a[2].slice(0, 1, 3);
+    }
+    return v.neg();
+  };
+  auto make = [] {
+    Tensor r = leaf({4, 2, 2}, 1, false);
+    Tensor w = leaf({5}, 2);
+    return ScenarioInputs{{r, w.select(0, 2), r.select(0, 0).view({-1})}, {w}};
+  };
+  ScenarioInputs in = make();
+  Tensor out = ag::aot_function(fn)(in.args);
+  EXPECT_TRUE(out.requires_grad());
+  EXPECT_FALSE(out.is_leaf());
+  EXPECT_TRUE(in.args[0].requires_grad());
+  run_scenario(make, fn);
+}
