@@ -105,6 +105,8 @@ std::string ViewAndMutationMeta::to_string() const {
     if (out.history_base >= 0)
       os << " history=base " << out.history_base << " from step " << out.history_step;
     if (out.made_after_metadata_mutation) os << " made_after_metadata_mutation";
+    if (out.own_views_of_input >= 0)
+      os << " own views of input " << out.own_views_of_input << " from step " << out.own_views_from;
     os << "\n";
   }
   for (const RequiresGradChange& c : input_requires_grad_changes)

@@ -79,6 +79,13 @@ struct OutputAliasInfo {  // one per user output
   // regenerating the output; a view made before it gets a stale history, regenerated as
   // as_strided of its base, as eager's (they differ where as_strided reaches past its operand).
   bool made_after_metadata_mutation = false;
+  // Such an output made from user input `own_views_of_input` in its new geometry, when that
+  // change was made under no_grad: view_chain[own_views_from..] are its own view steps. Eager's
+  // history is the input's after the change (its node kept, or regenerated from its base when
+  // it is a view) followed by those steps; the runtime replays them on the caller's tensor once
+  // it has the new geometry (AotProgramFuzz, seed 913670). -1: none.
+  int own_views_of_input = -1;
+  int own_views_from = -1;
 };
 
 // requires_grad_() on a user input inside the function: the caller's tensor ends with this flag,

@@ -152,6 +152,16 @@ void check_outputs(const ViewAndMutationMeta& m, size_t num_user_inputs, size_t 
           info.type == OutputType::is_input)
         fail(what + " is no regenerated alias but has a detached history");
     }
+    if ((info.own_views_of_input >= 0) != (info.own_views_from >= 0))
+      fail(what + " has half a replay from its input's new geometry");
+    if (info.own_views_of_input >= 0) {
+      if (info.type != OutputType::alias_of_input || !info.made_after_metadata_mutation ||
+          info.history_base >= 0)
+        fail(what + " replays from its input's new geometry but is no view made after it");
+      check_index(static_cast<size_t>(info.own_views_of_input), num_user_inputs, what + "'s input");
+      check_index(static_cast<size_t>(info.own_views_from), info.view_chain.size(),
+                  what + "'s first own view step");
+    }
   }
 }
 

@@ -446,6 +446,8 @@ void write_meta(Writer& w, const ViewAndMutationMeta& m) {
     w.i64(o.history_base);
     w.i64(o.history_step);
     w.boolean(o.made_after_metadata_mutation);
+    w.i64(o.own_views_of_input);
+    w.i64(o.own_views_from);
   }
   w.indices(m.mutated_inputs);
   w.u64(m.metadata_mutations.size());
@@ -496,6 +498,8 @@ ViewAndMutationMeta read_meta(Reader& r) {
     o.history_base = read_small_int(r, "meta output history_base");
     o.history_step = read_small_int(r, "meta output history_step");
     o.made_after_metadata_mutation = r.boolean("meta output made_after_metadata_mutation");
+    o.own_views_of_input = read_small_int(r, "meta output own_views_of_input");
+    o.own_views_from = read_small_int(r, "meta output own_views_from");
   }
   m.mutated_inputs = r.indices("meta mutated_inputs");
   m.metadata_mutations.resize(r.count("meta metadata_mutations", 34));

@@ -76,6 +76,26 @@ struct OutputPlan {
   std::vector<size_t> base_first_user;      // the first user output aliasing each base
 };
 
+// An output made after its input's geometry changed in place under no_grad, by view ops on that
+// input (its chain extends the input's final chain): OutputAliasInfo::own_views_of_input. The
+// runtime checks the geometry the replay gives, so matching ops are enough here.
+void find_own_views(const trace::Tracer& tracer, const std::vector<Tensor>& user_fakes,
+                    const Tensor& out, const trace::TensorState& ts, OutputAliasInfo& info) {
+  for (size_t u = 0; u < user_fakes.size(); ++u) {
+    const trace::TensorState* in = tracer.state_of(user_fakes[u]);
+    if (!in || in->storage != ts.storage || user_fakes[u].is_same(out)) continue;
+    trace::Tracer::MetadataTouch touch = tracer.metadata_touch(user_fakes[u]);
+    if (!touch.touched || touch.under_grad) continue;
+    if (in->chain.size() >= ts.chain.size() ||
+        !std::equal(in->chain.begin(), in->chain.end(), ts.chain.begin(),
+                    [](const auto& a, const auto& b) { return a.op == b.op; }))
+      continue;
+    info.own_views_of_input = static_cast<int>(u);
+    info.own_views_from = static_cast<int>(in->chain.size());
+    return;
+  }
+}
+
 // Classifies every user output (ViewAndMutationMeta::output_info) and collects the values the
 // forward graph must return for them.
 OutputPlan classify_outputs(trace::Tracer& tracer, const std::vector<Tensor>& user_fakes,
@@ -115,6 +135,8 @@ OutputPlan classify_outputs(trace::Tracer& tracer, const std::vector<Tensor>& us
         info.base = s->input_index;
         info.view_chain = to_replay_chain(ts->chain);
         info.made_after_metadata_mutation = tracer.made_after_metadata_mutation(*ts);
+        if (info.made_after_metadata_mutation)
+          find_own_views(tracer, user_fakes, outs[o], *ts, info);
       }
     } else {
       // A root-like output is its storage's own tensor in eager terms: the root, or the root after
@@ -192,6 +214,7 @@ OutputPlan classify_outputs(trace::Tracer& tracer, const std::vector<Tensor>& us
         }
         info.history_base = it->second;
         info.history_step = static_cast<int>(h->step - chain_offset);
+        info.own_views_of_input = info.own_views_from = -1;  // replayed with that history
       }
     meta.output_info.push_back(std::move(info));
   }

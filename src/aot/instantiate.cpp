@@ -166,9 +166,18 @@ std::shared_ptr<const Runtime> instantiate(const Artifact& a, const Compilers& c
     w.push_back(std::make_unique<RequiresGradChanges>(m.input_requires_grad_changes));
   if (!m.metadata_mutations.empty()) {
     std::vector<size_t> current;
-    for (size_t o = 0; o < m.output_info.size(); ++o)
-      if (m.output_info[o].made_after_metadata_mutation) current.push_back(o);
-    w.push_back(std::make_unique<MetadataMutations>(m.metadata_mutations, std::move(current)));
+    std::vector<MetadataMutations::OwnViews> own;
+    for (size_t o = 0; o < m.output_info.size(); ++o) {
+      const OutputAliasInfo& info = m.output_info[o];
+      if (info.made_after_metadata_mutation) current.push_back(o);
+      if (info.own_views_of_input < 0) continue;
+      std::vector<trace::ViewStep> chain = resolve(info.view_chain);
+      chain.erase(chain.begin(), chain.begin() + info.own_views_from);
+      own.push_back({o, static_cast<size_t>(info.own_views_of_input), std::move(chain),
+                     info.requires_grad_set_inside});
+    }
+    w.push_back(std::make_unique<MetadataMutations>(m.metadata_mutations, std::move(current),
+                                                    std::move(own)));
   }
   add_input_wrappers(a.guards.plan, w);
   w.push_back(aliased_outputs(m));

@@ -208,9 +208,25 @@ void MetadataMutations::after(CallFrame& f) const {
     // Under no_grad a changed geometry's history is the caller's tensor's new geometry, which
     // the chain replayed from the old one does not pass through: left stale, it is rebuilt
     // from the base as eager's view of the new geometry reads.
-    if (!m.changed || m.under_grad)
+    if (!m.changed || m.under_grad) {
       keep_view_history_current(f.result, current_outputs_, target.storage().get(), before,
                                 target.version());
+      continue;
+    }
+    // Eager made these from the caller's tensor with its new geometry: their history passes
+    // through that tensor's node (kept, or regenerated from its base for a view), which the
+    // chain replayed from the old geometry does not.
+    trace::PieceCache pieces;
+    for (const OwnViews& v : own_views_) {
+      Tensor& out = f.result[v.output];
+      if (v.input != m.input || !out.defined()) continue;
+      Tensor fresh = trace::replay_view(target, v.steps, pieces);
+      if (fresh.sizes() != out.sizes() || fresh.strides() != out.strides() ||
+          fresh.storage_offset() != out.storage_offset())
+        continue;  // not made from this geometry after all: eager's stale history, as before
+      if (v.make_leaf) fresh.requires_grad_();
+      out = std::move(fresh);
+    }
   }
 }
 

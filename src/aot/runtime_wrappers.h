@@ -57,16 +57,29 @@ class RequiresGradChanges final : public RuntimeWrapper {
 
 class MetadataMutations final : public RuntimeWrapper {
  public:
+  // A user output made by view ops of a user input after that input's geometry changed under
+  // no_grad (OutputAliasInfo::own_views_of_input): replayed again, once the caller's tensor has
+  // the new geometry, by `steps` alone.
+  struct OwnViews {
+    size_t output = 0;
+    size_t input = 0;
+    std::vector<trace::ViewStep> steps;
+    bool make_leaf = false;
+  };
   // current_outputs: the user outputs made after their input's metadata mutation
   // (OutputAliasInfo::made_after_metadata_mutation), whose view histories the replay keeps.
-  MetadataMutations(std::vector<MetadataMutation> m, std::vector<size_t> current_outputs)
-      : mutations_(std::move(m)), current_outputs_(std::move(current_outputs)) {}
+  MetadataMutations(std::vector<MetadataMutation> m, std::vector<size_t> current_outputs,
+                    std::vector<OwnViews> own_views)
+      : mutations_(std::move(m)),
+        current_outputs_(std::move(current_outputs)),
+        own_views_(std::move(own_views)) {}
   std::string_view name() const override { return "MetadataMutations"; }
   void after(CallFrame& f) const override;
 
  private:
   std::vector<MetadataMutation> mutations_;
   std::vector<size_t> current_outputs_;
+  std::vector<OwnViews> own_views_;
 };
 
 // Keeps the inputs that are not repeats (PyTorch's AOTDedupeWrapper, strategy 2).

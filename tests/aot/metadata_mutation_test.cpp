@@ -690,6 +690,58 @@ TEST(MetadataMutation, ViewOfANoGradViewMadeAfterTheGeometryChangedKeepsItsHisto
       fn);
 }
 
+TEST(MetadataMutation, AsStridedOfAViewInputAfterItsGeometryChangedUnderNoGradReadsTheNewGeometry) {
+  // Found by AotProgramFuzz (seed 913670). A view input, unsqueeze_ under no_grad, then an
+  // as_strided of it reaching past its elements, returned. Eager made the output from the
+  // caller's tensor in its new geometry: its history is the input's (regenerated from the base,
+  // the version having moved) and then as_strided, whose gradient drops the elements outside
+  // the input. The runtime replayed the whole chain from the old geometry, and the bump of the
+  // geometry's replay made that history stale, rebuilt as as_strided of the base, which passed
+  // those elements a gradient. PyTorch 1.13: l = zeros(2, 3, 3); a = l[:, :, 1:2]; with no_grad:
+  // a.unsqueeze_(1); v = a.as_strided((2, 2), (2, 1)); (v * [[1, 2], [3, 4]]).sum().backward()
+  // puts 1 and 4 at flat positions 1 and 4 of l.grad, nothing at 2 and 3.
+  auto fn = [](std::vector<Tensor> a) {
+    {
+      ag::NoGradGuard no_grad;
+      ag::unsqueeze_(a[0], 1);
+    }
+    return std::vector<Tensor>{a[0].as_strided({2, 2}, {2, 1}), a[0]};
+  };
+  Tensor l = ag::zeros({2, 3, 3}).to(ag::DType::f64).requires_grad_();
+  auto f = ag::aot_function([&fn](const Tensor& a) { return fn({a})[0]; });
+  (f(l.slice(2, 1, 2)) * ag::from_vector(std::vector<double>{1, 2, 3, 4}, {2, 2})).sum().backward();
+  std::vector<double> expected(18, 0.0);
+  expected[1] = 1;
+  expected[4] = 4;
+  EXPECT_TRUE(allclose(l.grad(), ag::from_vector(expected, {2, 3, 3}), 0, 0)) << l.grad();
+  expect_like_eager(
+      [] {
+        Tensor l = test_input({2, 6, 3});
+        return OracleSetup{{l.slice(2, 1, 2)}, {l}};
+      },
+      fn);
+  ag::testing::run_scenario(  // also through the artifact, serialized and read back
+      [] {
+        Tensor l = test_input({2, 6, 3});
+        return ag::testing::ScenarioInputs{{l.slice(2, 1, 2)}, {l}};
+      },
+      [&fn](const ag::testing::TensorList& a) { return fn(a); });
+  // An input that is no view keeps its node: the gradient of the new geometry reaches it as it
+  // is, through the output's own view ops.
+  expect_like_eager(
+      [] {
+        Tensor l = test_input({3, 3});
+        return OracleSetup{{l * 2.0}, {l}};
+      },
+      [](std::vector<Tensor> a) {
+        {
+          ag::NoGradGuard no_grad;
+          ag::t_(a[0]);
+        }
+        return std::vector<Tensor>{a[0].select(0, 1), a[0].as_strided({2, 2}, {1, 3}, 1)};
+      });
+}
+
 namespace {
 
 TEST(MetadataMutation, LeafTransposedAndWrittenUnderNoGradIsRefused) {
