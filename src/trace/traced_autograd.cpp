@@ -100,6 +100,11 @@ graph::ValueId Tracer::detached_requiring_grad(graph::ValueId v) {
 // the call began (AotProgramFuzz, seed 932326), and the fake's _base, the root as it was bound
 // at the call, does not know that.
 bool Tracer::base_requires_grad(const Tensor& t) const {
+  // A tensor the tracer made for itself (a replayed view, the bases of a write's scatters) is no
+  // tensor of the function's: its value says whether it requires grad. Its fake's _base is the
+  // root, whatever detach() the chain it replays went through (AotProgramFuzz, seed 928383).
+  if (traced_here(t) && t.impl()->trace.alias == UINT32_MAX)
+    return requires_grad(graph::ValueId{t.impl()->trace.value});
   if (const TensorState* ts = traced_here(t) ? state_of(t) : nullptr) {
     for (size_t k = ts->chain.size(); k-- > 0;)
       if (size_t id = ts->chain[k].detached; id != SIZE_MAX)

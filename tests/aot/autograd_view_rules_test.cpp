@@ -328,3 +328,29 @@ TEST(AutogradViewRules, GradThroughANoGradViewRaisesLikeEager) {
       },
       "does not require grad");
 }
+
+// Found by AotProgramFuzz (seed 928383). A view made under no_grad of a detach() of an input that
+// requires grad, written with grad on through a view of it: nothing the write touches requires
+// grad, so eager records nothing and a later view of it is allowed (PyTorch 1.13 too). The tracer
+// scattered the write into bases it replayed for itself; asked whether such a base required grad,
+// it looked past the detach() to the root, bound it as a no_grad view that requires grad, gave the
+// detached alias a history, and then raised the no_grad view error at the next view.
+TEST(AutogradViewRules, WriteThroughANoGradViewOfADetachThatRequiresNoGradIsNoError) {
+  auto fn = [](const TensorList& a) {
+    Tensor d = a[0].detach();
+    Tensor v;
+    {
+      ag::NoGradGuard no_grad;
+      v = d.unsqueeze(2);
+    }
+    v.select(3, 1).fill_(-1.5);
+    Tensor w = v.view({2, 1, 2});
+    return TensorList{w, w * a[0]};
+  };
+  run_scenario(
+      [] {
+        Tensor l = leaf({2, 2}, 1);
+        return ScenarioInputs{{l.unsqueeze(0).transpose(0, 1)}, {l}};
+      },
+      fn);
+}
