@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <mutex>
 #include <stdexcept>
+#include <vector>
 
 #include "aotgrad/ops.h"
 #include "kernels/copy.h"
@@ -236,11 +237,32 @@ void OpNode::release_saved() {
 
 namespace {
 
-// The incoming gradient has the leaf's layout (PyTorch's layout contract): same sizes, and the
-// same strides or both contiguous.
+// PyTorch's layout contract for .grad() (torch/csrc/autograd/utils/grad_layout_contract.h): a
+// leaf whose elements are dense and non-overlapping (contiguous, transposed, permuted: the strides,
+// size-1 dims aside, a permutation of contiguous ones) gets a gradient with its own strides; any
+// other leaf a contiguous one.
+bool is_dense(const TensorImpl& leaf) {
+  std::vector<size_t> dims;
+  for (size_t d = 0; d < leaf.sizes.size(); ++d)
+    if (leaf.sizes[d] != 1) dims.push_back(d);
+  std::stable_sort(dims.begin(), dims.end(),
+                   [&](size_t a, size_t b) { return leaf.strides[a] < leaf.strides[b]; });
+  int64_t expected = 1;
+  for (size_t d : dims) {
+    if (leaf.strides[d] != expected) return false;
+    expected *= leaf.sizes[d];
+  }
+  return true;
+}
+
+// The incoming gradient obeys the contract: the leaf's sizes, and its strides (a dense leaf's,
+// size-1 dims aside, where only a broadcast stride 0 is refused) or contiguous ones.
 bool has_layout_of(const Tensor& g, const TensorImpl& leaf) {
   if (g.sizes() != leaf.sizes) return false;
-  return g.strides() == leaf.strides || (g.is_contiguous() && leaf.is_contiguous());
+  if (!is_dense(leaf)) return g.is_contiguous();
+  for (size_t d = 0; d < leaf.sizes.size(); ++d)
+    if (leaf.sizes[d] != 1 ? g.strides()[d] != leaf.strides[d] : g.strides()[d] == 0) return false;
+  return true;
 }
 
 // A view whose memory nobody else can reach: this handle, its base and the storage are held only
@@ -253,24 +275,39 @@ bool is_sole_view(const Tensor& g) {
          static_cast<size_t>(g.numel()) * itemsize(g.dtype()) == storage->nbytes();
 }
 
-// What becomes .grad() on the first accumulation: the incoming tensor itself where it has the
-// leaf's layout and is not an alias of something else, else a copy. A product's gradient for a
-// transposed operand (linear's weight) arrives as the transpose of a fresh product: a sole view,
-// re-made as a plain tensor over the same storage, with no copy (the MLP step once spent half
-// its time cloning it).
+// `g`'s geometry over its storage, as a tensor of its own (no _base).
+Tensor plain(const Tensor& g) {
+  auto impl = std::make_shared<TensorImpl>();
+  impl->dtype = g.dtype();
+  impl->sizes = g.sizes();
+  impl->strides = g.strides();
+  impl->storage_offset = g.storage_offset();
+  impl->storage = g.storage();
+  return Tensor(std::move(impl));
+}
+
+// A copy of `g` (broadcast to the leaf's sizes) laid out as the contract asks.
+Tensor copy_with_layout_of(const Tensor& g, const TensorImpl& leaf) {
+  if (!is_dense(leaf)) return clone(g.expand(leaf.sizes));
+  int64_t numel = 1;
+  for (int64_t n : leaf.sizes) numel *= n;
+  Tensor out = plain(as_strided(empty({numel}, g.dtype()), leaf.sizes, leaf.strides, 0));
+  kernels::copy_into(out, g);
+  return out;
+}
+
+// What becomes .grad() on the first accumulation: the incoming tensor itself where it obeys the
+// layout contract and is not an alias of something else, else a copy that obeys it. A product's
+// gradient for a transposed operand (linear's weight) arrives as the transpose of a fresh
+// product: a sole view, re-made as a plain tensor over the same storage, with no copy (the MLP
+// step once spent half its time cloning it).
 Tensor first_grad(Tensor incoming, const TensorImpl& leaf) {
-  if (!incoming.is_view() && incoming.is_contiguous() && incoming.sizes() == leaf.sizes)
-    return incoming;
-  if (incoming.is_view() && has_layout_of(incoming, leaf) && is_sole_view(incoming)) {
-    auto impl = std::make_shared<TensorImpl>();
-    impl->dtype = incoming.dtype();
-    impl->sizes = incoming.sizes();
-    impl->strides = incoming.strides();
-    impl->storage = incoming.storage();
-    return Tensor(std::move(impl));
+  if (has_layout_of(incoming, leaf)) {
+    if (!incoming.is_view()) return incoming;
+    if (is_sole_view(incoming)) return plain(incoming);
   }
   // Own the gradient: a broadcast or aliased incoming tensor must not become .grad().
-  return clone(incoming.expand(leaf.sizes));
+  return copy_with_layout_of(incoming, leaf);
 }
 
 // Under create_graph, as PyTorch's AccumulateGrad with grad mode on: the first gradient becomes

@@ -127,3 +127,31 @@ TEST(GradLayout, ProductGradientsFollowTheOperandLayout) {
   expect_plain_like(p_base.grad(), p_base);
   expect_plain_like(q_base.grad(), q_base);
 }
+
+// PyTorch 1.13's AccumulateGrad (utils::obeys_layout_contract / clone_obey_contract): a leaf
+// whose elements are dense and non-overlapping gets a .grad() with its own strides, whatever the
+// layout of the gradient that reached it; any other leaf a contiguous one. torch 1.13:
+// x = randn(4, 3).t().detach().requires_grad_(); (x * 2).sum().backward(): x.grad.stride() is
+// (1, 3); x = randn(2, 1, 3).permute(2, 1, 0)...: (1, 3, 3); x = randn(4, 3)[:, :2]...: (2, 1).
+// Ours gave the transposed leaf a contiguous .grad() (the values were right).
+TEST(GradLayout, FirstGradientTakesTheStridesOfADenseLeaf) {
+  auto strides_of_grad = [](const Tensor& x, double scale) {
+    (x * scale).sum().backward();
+    return x.grad().strides();
+  };
+  Tensor t = pattern({4, 3}, 1).t().detach().requires_grad_();
+  EXPECT_EQ(strides_of_grad(t, 2.0), (ag::IntList{1, 3}));
+  EXPECT_TRUE(allclose(t.grad(), ag::full({3, 4}, 2.0).to(t.dtype()), 0, 0)) << t.grad();
+  EXPECT_EQ(strides_of_grad(t, 3.0), (ag::IntList{1, 3}));  // accumulated in place
+  EXPECT_TRUE(allclose(t.grad(), ag::full({3, 4}, 5.0).to(t.dtype()), 0, 0)) << t.grad();
+  Tensor p = pattern({2, 1, 3}, 1).permute({2, 1, 0}).detach().requires_grad_();
+  EXPECT_EQ(strides_of_grad(p, 2.0), (ag::IntList{1, 3, 3}));
+  Tensor s = pattern({4, 3}, 1).slice(1, 0, 2).detach().requires_grad_();
+  EXPECT_EQ(strides_of_grad(s, 2.0), (ag::IntList{2, 1}));
+  // The same through a compiled function: its gradients reach the same AccumulateGrad.
+  Tensor c = pattern({4, 3}, 1).t().detach().requires_grad_();
+  auto f = ag::aot_function([](const Tensor& x) { return (x * 2.0).sum(); });
+  f(c).backward();
+  EXPECT_EQ(c.grad().strides(), (ag::IntList{1, 3}));
+  EXPECT_TRUE(allclose(c.grad(), ag::full({3, 4}, 2.0).to(c.dtype()), 0, 0)) << c.grad();
+}
