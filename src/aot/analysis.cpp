@@ -107,6 +107,7 @@ std::string ViewAndMutationMeta::to_string() const {
     if (out.made_after_metadata_mutation) os << " made_after_metadata_mutation";
     if (out.own_views_of_input >= 0)
       os << " own views of input " << out.own_views_of_input << " from step " << out.own_views_from;
+    if (out.same_as >= 0) os << " same tensor as output " << out.same_as;
     os << "\n";
   }
   for (const RequiresGradChange& c : input_requires_grad_changes)

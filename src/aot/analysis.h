@@ -86,6 +86,9 @@ struct OutputAliasInfo {  // one per user output
   // it has the new geometry (AotProgramFuzz, seed 913670). -1: none.
   int own_views_of_input = -1;
   int own_views_from = -1;
+  // The alias kinds: an earlier output that is this very tensor in eager (one view returned
+  // twice). The runtime returns that one again rather than a second regenerated view. -1: none.
+  int same_as = -1;
 };
 
 // requires_grad_() on a user input inside the function: the caller's tensor ends with this flag,

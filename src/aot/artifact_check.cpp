@@ -162,6 +162,15 @@ void check_outputs(const ViewAndMutationMeta& m, size_t num_user_inputs, size_t 
       check_index(static_cast<size_t>(info.own_views_from), info.view_chain.size(),
                   what + "'s first own view step");
     }
+    if (info.same_as >= 0) {
+      check_index(static_cast<size_t>(info.same_as), o, what + "'s earlier self");
+      auto regenerated = [](OutputType t) {
+        return t != OutputType::non_alias && t != OutputType::is_input;
+      };
+      if (!regenerated(info.type) || !regenerated(m.output_info[info.same_as].type))
+        fail(what + " is the same tensor as output " + std::to_string(info.same_as) +
+             " but one of them is no regenerated alias");
+    }
   }
 }
 

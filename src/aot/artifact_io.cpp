@@ -448,6 +448,7 @@ void write_meta(Writer& w, const ViewAndMutationMeta& m) {
     w.boolean(o.made_after_metadata_mutation);
     w.i64(o.own_views_of_input);
     w.i64(o.own_views_from);
+    w.i64(o.same_as);
   }
   w.indices(m.mutated_inputs);
   w.u64(m.metadata_mutations.size());
@@ -500,6 +501,7 @@ ViewAndMutationMeta read_meta(Reader& r) {
     o.made_after_metadata_mutation = r.boolean("meta output made_after_metadata_mutation");
     o.own_views_of_input = read_small_int(r, "meta output own_views_of_input");
     o.own_views_from = read_small_int(r, "meta output own_views_from");
+    o.same_as = read_small_int(r, "meta output same_as");
   }
   m.mutated_inputs = r.indices("meta mutated_inputs");
   m.metadata_mutations.resize(r.count("meta metadata_mutations", 34));

@@ -216,6 +216,9 @@ OutputPlan classify_outputs(trace::Tracer& tracer, const std::vector<Tensor>& us
         info.history_step = static_cast<int>(h->step - chain_offset);
         info.own_views_of_input = info.own_views_from = -1;  // replayed with that history
       }
+    if (info.type != OutputType::non_alias && info.type != OutputType::is_input)
+      for (size_t p = 0; p < o && info.same_as < 0; ++p)
+        if (outs[p].is_same(outs[o])) info.same_as = static_cast<int>(p);
     meta.output_info.push_back(std::move(info));
   }
   return plan;

@@ -98,6 +98,7 @@ std::unique_ptr<AliasedOutputs> aliased_outputs(const ViewAndMutationMeta& m) {
       out.after_history.assign(split, out.chain.end());
       out.chain.erase(split, out.chain.end());
     }
+    if (info.same_as >= 0) out.same_as = static_cast<size_t>(info.same_as);
     identity = identity && out.kind == Kind::graph_output && out.index == o && !out.make_leaf;
     outputs.push_back(std::move(out));
   }

@@ -216,15 +216,24 @@ void MetadataMutations::after(CallFrame& f) const {
     // Eager made these from the caller's tensor with its new geometry: their history passes
     // through that tensor's node (kept, or regenerated from its base for a view), which the
     // chain replayed from the old geometry does not.
+    // One tensor returned twice stays one tensor.
     trace::PieceCache pieces;
+    std::vector<std::pair<const TensorImpl*, Tensor>> replaced;
     for (const OwnViews& v : own_views_) {
       Tensor& out = f.result[v.output];
       if (v.input != m.input || !out.defined()) continue;
+      auto same = std::find_if(replaced.begin(), replaced.end(),
+                               [&](const auto& r) { return r.first == out.impl(); });
+      if (same != replaced.end()) {
+        out = same->second;
+        continue;
+      }
       Tensor fresh = trace::replay_view(target, v.steps, pieces);
       if (fresh.sizes() != out.sizes() || fresh.strides() != out.strides() ||
           fresh.storage_offset() != out.storage_offset())
         continue;  // not made from this geometry after all: eager's stale history, as before
       if (v.make_leaf) fresh.requires_grad_();
+      replaced.emplace_back(out.impl(), fresh);
       out = std::move(fresh);
     }
   }
@@ -309,6 +318,10 @@ void AliasedOutputs::after(CallFrame& f) const {
   std::vector<std::pair<size_t, Tensor>> detached;  // by history output: one alias per call
   for (size_t o = 0; o < outputs_.size(); ++o) {
     const Output& out = outputs_[o];
+    if (out.same_as != SIZE_MAX) {
+      result[o] = result[out.same_as];
+      continue;
+    }
     const Tensor* base = nullptr;
     switch (out.kind) {
       case Kind::alias_of_graph_input:

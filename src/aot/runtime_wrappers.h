@@ -146,6 +146,7 @@ class AliasedOutputs final : public RuntimeWrapper {
     std::vector<trace::ViewStep> after_history;
     bool plain_tensor = false;  // non_alias: a view the graph made is returned as a plain tensor
     bool make_leaf = false;     // the function made it a leaf that requires grad
+    size_t same_as = SIZE_MAX;  // an earlier output that is this very tensor (returned twice)
   };
   AliasedOutputs(std::vector<Output> outputs, bool identity)
       : outputs_(std::move(outputs)), identity_(identity) {}

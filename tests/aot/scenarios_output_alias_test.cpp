@@ -486,3 +486,83 @@ TEST(ScenarioOutputAlias, NoGradViewOfIntermediateWrittenThroughAnotherReturnedV
         return TensorList{v, r};
       });
 }
+
+// ---- one view returned twice ----
+
+// Eager returns the very tensor twice. The runtime regenerated each output on its own, so the
+// compiled function returned two views (PyTorch's AOTAutograd does too); now capture records an
+// output that is an earlier one (OutputAliasInfo::same_as) and the runtime returns that one again:
+// a metadata change or requires_grad_ on one is seen on the other, as in eager.
+TEST(ScenarioOutputAlias, ViewOfAnInputReturnedTwiceIsOneTensor) {
+  run_scenario(
+      [] {
+        Tensor l = leaf({2, 6, 3}, 3);
+        return ScenarioInputs{{l}, {l}};
+      },
+      [](const TensorList& a) {
+        Tensor v = a[0].select(0, 1);
+        return TensorList{v, v};
+      });
+}
+
+TEST(ScenarioOutputAlias, ViewsOfAnIntermediateReturnedTwiceAreOneTensorEach) {
+  run_scenario(
+      [] {
+        Tensor l = leaf({2, 6, 3}, 3);
+        return ScenarioInputs{{l}, {l}};
+      },
+      [](const TensorList& a) {
+        Tensor y = a[0] * 2.0;
+        Tensor v = y.select(0, 1);
+        Tensor w = v.t();
+        return TensorList{v, w, v, y, w, y.view({-1})};
+      });
+}
+
+// Views made after an input's geometry changed under no_grad (OutputAliasInfo::own_views_of_input,
+// MetadataMutation.AsStridedOfAViewInputAfterItsGeometryChangedUnderNoGradReadsTheNewGeometry):
+// returned twice, of an input that is no view, of an input passed twice.
+TEST(ScenarioOutputAlias, ViewsMadeAfterAnInputGeometryChangedUnderNoGrad) {
+  run_scenario(
+      [] {
+        Tensor l = leaf({2, 6, 3}, 3);
+        return ScenarioInputs{{l.slice(2, 1, 2)}, {l}};
+      },
+      [](const TensorList& a) {
+        Tensor x = a[0];
+        {
+          ag::NoGradGuard no_grad;
+          ag::unsqueeze_(x, 1);
+        }
+        Tensor v = x.as_strided({2, 2}, {2, 1});
+        return TensorList{v, v, v.t(), x.select(2, 1)};
+      });
+  run_scenario(
+      [] {
+        Tensor l = leaf({3, 3}, 3);
+        return ScenarioInputs{{l * 2.0}, {l}};
+      },
+      [](const TensorList& a) {
+        Tensor x = a[0];
+        {
+          ag::NoGradGuard no_grad;
+          ag::t_(x);
+        }
+        Tensor u = x.select(0, 1);
+        return TensorList{u, x.as_strided({2, 2}, {1, 3}, 1), u * 2.0};
+      });
+  run_scenario(
+      [] {
+        Tensor l = leaf({3, 4}, 3);
+        Tensor y = l * 2.0;
+        return ScenarioInputs{{y, y}, {l}};
+      },
+      [](const TensorList& a) {
+        Tensor x = a[1];
+        {
+          ag::NoGradGuard no_grad;
+          ag::t_(x);
+        }
+        return TensorList{a[0].select(0, 1), x.slice(0, 1, 3)};
+      });
+}
