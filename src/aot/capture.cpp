@@ -4,6 +4,8 @@
 #include <map>
 #include <optional>
 #include <stdexcept>
+#include <type_traits>
+#include <variant>
 
 #include "aotgrad/autograd.h"
 #include "autograd/view_creation.h"
@@ -76,9 +78,34 @@ struct OutputPlan {
   std::vector<size_t> base_first_user;      // the first user output aliasing each base
 };
 
+// The same view step: op, arguments (the viewed tensor's slot empty in both) and grad mode.
+bool same_step(const trace::ViewStep& a, const trace::ViewStep& b) {
+  if (a.op != b.op || a.grad_mode != b.grad_mode || a.piece_of != b.piece_of ||
+      a.piece != b.piece || a.args.size() != b.args.size())
+    return false;
+  for (size_t i = 0; i < a.args.size(); ++i) {
+    if (a.args[i].index() != b.args[i].index()) return false;
+    bool same = std::visit(
+        [&](const auto& x) {
+          using T = std::decay_t<decltype(x)>;
+          const T& y = std::get<T>(b.args[i]);
+          if constexpr (std::is_same_v<T, Tensor>)
+            return x.defined() == y.defined() && (!x.defined() || x.is_same(y));
+          else if constexpr (std::is_same_v<T, ops::TensorList>)
+            return x.empty() && y.empty();
+          else
+            return x == y;
+        },
+        a.args[i]);
+    if (!same) return false;
+  }
+  return true;
+}
+
 // An output made after its input's geometry changed in place under no_grad, by view ops on that
-// input (its chain extends the input's final chain): OutputAliasInfo::own_views_of_input. The
-// runtime checks the geometry the replay gives, so matching ops are enough here.
+// input (its chain extends the input's final chain, step for step): OutputAliasInfo::
+// own_views_of_input. A view of another alias of the storage never matches (AotProgramFuzz, seed
+// 1221546: a view of a tensor passed three times is no view of a fourth input that views it).
 void find_own_views(const trace::Tracer& tracer, const std::vector<Tensor>& user_fakes,
                     const Tensor& out, const trace::TensorState& ts, OutputAliasInfo& info) {
   for (size_t u = 0; u < user_fakes.size(); ++u) {
@@ -87,8 +114,7 @@ void find_own_views(const trace::Tracer& tracer, const std::vector<Tensor>& user
     trace::Tracer::MetadataTouch touch = tracer.metadata_touch(user_fakes[u]);
     if (!touch.touched || touch.under_grad) continue;
     if (in->chain.size() >= ts.chain.size() ||
-        !std::equal(in->chain.begin(), in->chain.end(), ts.chain.begin(),
-                    [](const auto& a, const auto& b) { return a.op == b.op; }))
+        !std::equal(in->chain.begin(), in->chain.end(), ts.chain.begin(), same_step))
       continue;
     info.own_views_of_input = static_cast<int>(u);
     info.own_views_from = static_cast<int>(in->chain.size());

@@ -228,10 +228,11 @@ void MetadataMutations::after(CallFrame& f) const {
         out = same->second;
         continue;
       }
+      // Capture matched the steps one by one; the geometry they give is checked all the same.
       Tensor fresh = trace::replay_view(target, v.steps, pieces);
       if (fresh.sizes() != out.sizes() || fresh.strides() != out.strides() ||
           fresh.storage_offset() != out.storage_offset())
-        continue;  // not made from this geometry after all: eager's stale history, as before
+        continue;
       if (v.make_leaf) fresh.requires_grad_();
       replaced.emplace_back(out.impl(), fresh);
       out = std::move(fresh);

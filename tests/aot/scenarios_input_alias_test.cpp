@@ -399,3 +399,27 @@ TEST(ScenarioInputAlias, NoGradViewOfAnInputWhoseBaseGainedAHistoryRequiresGrad)
   EXPECT_TRUE(in.args[0].requires_grad());
   run_scenario(make, fn);
 }
+
+// Found by AotProgramFuzz (seed 1221546): one tensor passed three times and a view of it, the view
+// transposed under no_grad, a view of another of the three returned after its own transpose_.
+// The returned view was taken for one made from the transposed input (the ops of the chains
+// matched, not their arguments) and replayed on it: transpose(1, 2) of a 2-dim tensor raised.
+TEST(ScenarioInputAlias, ViewOfAnotherAliasIsNotReplayedFromAnInputWhoseGeometryChanged) {
+  run_scenario(
+      [] {
+        Tensor r = leaf({3, 6, 4}, 5, false);
+        return ScenarioInputs{{r, r, r.slice(1, 4, 5, 2).select(2, -1)}, {r}};
+      },
+      [](const TensorList& a) {
+        Tensor x = a[2];
+        {
+          ag::NoGradGuard no_grad;
+          ag::transpose_(x, 1, 0);
+        }
+        Tensor v = a[1].transpose(1, 2);
+        Tensor y = a[0];
+        y.add_(1.0);
+        ag::transpose_(v, 1, 2);
+        return TensorList{v, a[1]};
+      });
+}
