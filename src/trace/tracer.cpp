@@ -629,10 +629,17 @@ std::vector<Tensor> Tracer::functionalize_metadata(const ops::OpDef& op, ops::Op
   metadata_touched_storages_.push_back(ts.storage);
   // Eager bumps the version counter, so it regenerates the history of every view of the
   // storage before its next use: a view made through as_strided becomes as_strided of the root
-  // (sync), though the data did not change (AotProgramFuzz, seed 307529).
-  for (TensorState& other : tensors_)
+  // (sync), though the data did not change (AotProgramFuzz, seed 307529). Not the tensor changed
+  // with grad on: autograd records the op on its history, which stays current (seed 1228730: an
+  // as_strided reaching past a select, then unsqueeze_ of it, passed the element outside the
+  // select a gradient).
+  const size_t self_state = self.impl()->trace.alias;
+  for (size_t i = 0; i < tensors_.size(); ++i) {
+    TensorState& other = tensors_[i];
+    if (grad_on && i == self_state) continue;
     if (other.storage == ts.storage && last_as_strided(other.chain, other.chain.size()) != SIZE_MAX)
       other.generation = UINT64_MAX;
+  }
   self.storage()->bump_version();
   const ops::OpDef& view = ops::lookup(op.functional_variant);
   ops::OpArgs vargs = args;

@@ -315,3 +315,29 @@ TEST(ScenarioRaises, AsStridedReadPastAnInputUsedAfterItsGeometryChangedIsRefuse
     return std::vector<Tensor>{v};
   });
 }
+
+// Found by AotProgramFuzz (seed 1228730). An as_strided reaching past a select of an intermediate,
+// then unsqueeze_ of it with grad on, returned. Autograd records the unsqueeze on the view's own
+// history (as_strided of the select: the element outside the select gets no gradient). The tracer
+// rebuilt the changed view itself from the root, as it rightly does for the storage's other views
+// (their histories go stale), and the element got a gradient. PyTorch 1.13: r = zeros(5);
+// v = (r - r[4])[0].as_strided((2, 1), (1, 1)); v.unsqueeze_(1); (v * [10, 100]).sum().backward()
+// gives r.grad [10, 0, 0, 0, -10].
+TEST(AsStridedWrite, ReadPastASelectThenItsGeometryChangedWithGradOn) {
+  auto fn = [](std::vector<Tensor> a) {
+    Tensor v = (a[0] - a[0].select(0, 4)).select(0, 0).as_strided({2, 1}, {1, 1});
+    ag::unsqueeze_(v, 1);
+    return std::vector<Tensor>{v};
+  };
+  Tensor r = ag::zeros({5}).to(ag::DType::f64).requires_grad_();
+  auto f = ag::aot_function([&fn](const Tensor& x) { return fn({x})[0]; });
+  (f(r) * ag::from_vector(std::vector<double>{10, 100}, {2, 1, 1})).sum().backward();
+  Tensor expected = ag::from_vector(std::vector<double>{10, 0, 0, 0, -10}, {5});
+  EXPECT_TRUE(ag::testing::allclose(r.grad(), expected, 0, 0)) << r.grad();
+  like_eager_under_both_compilers(
+      [] {
+        Tensor l = leaf({5}, 7);
+        return OracleSetup{{l}, {l}};
+      },
+      fn);
+}
