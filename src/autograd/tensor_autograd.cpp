@@ -14,7 +14,13 @@ bool Tensor::requires_grad() const {
   if (!impl_) return false;
   if (impl_->autograd && impl_->autograd->requires_grad) return true;
   const TensorImpl* base = impl_->base.get();
-  return base && base->autograd && base->autograd->requires_grad;
+  if (!base) return false;
+  // A traced view: its tracer knows eager's base (user code inside a compiled function that asks
+  // x.detach().select(0, 0).requires_grad() gets eager's false).
+  if (impl_->trace.owner)
+    if (autograd::TracedAutograd* traced = autograd::traced_autograd_for(*this))
+      return traced->base_requires_grad(*this);
+  return base->autograd && base->autograd->requires_grad;
 }
 
 Tensor& Tensor::requires_grad_(bool flag) {

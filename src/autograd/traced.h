@@ -25,6 +25,10 @@ class TracedAutograd {
   virtual void backward(const std::vector<Tensor>& outputs) = 0;
   // Called by Tensor::requires_grad_ after eager's own checks, before the flag changes.
   virtual void set_requires_grad(const Tensor& t, bool flag) = 0;
+  // Tensor::requires_grad of a traced view with no flag of its own: whether eager's base of it
+  // requires grad (the fake's _base is the root of its storage, which a detach() between them,
+  // or a write since, makes another tensor than eager's base).
+  virtual bool base_requires_grad(const Tensor& t) const = 0;
 };
 
 // The innermost interpreter on this thread's stack that owns `t`, or null.

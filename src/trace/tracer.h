@@ -51,6 +51,7 @@ class Tracer final : public ops::Interpreter, public autograd::TracedAutograd {
                            bool allow_unused) override;
   void backward(const std::vector<Tensor>& outputs) override;
   void set_requires_grad(const Tensor& t, bool flag) override;
+  bool base_requires_grad(const Tensor& t) const override;
 
   // A fake tensor standing for a new graph input (the root of its own storage) with `example`'s
   // metadata and requires_grad.
@@ -223,7 +224,6 @@ class Tracer final : public ops::Interpreter, public autograd::TracedAutograd {
   graph::ValueId detached_requiring_grad(graph::ValueId v);
   // t.requires_grad() as eager has it: a view past a detach() is a view of the detached tensor.
   bool eager_requires_grad(const Tensor& t) const;
-  bool base_requires_grad(const Tensor& t) const;
   void make_interior_leaf(const Tensor& t);
   // ---- functionalized RNG (trace/random.cpp) ----
   // The functional (seed, offset) form of an eager random row (rand, randn, native_dropout in

@@ -144,3 +144,31 @@ TEST(RequiresGradInside, InputWrittenThenTurnedOnIsRefused) {
                      },
                      "after the function wrote to it in place");
 }
+
+// Tensor::requires_grad() asked inside a compiled function answers as eager does. A traced view's
+// _base is the root of its storage, so a view past a detach() (eager: a view of the detached
+// tensor, which requires no grad) answered true; the tracer now answers for its views' bases.
+// Code that branches on requires_grad() traced the other branch than eager runs.
+TEST(RequiresGradInside, RequiresGradAskedInsideTheFunctionIsEagers) {
+  std::vector<bool> answers;
+  auto fn = [&answers](const Tensor& x) {
+    Tensor d = x.detach();
+    Tensor v;
+    {
+      ag::NoGradGuard no_grad;
+      v = x.select(0, 1);  // made under no_grad: requires grad through its base
+    }
+    Tensor y = x * 2.0;
+    answers = {
+        d.requires_grad(), d.select(0, 1).requires_grad(), d.t().unsqueeze(0).requires_grad(),
+        v.requires_grad(), y.detach().t().requires_grad(), y.select(1, 0).requires_grad()};
+    return d.select(0, 1).requires_grad() ? y * 3.0 : y * 5.0;
+  };
+  Tensor x = leaf({3, 3}, 1);
+  Tensor eager_out = fn(x);
+  std::vector<bool> eager = answers;
+  EXPECT_EQ(eager, (std::vector<bool>{false, false, false, true, false, true}));
+  Tensor compiled_out = ag::aot_function(fn)(x);
+  EXPECT_EQ(answers, eager);
+  EXPECT_TRUE(ag::testing::allclose(compiled_out, eager_out, 0, 0));
+}
