@@ -17,6 +17,7 @@ ViewReplayStep to_replay_step(const trace::ViewStep& step) {
   r.piece = step.piece;
   r.piece_group = step.piece_group;
   r.written_after = step.written_after;
+  r.plain = step.plain;
   return r;
 }
 
@@ -40,6 +41,7 @@ trace::ViewStep resolve(const ViewReplayStep& r) {
   step.piece = r.piece;
   step.piece_group = r.piece_group;
   step.written_after = r.written_after;
+  step.plain = r.plain;
   return step;
 }
 

@@ -22,6 +22,7 @@ struct ViewReplayStep {
   size_t piece = 0;
   size_t piece_group = 0;
   bool written_after = false;
+  bool plain = false;
 };
 ViewReplayStep to_replay_step(const trace::ViewStep& step);
 // The runtime form; throws std::invalid_argument naming an op that is not in the table.

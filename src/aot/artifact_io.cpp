@@ -408,6 +408,7 @@ void write_chain(Writer& w, const std::vector<ViewReplayStep>& chain) {
     w.u64(s.piece);
     w.u64(s.piece_group);
     w.boolean(s.written_after);
+    w.boolean(s.plain);
   }
 }
 
@@ -422,6 +423,7 @@ std::vector<ViewReplayStep> read_chain(Reader& r) {
     s.piece = r.index("view step piece");
     s.piece_group = r.index("view step piece_group");
     s.written_after = r.boolean("view step written_after");
+    s.plain = r.boolean("view step plain");
   }
   return chain;
 }

@@ -195,10 +195,14 @@ OutputPlan classify_outputs(trace::Tracer& tracer, const std::vector<Tensor>& us
       for (const trace::ViewStep& step : ts->chain)
         plain_view =
             plain_view && !step.piece_of && (step.grad_mode || !tracer.requires_grad(s->root));
+      // A detach() result, or that tensor after an in-place geometry op, has no _base in eager
+      // (ViewStep::plain); its fake's is the storage's root (AotProgramFuzz, seed 104880).
+      const bool detached_tensor =
+          !ts->chain.empty() && (ts->chain.back().detached != SIZE_MAX || ts->chain.back().plain);
       if (root_like(o)) {
         as_value(OutputType::non_alias);
       } else if (aliases == 1 && plain_view) {
-        as_value(OutputType::unsafe_view_alias);
+        as_value(detached_tensor ? OutputType::non_alias : OutputType::unsafe_view_alias);
       } else if (root_output >= 0) {
         info.type = OutputType::alias_of_intermediate_base_is_user_output;
         info.base = root_output;

@@ -51,6 +51,9 @@ struct ViewStep {
   // value, and views of it take that history, as they take a detach()ed alias's. SIZE_MAX for
   // every other step.
   size_t geometry = SIZE_MAX;
+  // An in-place geometry op (t_, unsqueeze_, ...) on a tensor that is no view in eager, past a
+  // detach(): eager's tensor keeps having no _base, so a replay drops the view's base.
+  bool plain = false;
 };
 
 // The pieces of split / chunk / unbind calls replay_view made during one run: returning n pieces

@@ -624,6 +624,9 @@ std::vector<Tensor> Tracer::functionalize_metadata(const ops::OpDef& op, ops::Op
   const TensorState& ts = tensors_[self.impl()->trace.alias];
   check_leaf_mutation(op, ts, !grad_on || ts.hidden, graph::ValueId{self.impl()->trace.value});
   const bool self_is_root = ts.chain.empty();
+  // Eager's detach() result, or that tensor after an earlier such op, is no view.
+  const bool plain =
+      !ts.chain.empty() && (ts.chain.back().detached != SIZE_MAX || ts.chain.back().plain);
   const size_t ts_storage = ts.storage;
   note_saved_modified(op, ts.storage);
   metadata_touched_storages_.push_back(ts.storage);
@@ -655,6 +658,7 @@ std::vector<Tensor> Tracer::functionalize_metadata(const ops::OpDef& op, ops::Op
       throw std::invalid_argument(naming_op(op, e.what()));
     }
   }
+  if (plain) tensors_[v.impl()->trace.alias].chain.back().plain = true;
   uint32_t value = v.impl()->trace.value;
   bool eager_view = self.is_view();
   for (const auto& [input, is_view] : caller_views_)

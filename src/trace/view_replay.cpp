@@ -38,6 +38,7 @@ Tensor replay_view(Tensor base, const std::vector<ViewStep>& chain, PieceCache& 
       ops::OpArgs args = step.args;
       args[step.op->view_of_arg()] = base;
       base = ops::dispatch(*step.op, std::move(args)).at(0);
+      if (step.plain && base.is_view()) base.impl()->base.reset();
     }
     // No version a storage reaches: the view stays "written since made" whatever comes next.
     if (step.written_after && base.impl()->autograd)

@@ -103,10 +103,16 @@ inline void compare_runs(Run& c, Run& e, const std::string& where,
     for (size_t i = 0; i < ei.size(); ++i)
       EXPECT_EQ(c.outs[o].storage() == ci[i].storage(), e.outs[o].storage() == ei[i].storage())
           << what << ": aliasing of input " << i;
-    for (size_t p = 0; p < o; ++p)
+    if (c.outs[o].defined() && e.outs[o].defined()) {
+      EXPECT_EQ(c.outs[o].is_view(), e.outs[o].is_view()) << what << ": is a view (has _base)";
+    }
+    for (size_t p = 0; p < o; ++p) {
       EXPECT_EQ(c.outs[o].storage() == c.outs[p].storage(),
                 e.outs[o].storage() == e.outs[p].storage())
           << what << ": aliasing of output " << p;
+      EXPECT_EQ(c.outs[o].is_same(c.outs[p]), e.outs[o].is_same(e.outs[p]))
+          << what << ": the same tensor as output " << p;
+    }
   }
   for (size_t i = 0; i < ei.size(); ++i) {
     std::string what = where + " input " + std::to_string(i) + " after the call";

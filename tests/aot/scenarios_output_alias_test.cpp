@@ -566,3 +566,35 @@ TEST(ScenarioOutputAlias, ViewsMadeAfterAnInputGeometryChangedUnderNoGrad) {
         return TensorList{a[0].select(0, 1), x.slice(0, 1, 3)};
       });
 }
+
+// ---- a detach() result changed in place, returned ----
+
+// Eager's detach() result has no _base, nor does it gain one from an in-place geometry op; its
+// fake is a view of the storage's root, so the runtime returned a view (AotProgramFuzz seeds
+// 100684, 102227, 104880, found once the oracle compared is_view and identity too). The tracer
+// marks such steps (ViewStep::plain); the runtime drops the base they would give, and capture
+// returns a lone one as a plain graph output.
+TEST(ScenarioOutputAlias, DetachedTensorChangedInPlaceIsNoView) {
+  run_scenario(
+      [] {
+        Tensor l = leaf({3}, 3);
+        return ScenarioInputs{{l}, {l}};
+      },
+      [](const TensorList& a) {
+        Tensor d = a[0].detach();
+        ag::unsqueeze_(d, 1);
+        return TensorList{d, ag::where(d.gt(0.0), d, a[0]), d.sum({0}, true)};
+      });
+  run_scenario(
+      [] {
+        Tensor l = leaf({6, 2}, 4, false);
+        return ScenarioInputs{{(l * 1.0).view({6, 2, 1})}, {l}};
+      },
+      [](const TensorList& a) {
+        Tensor c = a[0].clone();
+        Tensor d = (c + a[0].sum({0}, true)).detach();
+        ag::relu_(d);
+        ag::transpose_(d, 1, 2);
+        return TensorList{d, c, a[0]};
+      });
+}
