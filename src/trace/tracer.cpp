@@ -220,6 +220,8 @@ graph::ValueId Tracer::value_of(const Tensor& t, const std::string& what) {
         " is a traced tensor of another trace (a value kept from an earlier call of a "
         "traced function). Pass it to the function as an argument.");
   }
+  if (auto it = stale_input_views_.find(t.impl()->trace.alias); it != stale_input_views_.end())
+    throw UnsupportedError(it->second);
   sync(t);
   return graph::ValueId{t.impl()->trace.value};
 }
@@ -714,16 +716,21 @@ std::vector<Tensor> Tracer::functionalize_metadata(const ops::OpDef& op, ops::Op
       // no_grad: u's gradient lands in column 1 of x's), the geometry step marked in their
       // chains only (the input's own chain stays unmarked: its returned views come from the
       // caller's tensor, MetadataMutations). Where the sizes changed, eager's backward through
-      // such a view raises (the as_strided's gradient has the new sizes, the node the old).
-      if (graph_.value(old).meta.sizes != v.sizes())
-        throw UnsupportedError(
-            "input " + std::to_string(storages_[ts_storage].input_index) +
-            " had its sizes changed in place under no_grad (" + std::string(op.name) +
-            ") while a view of it made before was alive: eager's backward through that view "
-            "raises (its regenerated history gives the input's node a gradient of the new "
-            "sizes). Make the view after the change, or change the geometry before the call.");
-      geometry_updates_.push_back(old);
-      regenerate_views_of_changed_geometry(updated, geometry_updates_.size() - 1);
+      // such a view raises (the as_strided's gradient has the new sizes, the node the old):
+      // refused where the view is used after the change (value_of).
+      if (graph_.value(old).meta.sizes != v.sizes()) {
+        for (size_t i : views_made_before(updated))
+          stale_input_views_[i] =
+              "input " + std::to_string(storages_[ts_storage].input_index) +
+              " had its sizes changed in place under no_grad (" + std::string(op.name) +
+              ") after a view of it was made, and the view is used after the change: eager's "
+              "backward through that view raises (its regenerated history gives the input's "
+              "node a gradient of the new sizes). Make the view after the change, or change the "
+              "geometry before the call.";
+      } else {
+        geometry_updates_.push_back(old);
+        regenerate_views_of_changed_geometry(updated, geometry_updates_.size() - 1);
+      }
     }
   }
   if (!grad_on && !eager_view && self_is_root && storages_[ts_storage].input_index >= 0 &&

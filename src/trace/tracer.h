@@ -270,6 +270,9 @@ class Tracer final : public ops::Interpreter, public autograd::TracedAutograd {
   // is refused (functionalize_inplace): eager's CopySlices of such a view passes the unwritten
   // part of the gradient to the input's node in the new geometry as it is.
   std::map<size_t, int> inputs_changed_under_views_;
+  // By tensor state: views of an input made before its sizes changed under no_grad (the input's
+  // node requiring grad), whose use is refused with this text (value_of).
+  std::map<size_t, std::string> stale_input_views_;
   std::vector<size_t> metadata_touched_storages_;
   std::vector<BackwardError> backward_errors_;
   // By detach() call (ViewStep::detached): the value holding the history writes made through
