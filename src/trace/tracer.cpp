@@ -220,6 +220,8 @@ graph::ValueId Tracer::value_of(const Tensor& t, const std::string& what) {
         " is a traced tensor of another trace (a value kept from an earlier call of a "
         "traced function). Pass it to the function as an argument.");
   }
+  if (auto it = stale_input_views_.find(t.impl()->trace.alias); it != stale_input_views_.end())
+    throw UnsupportedError(it->second);
   sync(t);
   return graph::ValueId{t.impl()->trace.value};
 }
@@ -515,6 +517,14 @@ std::vector<Tensor> Tracer::functionalize_inplace(const ops::OpDef& op, ops::OpA
   bool grad_on = autograd::grad_mode_enabled();
   bool hidden = !grad_on || tensors_[state_index].hidden;
   check_leaf_mutation(op, tensors_[state_index], hidden, graph::ValueId{self.impl()->trace.value});
+  if (auto it = inputs_changed_under_views_.find(tensors_[state_index].storage);
+      !hidden && it != inputs_changed_under_views_.end())
+    throw UnsupportedError(
+        std::string(op.name) + " writes with grad on to input " + std::to_string(it->second) +
+        ", whose geometry changed in place under no_grad while a view of it made before was "
+        "alive: eager's CopySlices of that view passes the unwritten gradient to the input's "
+        "node in the new geometry, which aot_function does not model. Make the view after the "
+        "change, or change the geometry before the call.");
   op.meta(args);  // the in-place row's own checks (an expanded self, ...), with eager's errors
 
   const ops::OpDef& functional = ops::lookup(op.functional_variant);
@@ -588,23 +598,35 @@ std::vector<Tensor> Tracer::functionalize_inplace(const ops::OpDef& op, ops::OpA
 // version having moved, as an as_strided of that tensor with the view's geometry, whose
 // gradient is laid out in the new geometry and reaches the tensor's node as it is. A view made
 // under no_grad or by a multi-output op, or through a detach(), is left as it was.
-void Tracer::regenerate_views_of_changed_geometry(size_t updated) {
+std::vector<size_t> Tracer::views_made_before(size_t updated) const {
+  std::vector<size_t> views;
   const size_t storage = tensors_[updated].storage;
   for (size_t i = 0; i < updated; ++i) {
-    TensorState& other = tensors_[i];
+    const TensorState& other = tensors_[i];
     if (other.storage != storage || other.chain.empty() || other.hidden) continue;
     const std::shared_ptr<TensorImpl>& view = other.keep;
     if (!view || view->trace.alias != i) continue;
     bool plain = true;
     for (const ViewStep& step : other.chain)
       plain = plain && step.grad_mode && !step.piece_of && step.detached == SIZE_MAX;
-    if (!plain) continue;
+    if (plain) views.push_back(i);
+  }
+  return views;
+}
+
+// An input's views (`mark` set): the geometry step of their chain is marked instead of the
+// input's, whose returned views the runtime regenerates from the caller's tensor.
+void Tracer::regenerate_views_of_changed_geometry(size_t updated, size_t mark) {
+  for (size_t i : views_made_before(updated)) {
+    TensorState& other = tensors_[i];
+    const std::shared_ptr<TensorImpl>& view = other.keep;
     const ops::OpDef& as_strided = ops::lookup("aten.as_strided.default");
     ViewStep step{&as_strided,
                   {Tensor(), view->sizes, view->strides, view->storage_offset},
                   /*grad_mode=*/true};
     ops::normalize(as_strided, step.args);
     other.chain = tensors_[updated].chain;
+    if (mark != SIZE_MAX) other.chain.back().geometry = mark;
     other.chain.push_back(std::move(step));
     other.generation = UINT64_MAX;
   }
@@ -692,8 +714,32 @@ std::vector<Tensor> Tracer::functionalize_metadata(const ops::OpDef& op, ops::Op
       tensors_[updated].chain.back().geometry = geometry_updates_.size();
       geometry_updates_.push_back(old);
       if (self_is_root) regenerate_views_of_changed_geometry(updated);
+    } else if (self_is_root && !views_made_before(updated).empty()) {
+      // An input that is no view in eager: its views made before the change are regenerated
+      // from its node as an intermediate's are (`u = x.select(0, 1)`, then x.t_() under
+      // no_grad: u's gradient lands in column 1 of x's), the geometry step marked in their
+      // chains only (the input's own chain stays unmarked: its returned views come from the
+      // caller's tensor, MetadataMutations). Where the sizes changed, eager's backward through
+      // such a view raises (the as_strided's gradient has the new sizes, the node the old):
+      // refused where the view is used after the change (value_of).
+      if (graph_.value(old).meta.sizes != v.sizes()) {
+        for (size_t i : views_made_before(updated))
+          stale_input_views_[i] =
+              "input " + std::to_string(storages_[ts_storage].input_index) +
+              " had its sizes changed in place under no_grad (" + std::string(op.name) +
+              ") after a view of it was made, and the view is used after the change: eager's "
+              "backward through that view raises (its regenerated history gives the input's "
+              "node a gradient of the new sizes). Make the view after the change, or change the "
+              "geometry before the call.";
+      } else {
+        geometry_updates_.push_back(old);
+        regenerate_views_of_changed_geometry(updated, geometry_updates_.size() - 1);
+      }
     }
   }
+  if (!grad_on && !eager_view && self_is_root && storages_[ts_storage].input_index >= 0 &&
+      !views_made_before(v.impl()->trace.alias).empty())
+    inputs_changed_under_views_.emplace(ts_storage, storages_[ts_storage].input_index);
   TensorImpl& impl = *self.impl();
   impl.sizes = v.sizes();
   impl.strides = v.strides();

@@ -261,7 +261,18 @@ class Tracer final : public ops::Interpreter, public autograd::TracedAutograd {
   // By ViewStep::geometry: the value whose node eager's tensor kept, which replays of the step
   // pass the gradient of its result to (aotgrad.geometry_update).
   std::vector<graph::ValueId> geometry_updates_;
-  void regenerate_views_of_changed_geometry(size_t updated);
+  void regenerate_views_of_changed_geometry(size_t updated, size_t mark = SIZE_MAX);
+  // The live views of `updated`'s storage made before it (plain ones: grad mode on, no detach(),
+  // no multi-output op) whose history eager regenerates at their next use.
+  std::vector<size_t> views_made_before(size_t updated) const;
+  // Input storages whose geometry changed under no_grad (the input no view in eager) while views
+  // made before the change were live, by storage: the input's index. A write with grad on to one
+  // is refused (functionalize_inplace): eager's CopySlices of such a view passes the unwritten
+  // part of the gradient to the input's node in the new geometry as it is.
+  std::map<size_t, int> inputs_changed_under_views_;
+  // By tensor state: views of an input made before its sizes changed under no_grad (the input's
+  // node requiring grad), whose use is refused with this text (value_of).
+  std::map<size_t, std::string> stale_input_views_;
   std::vector<size_t> metadata_touched_storages_;
   std::vector<BackwardError> backward_errors_;
   // By detach() call (ViewStep::detached): the value holding the history writes made through
