@@ -172,14 +172,16 @@ const OpDef kRows[] = {
      .meta = mm_meta,
      .kernel = mm_kernel,
      .vjp = mm_vjp,
-     .saves = {.inputs = bit(0) | bit(1)},
+     // derivatives.yaml: self: grad @ mat2^T, mat2: self^T @ grad: each read by the other's
+     // gradient only.
+     .saves = {.inputs = bit(0) | bit(1), .read_by = {bit(1), bit(0)}},
      .recompute = Recompute::compute_heavy},
     {.name = "aten.bmm.default",
      .schema = "bmm(Tensor self, Tensor mat2) -> Tensor",
      .meta = bmm_meta,
      .kernel = bmm_kernel,
      .vjp = bmm_vjp,
-     .saves = {.inputs = bit(0) | bit(1)},
+     .saves = {.inputs = bit(0) | bit(1), .read_by = {bit(1), bit(0)}},
      .recompute = Recompute::compute_heavy},
     {.name = "aten.addmm.default",
      .schema = "addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) "
@@ -187,7 +189,8 @@ const OpDef kRows[] = {
      .meta = addmm_meta,
      .kernel = addmm_kernel,
      .vjp = addmm_vjp,
-     .saves = {.inputs = bit(1) | bit(2)},
+     // As mm: mat1 is read by mat2's gradient only, and mat2 by mat1's.
+     .saves = {.inputs = bit(1) | bit(2), .read_by = {0, bit(2), bit(1)}},
      .recompute = Recompute::compute_heavy},
 };
 
