@@ -59,8 +59,19 @@ Tensor scaled(const Tensor& t, const Scalar& s) {
 
 // The matrices of `m` (its last two dims) are stored transposed: swapping them gives a
 // contiguous tensor, and m itself is not contiguous (size-1 dims make both true; keep row-major).
+// Read from the sizes and strides alone: an input saved as metadata only (its data not needed by
+// the gradients wanted, SaveMask::read_by) is a fake no op may run on.
 bool stored_transposed(const Tensor& m) {
-  return !m.is_contiguous() && transpose(m, -2, -1).is_contiguous();
+  if (m.is_contiguous() || m.dim() < 2) return false;
+  IntList sizes = m.sizes(), strides = m.strides();
+  std::swap(sizes[sizes.size() - 1], sizes[sizes.size() - 2]);
+  std::swap(strides[strides.size() - 1], strides[strides.size() - 2]);
+  int64_t expected = 1;
+  for (size_t d = sizes.size(); d-- > 0;) {
+    if (sizes[d] != 1 && strides[d] != expected) return false;
+    expected *= sizes[d];
+  }
+  return true;
 }
 
 // d(a @ b)/da = g @ b^T, laid out like `a`.
