@@ -112,18 +112,27 @@ SavedTensor SavedTensor::save(const Tensor& t, bool keep_data) {
 OpNode::OpNode(const ops::OpDef& op, const ops::OpArgs& args, const std::vector<Tensor>& outputs,
                std::vector<bool> needs_grad)
     : op_(op), args_(args), saved_args_(args.size()), needs_grad_(std::move(needs_grad)) {
-  // As PyTorch saves an input only for the gradients that will be computed: with none wanted
-  // (every input a view made under no_grad, say), inputs keep their metadata only, so writing them
-  // later is no error and apply never unpacks them. Outputs are saved regardless, as PyTorch's.
-  const bool wanted = std::find(needs_grad_.begin(), needs_grad_.end(), true) != needs_grad_.end();
-  const uint32_t saved_inputs = wanted ? op.saves.inputs : 0;
+  // As PyTorch saves an input only for the gradients that will be computed (SaveMask::read_by):
+  // with none wanted (every input a view made under no_grad, say), inputs keep their metadata
+  // only, so writing them later is no error and apply never unpacks them; `x * w` with only x's
+  // gradient wanted keeps w but not x. Outputs are saved regardless, as PyTorch's.
+  uint32_t wanted = 0;  // bit j: some gradient of argument j is wanted
+  for (size_t i = 0, flat = 0; i < args_.size(); ++i) {
+    size_t n = std::holds_alternative<Tensor>(args_[i]) ? 1
+               : std::holds_alternative<ops::TensorList>(args_[i])
+                   ? std::get<ops::TensorList>(args_[i]).size()
+                   : 0;
+    for (size_t k = 0; k < n; ++k, ++flat)
+      if (flat < needs_grad_.size() && needs_grad_[flat] && i < 32) wanted |= ops::bit(i);
+  }
+  saved_inputs_ = op.saves.inputs_for(wanted);
   for (size_t i = 0; i < args_.size(); ++i) {
     if (auto* t = std::get_if<Tensor>(&args_[i]); t && t->defined()) {
-      saved_args_[i] = SavedTensor::save(*t, (saved_inputs & ops::bit(i)) != 0);
+      saved_args_[i] = SavedTensor::save(*t, (saved_inputs_ & ops::bit(i)) != 0);
       holds_data_ = holds_data_ || saved_args_[i].saved;
       *t = saved_args_[i].data;
     } else if (auto* list = std::get_if<ops::TensorList>(&args_[i])) {
-      bool keep = (saved_inputs & ops::bit(i)) != 0;
+      bool keep = (saved_inputs_ & ops::bit(i)) != 0;
       holds_data_ = holds_data_ || (keep && !list->empty());
       for (Tensor& e : *list) e = SavedTensor::save(e, keep).data;
     }
@@ -166,7 +175,7 @@ ops::OpArgs OpNode::args_with_history() {
       if (saved_args_[i].saved) *t = with_history(*t, history(i));
       ++flat;
     } else if (auto* list = std::get_if<ops::TensorList>(&args[i])) {
-      bool keep = (op_.saves.inputs & ops::bit(i)) != 0;
+      bool keep = (saved_inputs_ & ops::bit(i)) != 0;
       for (Tensor& e : *list) {
         if (keep) e = with_history(e, history(i));
         ++flat;

@@ -90,7 +90,8 @@ class OpNode : public Node {
   std::vector<SavedTensor> saved_args_;  // parallel to args_ (unused slots stay empty)
   std::vector<SavedTensor> outputs_;
   std::vector<bool> needs_grad_;
-  bool holds_data_ = false;  // some input or output is saved with its data
+  uint32_t saved_inputs_ = 0;  // the inputs saved with their data: op_.saves.inputs_for(wanted)
+  bool holds_data_ = false;    // some input or output is saved with its data
   bool released_ = false;
 };
 

@@ -365,7 +365,8 @@ const OpDef kRows[] = {
   {.name = kIndexAdd,
    .schema = "index_add(Tensor self, int dim, Tensor index, Tensor source, *, Scalar alpha=1) -> Tensor",
    .meta = index_add_meta, .kernel = index_add_kernel, .vjp = index_add_vjp,
-   .saves = {.inputs = bit(2)}, .recompute = Recompute::reduction},
+   // index is read by source's gradient only (derivatives.yaml: self: grad).
+   .saves = {.inputs = bit(2), .read_by = {0, 0, bit(3)}}, .recompute = Recompute::reduction},
   {.name = kGather,
    .schema = "gather(Tensor self, int dim, Tensor index, *, bool sparse_grad=False) -> Tensor",
    .meta = gather_meta, .kernel = gather_kernel, .vjp = gather_vjp,
@@ -373,7 +374,8 @@ const OpDef kRows[] = {
   {.name = kScatterAdd,
    .schema = "scatter_add(Tensor self, int dim, Tensor index, Tensor src) -> Tensor",
    .meta = scatter_add_meta, .kernel = scatter_add_kernel, .vjp = scatter_add_vjp,
-   .saves = {.inputs = bit(2)}, .recompute = Recompute::reduction},
+   // index is read by src's gradient only (derivatives.yaml: self: grad).
+   .saves = {.inputs = bit(2), .read_by = {0, 0, bit(3)}}, .recompute = Recompute::reduction},
   {.name = kEmbedding,
    .schema = "embedding(Tensor weight, Tensor indices, SymInt padding_idx=-1, "
              "bool scale_grad_by_freq=False, bool sparse=False) -> Tensor",

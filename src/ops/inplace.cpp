@@ -285,7 +285,8 @@ const OpDef kRows[] = {
    .recompute = Recompute::effectful, .functional_variant = "aten.add.Scalar"},
   {.name = "aten.mul_.Tensor", .schema = "mul_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)",
    .meta = mul_tensor_meta, .kernel = mul_tensor_kernel, .vjp = mul_tensor_vjp,
-   .saves = {.inputs = bit(1)}, .recompute = Recompute::effectful,
+   // other is read by self's gradient only (derivatives.yaml: self: grad * other).
+   .saves = {.inputs = bit(1), .read_by = {0, bit(0)}}, .recompute = Recompute::effectful,
    .functional_variant = "aten.mul.Tensor"},
   {.name = "aten.mul_.Scalar", .schema = "mul_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)",
    .meta = mul_scalar_meta, .kernel = mul_scalar_kernel, .vjp = mul_scalar_vjp,

@@ -59,8 +59,19 @@ Tensor scaled(const Tensor& t, const Scalar& s) {
 
 // The matrices of `m` (its last two dims) are stored transposed: swapping them gives a
 // contiguous tensor, and m itself is not contiguous (size-1 dims make both true; keep row-major).
+// Read from the sizes and strides alone: an input saved as metadata only (its data not needed by
+// the gradients wanted, SaveMask::read_by) is a fake no op may run on.
 bool stored_transposed(const Tensor& m) {
-  return !m.is_contiguous() && transpose(m, -2, -1).is_contiguous();
+  if (m.is_contiguous() || m.dim() < 2) return false;
+  IntList sizes = m.sizes(), strides = m.strides();
+  std::swap(sizes[sizes.size() - 1], sizes[sizes.size() - 2]);
+  std::swap(strides[strides.size() - 1], strides[strides.size() - 2]);
+  int64_t expected = 1;
+  for (size_t d = sizes.size(); d-- > 0;) {
+    if (sizes[d] != 1 && strides[d] != expected) return false;
+    expected *= sizes[d];
+  }
+  return true;
 }
 
 // d(a @ b)/da = g @ b^T, laid out like `a`.
@@ -172,14 +183,16 @@ const OpDef kRows[] = {
      .meta = mm_meta,
      .kernel = mm_kernel,
      .vjp = mm_vjp,
-     .saves = {.inputs = bit(0) | bit(1)},
+     // derivatives.yaml: self: grad @ mat2^T, mat2: self^T @ grad: each read by the other's
+     // gradient only.
+     .saves = {.inputs = bit(0) | bit(1), .read_by = {bit(1), bit(0)}},
      .recompute = Recompute::compute_heavy},
     {.name = "aten.bmm.default",
      .schema = "bmm(Tensor self, Tensor mat2) -> Tensor",
      .meta = bmm_meta,
      .kernel = bmm_kernel,
      .vjp = bmm_vjp,
-     .saves = {.inputs = bit(0) | bit(1)},
+     .saves = {.inputs = bit(0) | bit(1), .read_by = {bit(1), bit(0)}},
      .recompute = Recompute::compute_heavy},
     {.name = "aten.addmm.default",
      .schema = "addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) "
@@ -187,7 +200,8 @@ const OpDef kRows[] = {
      .meta = addmm_meta,
      .kernel = addmm_kernel,
      .vjp = addmm_vjp,
-     .saves = {.inputs = bit(1) | bit(2)},
+     // As mm: mat1 is read by mat2's gradient only, and mat2 by mat1's.
+     .saves = {.inputs = bit(1) | bit(2), .read_by = {0, bit(2), bit(1)}},
      .recompute = Recompute::compute_heavy},
 };
 

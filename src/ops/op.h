@@ -8,6 +8,7 @@
 // runs eagerly and, under the Trace interpreter, records backward nodes.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -75,18 +76,40 @@ using KernelFn = std::vector<Tensor> (*)(const OpArgs&);
 // For view ops: the new value of `base` after `updated` is written into the region that the view
 // (with `view_args`, tensor slot ignored) selects; functional, recorded under tracing. Used by
 // functionalization to scatter a mutation of a view back into its base.
-using ViewScatterFn = Tensor (*)(const Tensor& base, const Tensor& updated, const OpArgs& view_args);
+using ViewScatterFn = Tensor (*)(const Tensor& base, const Tensor& updated,
+                                 const OpArgs& view_args);
 // Returns one gradient per differentiable tensor input (every Tensor argument, and every element of
 // a Tensor[] argument, in argument order). Undefined Tensor = no gradient / zero.
 using VjpFn = std::vector<Tensor> (*)(const VjpContext&);
 
+constexpr uint32_t bit(unsigned i) {
+  return 1u << i;
+}
+
 // Bit i set: the VJP reads the data of argument i (inputs) / result i (outputs). Everything else is
 // kept as metadata only by eager autograd, so in-place changes to it later are not errors.
+//
+// read_by[i] (for the first arguments): bit j set = only the gradient of argument j reads saved
+// input i, so it is saved only when one of those gradients will be computed, as PyTorch's
+// generated code guards a saved input with should_compute_output (tools/autograd/
+// gen_variable_type.py: an input read by one derivative formula only). 0, the default: saved
+// whenever any gradient is wanted. Outputs are saved regardless, as PyTorch's.
 struct SaveMask {
   uint32_t inputs = 0;
   uint32_t outputs = 0;
+  std::array<uint32_t, 4> read_by{};
+
+  // The inputs kept when the gradients of the arguments in `wanted` (bit j: argument j) are to
+  // be computed; none when none is.
+  constexpr uint32_t inputs_for(uint32_t wanted) const {
+    if (wanted == 0) return 0;
+    uint32_t kept = 0;
+    for (unsigned i = 0; i < 32; ++i)
+      if ((inputs & bit(i)) && (i >= read_by.size() || read_by[i] == 0 || (read_by[i] & wanted)))
+        kept |= bit(i);
+    return kept;
+  }
 };
-constexpr uint32_t bit(unsigned i) { return 1u << i; }
 
 struct OpDef {
   std::string_view name;    // "aten.add.Tensor"
@@ -109,8 +132,8 @@ struct OpDef {
   // Derived from `schema` once, by the registry, before any lookup returns the row.
   struct Derived {
     Schema schema;
-    int view_of_arg = -1;   // argument the (first) result aliases, for view ops
-    int mutated_arg = -1;   // argument written in place, for in-place ops
+    int view_of_arg = -1;  // argument the (first) result aliases, for view ops
+    int mutated_arg = -1;  // argument written in place, for in-place ops
     // One per schema argument: what normalize fills in when a call omits it, read once here
     // rather than on every dispatch (an optional argument without a default is None). nullopt:
     // the call must give it, or its default does not read as its type (normalize then says so).
@@ -178,6 +201,8 @@ class InterpreterGuard {
 Interpreter& eager_interpreter();
 
 // Convenience for single-output ops.
-inline Tensor call1(const OpDef& op, OpArgs args) { return dispatch(op, std::move(args)).at(0); }
+inline Tensor call1(const OpDef& op, OpArgs args) {
+  return dispatch(op, std::move(args)).at(0);
+}
 
 }  // namespace aotgrad::ops

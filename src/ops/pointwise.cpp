@@ -431,6 +431,9 @@ constexpr SaveMask kNothing{};
 constexpr SaveMask kInput0{.inputs = bit(0)};
 constexpr SaveMask kInputs01{.inputs = bit(0) | bit(1)};
 constexpr SaveMask kOutput0{.outputs = bit(0)};
+// derivatives.yaml: self: grad * other, other: grad * self. Each input is read by the other's
+// gradient only.
+constexpr SaveMask kCrossInputs01{.inputs = bit(0) | bit(1), .read_by = {bit(1), bit(0)}};
 
 const OpDef kRows[] = {
     {.name = "aten.add.Tensor",
@@ -470,7 +473,7 @@ const OpDef kRows[] = {
      .meta = mul_tensor_meta,
      .kernel = mul_tensor_kernel,
      .vjp = mul_tensor_vjp,
-     .saves = kInputs01,
+     .saves = kCrossInputs01,
      .recompute = Recompute::pointwise,
      .fusion_expr = "a * b"},
     {.name = "aten.mul.Scalar",
@@ -486,7 +489,9 @@ const OpDef kRows[] = {
      .meta = div_tensor_meta,
      .kernel = div_tensor_kernel,
      .vjp = div_tensor_vjp,
-     .saves = kInputs01,
+     // derivatives.yaml: self: grad / other, other: -grad * self / (other * other): self is read
+     // by other's gradient only, other by both.
+     .saves = {.inputs = bit(0) | bit(1), .read_by = {bit(1), 0}},
      .recompute = Recompute::pointwise,
      .fusion_expr = "a / b"},
     {.name = "aten.div.Scalar",

@@ -29,8 +29,16 @@ std::vector<Tensor> flat_tensors(const ops::OpArgs& args) {
   return flat;
 }
 
-bool saves_data(const ops::OpDef& op) {
-  return op.saves.inputs != 0 || op.saves.outputs != 0;
+// Whether eager's node for `n` kept any data, which a backward without retain_graph frees: its
+// outputs, or an input a gradient wanted at the forward reads (SaveMask::inputs_for; addmm with
+// only the bias requiring grad keeps neither matrix, so a second backward through it is no error).
+bool saves_data(const Tracer& tracer, const graph::Node& n) {
+  if (n.op->saves.outputs != 0) return true;
+  uint32_t wanted = 0;
+  for (size_t i = 0; i < n.args.size() && i < 32; ++i)
+    for (graph::ValueId v : graph::arg_values(n.args[i]))
+      if (tracer.requires_grad(v)) wanted |= ops::bit(static_cast<unsigned>(i));
+  return n.op->saves.inputs_for(wanted) != 0;
 }
 
 }  // namespace
@@ -323,7 +331,7 @@ std::vector<Tensor> Tracer::grad(const std::vector<Tensor>& outputs,
         if (k < in_grads.size() && a.needs[k]) accumulate(v, in_grads[k]);  // never for a None
         ++k;
       }
-    if (!retain_graph && saves_data(*n.op)) {
+    if (!retain_graph && saves_data(*this, n)) {
       freed_nodes_.resize(graph_.nodes().size(), false);
       freed_nodes_[ni] = true;
     }

@@ -445,20 +445,24 @@ void Tracer::note_saved(const ops::OpDef& op, const ops::OpArgs& args,
     saved_uses_.push_back({s, storages_[s].generation, what + " of " + std::string(op.name),
                            graph_.nodes().size() - 1});
   };
-  // Eager saves inputs only when some input has an edge to follow, not when each is a view made
-  // under no_grad (autograd::OpNode's constructor, as PyTorch's should_compute_output).
+  // Eager saves an input only when a gradient that reads it has an edge to follow, not when each
+  // input is a view made under no_grad (autograd::OpNode's constructor, SaveMask::inputs_for, as
+  // PyTorch's should_compute_output).
   auto has_edge = [&](const Tensor& t) {
     return t.defined() && traced_here(t) && requires_grad(graph::ValueId{t.impl()->trace.value}) &&
            !is_dropped_grad_view(t);
   };
-  bool edge = false;
-  for (const ops::Arg& a : args) {
-    if (auto* t = std::get_if<Tensor>(&a)) edge = edge || has_edge(*t);
-    if (auto* l = std::get_if<ops::TensorList>(&a))
+  uint32_t wanted = 0;  // bit j: argument j (a tensor, or some element of a list) has an edge
+  for (size_t i = 0; i < args.size() && i < 32; ++i) {
+    bool edge = false;
+    if (auto* t = std::get_if<Tensor>(&args[i])) edge = has_edge(*t);
+    if (auto* l = std::get_if<ops::TensorList>(&args[i]))
       for (const Tensor& t : *l) edge = edge || has_edge(t);
+    if (edge) wanted |= ops::bit(i);
   }
-  for (size_t i = 0; i < args.size() && i < 32 && edge; ++i)
-    if (op.saves.inputs & ops::bit(i))
+  const uint32_t saved = op.saves.inputs_for(wanted);
+  for (size_t i = 0; i < args.size() && i < 32; ++i)
+    if (saved & ops::bit(i))
       if (auto* t = std::get_if<Tensor>(&args[i]); t && t->defined())
         note(*t, "input " + std::to_string(i));
   for (size_t i = 0; i < outs.size() && i < 32; ++i)

@@ -102,3 +102,79 @@ TEST(EagerRules, FuzzSeedsFixedOnBranchEagerRules) {
     }
   }
 }
+
+// y * w with only y requiring grad, then y written in place: PyTorch's MulBackward0 saves y only
+// for w's gradient, which is not wanted, so backward runs (torch 1.13: x.grad = 1.5 * w's
+// weights). Eager raised the saved-value version error, and the tracer mirrored it.
+TEST(EagerRules, MulSavesSelfOnlyForOthersGradient) {
+  like_eager_under_both_compilers(
+      [] {
+        Tensor x = leaf({3}, 44);
+        Tensor w = leaf({3}, 45, false);
+        return OracleSetup{{x, w}, {x}};
+      },
+      [](std::vector<Tensor> a) {
+        Tensor y = a[0] * 1.5;
+        Tensor o = y * a[1];
+        y.add_(1.0);
+        return std::vector<Tensor>{o, y};
+      });
+}
+
+// mm(y, W) with only y requiring grad, then y and a plain input written in place: MmBackward0
+// saves W (read by y's gradient) but not y (torch 1.13 runs backward); the plain input `b`
+// written is addmm's mat1 via linear with only the bias requiring grad, which saves neither
+// matrix.
+TEST(EagerRules, MmAndAddmmSaveEachMatrixOnlyForTheOthersGradient) {
+  like_eager_under_both_compilers(
+      [] {
+        Tensor x = leaf({2, 3}, 46);
+        Tensor w = leaf({3, 4}, 47, false);
+        Tensor m = leaf({2, 3}, 48, false);
+        Tensor bias = leaf({4}, 49);
+        return OracleSetup{{x, w, m, bias}, {x, bias}};
+      },
+      [](std::vector<Tensor> a) {
+        Tensor y = a[0] * 2.0;
+        Tensor o = ag::mm(y, a[1]);
+        y.mul_(3.0);
+        Tensor l = ag::linear(a[2], ag::t(a[1]).contiguous(), a[3]);
+        a[2].add_(1.0);
+        return std::vector<Tensor>{o, y, l};
+      });
+}
+
+// index_add with only self requiring grad keeps its index as metadata only (read by source's
+// gradient only): writing the index afterwards is no error (torch 1.13).
+TEST(EagerRules, IndexAddSavesTheIndexOnlyForTheSourcesGradient) {
+  like_eager_under_both_compilers(
+      [] {
+        Tensor x = leaf({4}, 50);
+        Tensor idx = ag::from_vector(std::vector<int64_t>{0, 2}, {2});
+        Tensor src = leaf({2}, 51, false);
+        return OracleSetup{{x, idx, src}, {x}};
+      },
+      [](std::vector<Tensor> a) {
+        Tensor o = ag::index_add(a[0] * 2.0, 0, a[1], a[2]);
+        a[1].add_(1);
+        return std::vector<Tensor>{o};
+      });
+}
+
+// An autograd::grad without retain_graph inside the function through addmm with only the bias
+// requiring grad: the node kept neither matrix, so nothing was freed and the caller's backward
+// through it runs (torch 1.13). The compiled backward raised that the grad() freed it.
+TEST(EagerRules, AGradInsideThroughAnAddmmThatSavedNothingFreesNothing) {
+  like_eager_under_both_compilers(
+      [] {
+        Tensor x = leaf({2, 3}, 52, false);
+        Tensor w = leaf({4, 3}, 53, false);
+        Tensor bias = leaf({4}, 54);
+        return OracleSetup{{x, w, bias}, {bias}};
+      },
+      [](std::vector<Tensor> a) {
+        Tensor l = ag::linear(a[0], a[1], a[2]);
+        Tensor g = ag::autograd::grad({l.sum()}, {a[2]})[0];
+        return std::vector<Tensor>{l, g};
+      });
+}
