@@ -8,6 +8,7 @@
 #include <optional>
 #include <span>
 #include <stdexcept>
+#include <vector>
 
 #include "aot/runtime_wrappers.h"
 #include "aotgrad/autograd.h"
@@ -15,10 +16,45 @@
 #include "aotgrad/ops.h"
 #include "autograd/nodes.h"
 #include "backends/small_buffer.h"
+#include "kernels/copy.h"
 
 namespace aotgrad::aot {
 
 using backends::SmallBuffer;
+
+namespace {
+
+// The backward graph was traced with each tangent laid out as its forward output was (PyTorch's
+// runtime makes tangents contiguous for the same reason: a view's VJP in the graph is a view).
+// A gradient that arrives in another layout (the permute's backward of a returned view of that
+// output: AotProgramFuzz, seed 833509) is copied into that one; size-1 dims' strides are free.
+Tensor laid_out_as(Tensor g, const ops::TensorMeta& m) {
+  bool same = true, contiguous_meta = true;
+  int64_t expected = 1;
+  for (size_t d = m.sizes.size(); d-- > 0;) {
+    if (m.sizes[d] == 1) continue;
+    same = same && g.strides()[d] == m.strides[d];
+    contiguous_meta = contiguous_meta && m.strides[d] == expected;
+    expected *= m.sizes[d];
+  }
+  if (same) return g;
+  if (contiguous_meta) return contiguous(g);
+  std::vector<size_t> dims;
+  for (size_t d = 0; d < m.sizes.size(); ++d)
+    if (m.sizes[d] != 1) dims.push_back(d);
+  std::stable_sort(dims.begin(), dims.end(),
+                   [&](size_t a, size_t b) { return m.strides[a] < m.strides[b]; });
+  int64_t numel = 1;
+  for (size_t d : dims) {
+    if (m.strides[d] != numel) return contiguous(g);  // not dense: the graph reads it as values
+    numel *= m.sizes[d];
+  }
+  Tensor out = as_strided(empty({numel}, g.dtype()), m.sizes, m.strides, 0);
+  kernels::copy_into(out, g);
+  return out;
+}
+
+}  // namespace
 
 // The backward half of a compiled call, as an eager autograd node.
 class CompiledBackward final : public autograd::Node {
@@ -91,7 +127,7 @@ class CompiledBackward final : public autograd::Node {
         grads[k] = zeros(m.sizes, m.dtype);
       else if (grads[k].dtype() != m.dtype)
         grads[k] = to(grads[k], m.dtype);
-      args.push_back(std::move(grads[k]));
+      args.push_back(laid_out_as(std::move(grads[k]), m));
     }
     return spec_->backward(std::move(args));
   }

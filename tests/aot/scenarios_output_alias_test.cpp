@@ -598,3 +598,20 @@ TEST(ScenarioOutputAlias, DetachedTensorChangedInPlaceIsNoView) {
         return TensorList{d, c, a[0]};
       });
 }
+
+// Found by AotProgramFuzz (seed 833509) once a view returned twice became one tensor: the
+// gradient of a permuted view of an intermediate reaches the intermediate's tangent permuted, and
+// the backward graph, traced with a contiguous tangent, ran view's VJP (a view) on it and raised.
+// The runtime now lays each tangent out as the backward graph was traced for (PyTorch's runtime
+// makes tangents contiguous).
+TEST(ScenarioOutputAlias, PermutedViewOfAnIntermediateGivesAContiguousTangent) {
+  run_scenario(
+      [] {
+        Tensor l = leaf({4}, 3);
+        return ScenarioInputs{{l}, {l}};
+      },
+      [](const TensorList& a) {
+        Tensor p = (a[0].view({2, 2}) + 2.0).permute({1, 0});
+        return TensorList{p, p};
+      });
+}
