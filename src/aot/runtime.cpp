@@ -17,6 +17,7 @@
 #include "autograd/nodes.h"
 #include "backends/small_buffer.h"
 #include "kernels/copy.h"
+#include "tensor/iter.h"
 
 namespace aotgrad::aot {
 
@@ -39,16 +40,10 @@ Tensor laid_out_as(Tensor g, const ops::TensorMeta& m) {
   }
   if (same) return g;
   if (contiguous_meta) return contiguous(g);
-  std::vector<size_t> dims;
-  for (size_t d = 0; d < m.sizes.size(); ++d)
-    if (m.sizes[d] != 1) dims.push_back(d);
-  std::stable_sort(dims.begin(), dims.end(),
-                   [&](size_t a, size_t b) { return m.strides[a] < m.strides[b]; });
+  // Not dense: the graph reads it as values.
+  if (!is_dense(m.sizes, m.strides)) return contiguous(g);
   int64_t numel = 1;
-  for (size_t d : dims) {
-    if (m.strides[d] != numel) return contiguous(g);  // not dense: the graph reads it as values
-    numel *= m.sizes[d];
-  }
+  for (int64_t n : m.sizes) numel *= n;
   Tensor out = as_strided(empty({numel}, g.dtype()), m.sizes, m.strides, 0);
   kernels::copy_into(out, g);
   return out;

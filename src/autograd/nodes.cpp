@@ -9,6 +9,7 @@
 
 #include "aotgrad/ops.h"
 #include "kernels/copy.h"
+#include "tensor/iter.h"
 
 namespace aotgrad::autograd {
 
@@ -251,17 +252,7 @@ namespace {
 // size-1 dims aside, a permutation of contiguous ones) gets a gradient with its own strides; any
 // other leaf a contiguous one.
 bool is_dense(const TensorImpl& leaf) {
-  std::vector<size_t> dims;
-  for (size_t d = 0; d < leaf.sizes.size(); ++d)
-    if (leaf.sizes[d] != 1) dims.push_back(d);
-  std::stable_sort(dims.begin(), dims.end(),
-                   [&](size_t a, size_t b) { return leaf.strides[a] < leaf.strides[b]; });
-  int64_t expected = 1;
-  for (size_t d : dims) {
-    if (leaf.strides[d] != expected) return false;
-    expected *= leaf.sizes[d];
-  }
-  return true;
+  return aotgrad::is_dense(leaf.sizes, leaf.strides);
 }
 
 // The incoming gradient obeys the contract: the leaf's sizes, and its strides (a dense leaf's,

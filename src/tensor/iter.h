@@ -63,4 +63,9 @@ IntList broadcast_shapes(const IntList& a, const IntList& b);
 // Whether shape `from` broadcasts to `to` (expand would accept it): trailing dims equal or 1.
 bool expandable_to(const IntList& from, const IntList& to);
 
+// Whether a geometry's elements are dense and non-overlapping: its strides, size-1 dims aside, a
+// permutation of contiguous ones (contiguous, transposed, permuted; PyTorch's
+// is_non_overlapping_and_dense). Its elements then fill exactly numel slots from the offset.
+bool is_dense(const IntList& sizes, const IntList& strides);
+
 }  // namespace aotgrad

@@ -1,12 +1,14 @@
 // Storage, TensorImpl and the metadata/data half of Tensor.
 #include "aotgrad/tensor.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <iomanip>
 #include <limits>
 #include <sstream>
 #include <stdexcept>
+#include <vector>
 
 #include "tensor/allocator.h"
 #include "tensor/checked_math.h"
@@ -168,6 +170,20 @@ std::string shape_to_string(const IntList& sizes) {
   std::string s = "[";
   for (size_t i = 0; i < sizes.size(); ++i) s += (i ? ", " : "") + std::to_string(sizes[i]);
   return s + "]";
+}
+
+bool is_dense(const IntList& sizes, const IntList& strides) {
+  std::vector<size_t> dims;
+  for (size_t d = 0; d < sizes.size(); ++d)
+    if (sizes[d] != 1) dims.push_back(d);
+  std::stable_sort(dims.begin(), dims.end(),
+                   [&](size_t a, size_t b) { return strides[a] < strides[b]; });
+  int64_t expected = 1;
+  for (size_t d : dims) {
+    if (strides[d] != expected) return false;
+    expected *= sizes[d];
+  }
+  return true;
 }
 
 bool expandable_to(const IntList& from, const IntList& to) {
