@@ -122,7 +122,12 @@ std::string ViewAndMutationMeta::to_string() const {
     }
     os << "  metadata mutation of user input " << m.input << ": sizes " << shape_to_string(m.sizes)
        << " strides " << shape_to_string(m.strides) << " storage_offset " << m.storage_offset
-       << (m.under_grad ? " (seen by autograd)" : " (under no_grad)") << "\n";
+       << (m.under_grad ? " (seen by autograd)" : " (under no_grad)");
+    if (m.written_in_other_geometry)
+      os << ", last written with grad on in sizes " << shape_to_string(m.written_sizes)
+         << " strides " << shape_to_string(m.written_strides) << " storage_offset "
+         << m.written_storage_offset;
+    os << "\n";
   }
   os << "  mutated inputs: " << mutated_inputs.size()
      << ", intermediate bases: " << num_intermediate_bases << "\n";

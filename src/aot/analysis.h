@@ -112,6 +112,14 @@ struct MetadataMutation {
   IntList sizes, strides;
   int64_t storage_offset = 0;
   bool under_grad = false;  // some change was made with grad mode on: autograd records the replay
+  // The caller's tensor, no view in eager, was last written with grad on while its geometry was
+  // this one, every change made under no_grad: eager records that write on its node in that
+  // geometry, so the gradient of the geometry it ends with reaches the write's backward as it is
+  // laid out. The runtime writes the new value back in it (MutationEpilogue). Unset: written in
+  // its own geometry, or a change was recorded (under_grad: the runtime replays it with grad on).
+  bool written_in_other_geometry = false;
+  IntList written_sizes, written_strides;
+  int64_t written_storage_offset = 0;
 };
 
 struct ViewAndMutationMeta {

@@ -196,6 +196,8 @@ void check_meta(const Artifact& a, size_t num_graph_outputs) {
     check_index(mm.input, num_user, "a metadata mutation's input");
     if (mm.sizes.size() != mm.strides.size())
       fail("a metadata mutation's sizes and strides differ in length");
+    if (mm.written_sizes.size() != mm.written_strides.size())
+      fail("a metadata mutation's written sizes and strides differ in length");
   }
   for (const RequiresGradChange& c : m.input_requires_grad_changes)
     check_index(c.input, num_user, "a requires_grad change's input");

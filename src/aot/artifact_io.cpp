@@ -461,6 +461,10 @@ void write_meta(Writer& w, const ViewAndMutationMeta& m) {
     w.ints(mm.strides);
     w.i64(mm.storage_offset);
     w.boolean(mm.under_grad);
+    w.boolean(mm.written_in_other_geometry);
+    w.ints(mm.written_sizes);
+    w.ints(mm.written_strides);
+    w.i64(mm.written_storage_offset);
   }
   w.u64(m.input_requires_grad_changes.size());
   for (const RequiresGradChange& c : m.input_requires_grad_changes) {
@@ -506,7 +510,7 @@ ViewAndMutationMeta read_meta(Reader& r) {
     o.same_as = read_small_int(r, "meta output same_as");
   }
   m.mutated_inputs = r.indices("meta mutated_inputs");
-  m.metadata_mutations.resize(r.count("meta metadata_mutations", 34));
+  m.metadata_mutations.resize(r.count("meta metadata_mutations", 59));
   for (MetadataMutation& mm : m.metadata_mutations) {
     mm.input = r.index("metadata mutation input");
     mm.changed = r.boolean("metadata mutation changed");
@@ -514,6 +518,10 @@ ViewAndMutationMeta read_meta(Reader& r) {
     mm.strides = r.ints("metadata mutation strides");
     mm.storage_offset = r.i64("metadata mutation storage_offset");
     mm.under_grad = r.boolean("metadata mutation under_grad");
+    mm.written_in_other_geometry = r.boolean("metadata mutation written_in_other_geometry");
+    mm.written_sizes = r.ints("metadata mutation written_sizes");
+    mm.written_strides = r.ints("metadata mutation written_strides");
+    mm.written_storage_offset = r.i64("metadata mutation written_storage_offset");
   }
   m.input_requires_grad_changes.resize(r.count("meta requires_grad changes", 9));
   for (RequiresGradChange& c : m.input_requires_grad_changes) {

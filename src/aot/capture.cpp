@@ -329,8 +329,18 @@ void record_metadata_mutations(const trace::Tracer& tracer, const std::vector<Te
     if (!touch.storage_touched) continue;
     bool changed = f.sizes() != inputs[i].sizes() || f.strides() != inputs[i].strides() ||
                    f.storage_offset() != inputs[i].storage_offset();
-    meta.metadata_mutations.push_back(
-        {i, changed, f.sizes(), f.strides(), f.storage_offset(), touch.under_grad});
+    MetadataMutation m{i, changed, f.sizes(), f.strides(), f.storage_offset(), touch.under_grad};
+    const Tensor& caller = inputs[i];
+    if (std::optional<trace::Tracer::Geometry> at = tracer.geometry_at_last_visible_write(f);
+        at && e.kind == InputPlan::Kind::plain && !caller.is_view() && !touch.under_grad &&
+        (at->sizes != caller.sizes() || at->strides != caller.strides() ||
+         at->storage_offset != caller.storage_offset())) {
+      m.written_in_other_geometry = true;
+      m.written_sizes = at->sizes;
+      m.written_strides = at->strides;
+      m.written_storage_offset = at->storage_offset;
+    }
+    meta.metadata_mutations.push_back(std::move(m));
     if (changed && e.kind == InputPlan::Kind::plain)
       meta.input_info[e.index].mutates_metadata = true;
   }

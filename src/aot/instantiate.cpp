@@ -41,13 +41,26 @@ size_t num_written_back(const ViewAndMutationMeta& m) {
   return n;
 }
 
-std::vector<MutationEpilogue::Write> mutation_writes(const ViewAndMutationMeta& m) {
+std::vector<MutationEpilogue::Write> mutation_writes(const ViewAndMutationMeta& m,
+                                                     const InputPlan& plan) {
   std::vector<MutationEpilogue::Write> writes;
   for (size_t g : m.mutated_inputs) {
     const InputAliasInfo& info = m.input_info[g];
     if (info.keep_in_graph) continue;
-    bool visible = !info.mutations_under_no_grad && !info.mutations_hidden_from_autograd;
-    writes.push_back({g, writes.size(), visible});
+    MutationEpilogue::Write w;
+    w.graph_input = g;
+    w.output = writes.size();
+    w.visible = !info.mutations_under_no_grad && !info.mutations_hidden_from_autograd;
+    for (const MetadataMutation& mm : m.metadata_mutations) {
+      const InputPlan::Entry& e = plan.inputs.at(mm.input);
+      if (!mm.written_in_other_geometry || e.kind != InputPlan::Kind::plain || e.index != g)
+        continue;
+      w.in_other_geometry = true;
+      w.sizes = mm.written_sizes;
+      w.strides = mm.written_strides;
+      w.storage_offset = mm.written_storage_offset;
+    }
+    writes.push_back(std::move(w));
   }
   return writes;
 }
@@ -182,7 +195,7 @@ std::shared_ptr<const Runtime> instantiate(const Artifact& a, const Compilers& c
   }
   add_input_wrappers(a.guards.plan, w);
   w.push_back(aliased_outputs(m));
-  std::vector<MutationEpilogue::Write> writes = mutation_writes(m);
+  std::vector<MutationEpilogue::Write> writes = mutation_writes(m, a.guards.plan);
   bool keep_graph_inputs = !writes.empty();
   for (const OutputAliasInfo& o : m.output_info)
     keep_graph_inputs = keep_graph_inputs || o.type == OutputType::alias_of_input;

@@ -296,6 +296,46 @@ void SyntheticBases::before(CallFrame& f) const {
   f.graph_inputs = std::move(out);
 }
 
+namespace {
+
+// Writes `value` (laid out as `target` in its own geometry) into `target` with grad on, the
+// copy recorded while `target` has the geometry `w` names: eager wrote the tensor there after
+// changing its geometry under no_grad (AotProgramFuzz, seed 1017364), so its node takes the
+// gradient of the geometry the caller ends with as it is laid out. The value is staged in a
+// storage laid out as the caller's, so that the written geometry picks from it the elements it
+// picks from the caller's tensor, and its gradient finds its way back to the value's.
+void write_in_other_geometry(Tensor& target, const Tensor& value,
+                             const MutationEpilogue::Write& w) {
+  TensorImpl& impl = *target.impl();
+  const IntList sizes = impl.sizes, strides = impl.strides;
+  const int64_t offset = impl.storage_offset;
+  Tensor buffer;
+  {
+    NoGradGuard no_grad;
+    int64_t numel = static_cast<int64_t>(impl.storage->nbytes() / itemsize(impl.dtype));
+    buffer = zeros({numel}, impl.dtype);
+  }
+  Tensor staged = as_strided(buffer, sizes, strides, offset);
+  copy_(staged, value);
+  Tensor src = as_strided(buffer, w.sizes, w.strides, w.storage_offset);
+  impl.sizes = w.sizes;
+  impl.strides = w.strides;
+  impl.storage_offset = w.storage_offset;
+  try {
+    copy_(target, src);
+  } catch (...) {
+    impl.sizes = sizes;
+    impl.strides = strides;
+    impl.storage_offset = offset;
+    throw;
+  }
+  impl.sizes = sizes;
+  impl.strides = strides;
+  impl.storage_offset = offset;
+}
+
+}  // namespace
+
 void MutationEpilogue::after(CallFrame& f) const {
   for (const Write& w : writes_) {
     const Tensor& value = f.outs[w.output];
@@ -308,7 +348,10 @@ void MutationEpilogue::after(CallFrame& f) const {
     else
       no_grad.emplace();
     Tensor target = f.graph_inputs[w.graph_input];
-    copy_(target, value);
+    if (recorded && w.in_other_geometry && !target.is_view())
+      write_in_other_geometry(target, value, w);
+    else
+      copy_(target, value);
   }
 }
 

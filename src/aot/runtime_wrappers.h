@@ -116,6 +116,11 @@ class MutationEpilogue final : public RuntimeWrapper {
     size_t graph_input = 0;
     size_t output = 0;    // graph output holding the new value
     bool visible = true;  // made with grad on and not through detach(): autograd may record it
+    // MetadataMutation::written_in_other_geometry: the caller's tensor takes this geometry for
+    // the write (autograd records the copy in it) and gets its own back after.
+    bool in_other_geometry = false;
+    IntList sizes, strides;
+    int64_t storage_offset = 0;
   };
   explicit MutationEpilogue(std::vector<Write> writes) : writes_(std::move(writes)) {}
   std::string_view name() const override { return "MutationEpilogue"; }

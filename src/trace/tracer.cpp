@@ -108,11 +108,17 @@ bool Tracer::made_after_metadata_mutation(const TensorState& ts) const {
 
 Tracer::MetadataTouch Tracer::metadata_touch(const Tensor& t) const {
   MetadataTouch m;
-  for (const auto& [impl, under_grad] : metadata_touches_)
-    if (impl == t.impl()) m = {true, m.under_grad || under_grad, true};
+  for (const Touch& touch : metadata_touches_)
+    if (touch.tensor == t.impl()) m = {true, m.under_grad || touch.grad_on, true};
   if (const TensorState* ts = state_of(t))
     for (size_t s : metadata_touched_storages_) m.storage_touched |= s == ts->storage;
   return m;
+}
+
+std::optional<Tracer::Geometry> Tracer::geometry_at_last_visible_write(const Tensor& t) const {
+  auto it = visible_write_geometries_.find(t.impl());
+  if (it == visible_write_geometries_.end()) return std::nullopt;
+  return it->second;
 }
 
 void Tracer::mark_requires_grad(graph::ValueId v, bool r) {
@@ -590,6 +596,11 @@ std::vector<Tensor> Tracer::functionalize_inplace(const ops::OpDef& op, ops::OpA
       if (other.storage == tensors_[state_index].storage)
         for (ViewStep& step : other.chain) step.geometry = SIZE_MAX;
   ++s.generation;
+  if (!hidden)
+    for (const Touch& touch : metadata_touches_)
+      if (touch.storage == tensors_[state_index].storage)
+        visible_write_geometries_[touch.tensor] = {touch.tensor->sizes, touch.tensor->strides,
+                                                   touch.tensor->storage_offset};
   s.mutated = true;
   s.all_mutations_under_no_grad = s.all_mutations_under_no_grad && !grad_on;
   s.all_mutations_hidden = s.all_mutations_hidden && hidden;
@@ -751,7 +762,7 @@ std::vector<Tensor> Tracer::functionalize_metadata(const ops::OpDef& op, ops::Op
   impl.trace.value = value;
   impl.trace.alias = v.impl()->trace.alias;
   tensors_[impl.trace.alias].keep = self.impl_ptr();
-  metadata_touches_.emplace_back(&impl, grad_on);
+  metadata_touches_.push_back({&impl, grad_on, ts_storage});
   return {self};
 }
 

@@ -100,6 +100,14 @@ class Tracer final : public ops::Interpreter, public autograd::TracedAutograd {
     bool storage_touched = false;
   };
   MetadataTouch metadata_touch(const Tensor& t) const;
+  // The geometry `t` (a tensor a metadata-mutating op touched) had when the last write with grad
+  // on, not through a detach(), reached its storage after the first such op; nullopt when none
+  // did. Eager records that write on the tensor's node in that geometry.
+  struct Geometry {
+    IntList sizes, strides;
+    int64_t storage_offset = 0;
+  };
+  std::optional<Geometry> geometry_at_last_visible_write(const Tensor& t) const;
   // Whether the view `ts` was made after the last metadata-mutating op on its storage and before
   // any write after it: eager made its history after that op's version bump, so the history is
   // current, not stale.
@@ -253,8 +261,16 @@ class Tracer final : public ops::Interpreter, public autograd::TracedAutograd {
   std::vector<RequiresGradChange> input_requires_grad_changes_;
   std::vector<InteriorLeaf> interior_leaves_;
   std::vector<bool> freed_nodes_;
-  std::vector<std::pair<const TensorImpl*, bool>> metadata_touches_;  // (tensor, grad mode on)
+  struct Touch {
+    const TensorImpl* tensor;  // alive while tracing: the state it took holds it (`keep`)
+    bool grad_on;
+    size_t storage;
+  };
+  std::vector<Touch> metadata_touches_;
   std::vector<std::pair<const TensorImpl*, bool>> caller_views_;      // (user input, eager view)
+  // By metadata-touched tensor: its geometry at the last visible write to its storage made
+  // after it was touched (geometry_at_last_visible_write).
+  std::map<const TensorImpl*, Geometry> visible_write_geometries_;
   // By aotgrad.geometry_update result: the value whose node eager's tensor still has (changed
   // again under no_grad, the gradient is fitted to that value's shape once, not step by step).
   std::map<uint32_t, graph::ValueId> geometry_origins_;

@@ -2,6 +2,8 @@
 // behaviour as PyTorch, and aot_function applying the new geometry to the caller's tensors.
 #include <gtest/gtest.h>
 
+#include <optional>
+
 #include "aot/eager_oracle.h"
 #include "aotgrad/aotgrad.h"
 #include "ops/op.h"
@@ -739,6 +741,61 @@ TEST(MetadataMutation, AsStridedOfAViewInputAfterItsGeometryChangedUnderNoGradRe
           ag::t_(a[0]);
         }
         return std::vector<Tensor>{a[0].select(0, 1), a[0].as_strided({2, 2}, {1, 3}, 1)};
+      });
+}
+
+TEST(MetadataMutation,
+     NonLeafTransposedUnderNoGradThenWrittenWithGradOnTakesTheWriteInItsNewGeometry) {
+  // AotProgramFuzz, seed 1017364. Eager records relu_ on the tensor in its new geometry: the
+  // gradient of the new geometry goes through ReluBackward's mask as it is laid out, then to the
+  // old node as it is. The runtime wrote the value back in the caller's old geometry and changed
+  // the geometry after, so the write's node took the new layout's gradient as the old one's.
+  for (bool square_write : {false, true})
+    expect_like_eager(
+        [] {
+          return non_leaf({3, 3});
+        },
+        [square_write](std::vector<Tensor> a) {
+          {
+            ag::NoGradGuard no_grad;
+            ag::transpose_(a[0], 0, 1);
+          }
+          if (square_write)
+            a[0].mul_(a[0]);
+          else
+            ag::relu_(a[0]);
+          return std::vector<Tensor>{a[0] * plain({3, 3}, 4)};
+        });
+  // A tensor that required no grad, changed under no_grad or not (eager records nothing either
+  // way), then written with a value that requires grad.
+  for (bool under_no_grad : {false, true})
+    expect_like_eager(
+        [] {
+          Tensor w = test_input({3, 3}, -1, 1, 7);
+          return OracleSetup{{plain({3, 3}, 6), w}, {w}};
+        },
+        [under_no_grad](std::vector<Tensor> a) {
+          {
+            std::optional<ag::NoGradGuard> no_grad;
+            if (under_no_grad) no_grad.emplace();
+            ag::t_(a[0]);
+          }
+          a[0].mul_(a[1]);
+          ag::relu_(a[0]);
+          return std::vector<Tensor>{a[0] * plain({3, 3}, 4)};
+        });
+  // The write before the change is recorded in the old geometry: the runtime's order is eager's.
+  expect_like_eager(
+      [] {
+        return non_leaf({3, 3});
+      },
+      [](std::vector<Tensor> a) {
+        a[0].mul_(plain({3, 3}, 5));  // saves no self: eager's backward runs
+        {
+          ag::NoGradGuard no_grad;
+          ag::transpose_(a[0], 0, 1);
+        }
+        return std::vector<Tensor>{a[0] * plain({3, 3}, 4)};
       });
 }
 
