@@ -109,6 +109,10 @@ std::string ViewAndMutationMeta::to_string() const {
     if (out.made_after_metadata_mutation) os << " made_after_metadata_mutation";
     if (out.own_views_of_input >= 0)
       os << " own views of input " << out.own_views_of_input << " from step " << out.own_views_from;
+    if (out.own_views_start_made_before)
+      os << " (from its view made before the change: sizes " << shape_to_string(out.start_sizes)
+         << " strides " << shape_to_string(out.start_strides) << " storage_offset "
+         << out.start_storage_offset << ")";
     if (out.same_as >= 0) os << " same tensor as output " << out.same_as;
     os << "\n";
   }

@@ -87,6 +87,14 @@ struct OutputAliasInfo {  // one per user output
   // it has the new geometry (AotProgramFuzz, seed 913670). -1: none.
   int own_views_of_input = -1;
   int own_views_from = -1;
+  // Those steps start from a view of the input made before the change (view_chain[..
+  // own_views_from] made it), whose history eager regenerated at its use after the change as an
+  // as_strided of its base with its geometry, this one: the runtime starts there, not from the
+  // caller's tensor (AotProgramFuzz, seed 1116825: an as_strided reaching past that view drops
+  // the base's elements outside it).
+  bool own_views_start_made_before = false;
+  IntList start_sizes, start_strides;
+  int64_t start_storage_offset = 0;
   // The alias kinds: an earlier output that is this very tensor in eager (one view returned
   // twice). The runtime returns that one again rather than a second regenerated view. -1: none.
   int same_as = -1;

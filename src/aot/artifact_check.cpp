@@ -162,6 +162,10 @@ void check_outputs(const ViewAndMutationMeta& m, size_t num_user_inputs, size_t 
       check_index(static_cast<size_t>(info.own_views_from), info.view_chain.size(),
                   what + "'s first own view step");
     }
+    if (info.own_views_start_made_before && info.own_views_of_input < 0)
+      fail(what + " starts a replay from a view made before a geometry change but has none");
+    if (info.start_sizes.size() != info.start_strides.size())
+      fail(what + "'s replay start has sizes and strides of different lengths");
     if (info.same_as >= 0) {
       check_index(static_cast<size_t>(info.same_as), o, what + "'s earlier self");
       auto regenerated = [](OutputType t) {

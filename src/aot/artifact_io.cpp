@@ -450,6 +450,10 @@ void write_meta(Writer& w, const ViewAndMutationMeta& m) {
     w.boolean(o.made_after_metadata_mutation);
     w.i64(o.own_views_of_input);
     w.i64(o.own_views_from);
+    w.boolean(o.own_views_start_made_before);
+    w.ints(o.start_sizes);
+    w.ints(o.start_strides);
+    w.i64(o.start_storage_offset);
     w.i64(o.same_as);
   }
   w.indices(m.mutated_inputs);
@@ -491,7 +495,7 @@ ViewAndMutationMeta read_meta(Reader& r) {
                     &i.mutations_hidden_from_autograd, &i.mutations_under_no_grad, &i.keep_in_graph,
                     &i.read_in_place})
       *b = r.boolean("meta input_info flag");
-  m.output_info.resize(r.count("meta output_info", 28));
+  m.output_info.resize(r.count("meta output_info", 53));
   for (OutputAliasInfo& o : m.output_info) {
     uint8_t type = r.u8("meta output type");
     if (type > static_cast<uint8_t>(OutputType::unsafe_view_alias))
@@ -507,6 +511,10 @@ ViewAndMutationMeta read_meta(Reader& r) {
     o.made_after_metadata_mutation = r.boolean("meta output made_after_metadata_mutation");
     o.own_views_of_input = read_small_int(r, "meta output own_views_of_input");
     o.own_views_from = read_small_int(r, "meta output own_views_from");
+    o.own_views_start_made_before = r.boolean("meta output own_views_start_made_before");
+    o.start_sizes = r.ints("meta output start_sizes");
+    o.start_strides = r.ints("meta output start_strides");
+    o.start_storage_offset = r.i64("meta output start_storage_offset");
     o.same_as = read_small_int(r, "meta output same_as");
   }
   m.mutated_inputs = r.indices("meta mutated_inputs");

@@ -120,6 +120,34 @@ void find_own_views(const trace::Tracer& tracer, const std::vector<Tensor>& user
     info.own_views_from = static_cast<int>(in->chain.size());
     return;
   }
+  // Or made from a view of the input made before the change (its longest such ancestor), whose
+  // history eager regenerated when it was used after the change: an as_strided of its base.
+  for (size_t u = 0; u < user_fakes.size(); ++u) {
+    const trace::TensorState* in = tracer.state_of(user_fakes[u]);
+    if (!in || in->storage != ts.storage || user_fakes[u].is_same(out)) continue;
+    trace::Tracer::MetadataTouch touch = tracer.metadata_touch(user_fakes[u]);
+    if (!touch.touched || touch.under_grad) continue;
+    const trace::TensorState* ancestor = nullptr;
+    for (const trace::TensorState& a : tracer.tensor_states()) {
+      if (&a == &ts || a.storage != ts.storage || a.chain.empty() || !a.keep || a.hidden ||
+          a.chain.size() >= ts.chain.size() || !tracer.made_before_metadata_mutation(a) ||
+          (ancestor && ancestor->chain.size() >= a.chain.size()) ||
+          !std::equal(a.chain.begin(), a.chain.end(), ts.chain.begin(), same_step))
+        continue;
+      bool plain = true;
+      for (const trace::ViewStep& step : a.chain)
+        plain = plain && step.grad_mode && !step.piece_of && step.detached == SIZE_MAX;
+      if (plain) ancestor = &a;
+    }
+    if (!ancestor) continue;
+    info.own_views_of_input = static_cast<int>(u);
+    info.own_views_from = static_cast<int>(ancestor->chain.size());
+    info.own_views_start_made_before = true;
+    info.start_sizes = ancestor->keep->sizes;
+    info.start_strides = ancestor->keep->strides;
+    info.start_storage_offset = ancestor->keep->storage_offset;
+    return;
+  }
 }
 
 // Classifies every user output (ViewAndMutationMeta::output_info) and collects the values the

@@ -188,7 +188,8 @@ std::shared_ptr<const Runtime> instantiate(const Artifact& a, const Compilers& c
       std::vector<trace::ViewStep> chain = resolve(info.view_chain);
       chain.erase(chain.begin(), chain.begin() + info.own_views_from);
       own.push_back({o, static_cast<size_t>(info.own_views_of_input), std::move(chain),
-                     info.requires_grad_set_inside});
+                     info.requires_grad_set_inside, info.own_views_start_made_before,
+                     info.start_sizes, info.start_strides, info.start_storage_offset});
     }
     w.push_back(std::make_unique<MetadataMutations>(m.metadata_mutations, std::move(current),
                                                     std::move(own)));

@@ -260,7 +260,11 @@ void MetadataMutations::after(CallFrame& f) const {
         continue;
       }
       // Capture matched the steps one by one; the geometry they give is checked all the same.
-      Tensor fresh = trace::replay_view(target, v.steps, pieces);
+      Tensor start = target;
+      if (v.start_made_before)
+        start = as_strided(target.is_view() ? target._base() : target, v.start_sizes,
+                           v.start_strides, v.start_storage_offset);
+      Tensor fresh = trace::replay_view(start, v.steps, pieces);
       if (fresh.sizes() != out.sizes() || fresh.strides() != out.strides() ||
           fresh.storage_offset() != out.storage_offset())
         continue;

@@ -65,6 +65,11 @@ class MetadataMutations final : public RuntimeWrapper {
     size_t input = 0;
     std::vector<trace::ViewStep> steps;
     bool make_leaf = false;
+    // OutputAliasInfo::own_views_start_made_before: the steps start from an as_strided of the
+    // caller's tensor's base (itself when it is no view) with this geometry.
+    bool start_made_before = false;
+    IntList start_sizes, start_strides;
+    int64_t start_storage_offset = 0;
   };
   // current_outputs: the user outputs made after their input's metadata mutation
   // (OutputAliasInfo::made_after_metadata_mutation), whose view histories the replay keeps.

@@ -106,6 +106,12 @@ bool Tracer::made_after_metadata_mutation(const TensorState& ts) const {
   return false;
 }
 
+bool Tracer::made_before_metadata_mutation(const TensorState& ts) const {
+  for (size_t k = ts.metadata_ops_before; k < metadata_touched_storages_.size(); ++k)
+    if (metadata_touched_storages_[k] == ts.storage) return true;
+  return false;
+}
+
 Tracer::MetadataTouch Tracer::metadata_touch(const Tensor& t) const {
   MetadataTouch m;
   for (const Touch& touch : metadata_touches_)

@@ -112,6 +112,10 @@ class Tracer final : public ops::Interpreter, public autograd::TracedAutograd {
   // any write after it: eager made its history after that op's version bump, so the history is
   // current, not stale.
   bool made_after_metadata_mutation(const TensorState& ts) const;
+  // Whether a metadata-mutating op was applied to `ts`'s storage after `ts` was made.
+  bool made_before_metadata_mutation(const TensorState& ts) const;
+  // Every tracked tensor's record, by TensorImpl::trace.alias.
+  const std::vector<TensorState>& tensor_states() const { return tensors_; }
   // The history eager gives a detach()ed alias written through with grad on: d = x.detach();
   // d.sub_(w) leaves x's history alone (the write is hidden from it) but makes d, and the views
   // of d, tensors that require grad, with a history of their own. For a tracked tensor whose

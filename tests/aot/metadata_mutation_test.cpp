@@ -2,6 +2,7 @@
 // behaviour as PyTorch, and aot_function applying the new geometry to the caller's tensors.
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <optional>
 
 #include "aot/eager_oracle.h"
@@ -797,6 +798,40 @@ TEST(MetadataMutation,
         }
         return std::vector<Tensor>{a[0] * plain({3, 3}, 4)};
       });
+}
+
+TEST(MetadataMutation, AsStridedPastAViewMadeBeforeItsInputsGeometryChangedReadsThatView) {
+  // AotProgramFuzz, seed 1116825. `u`, a view of the input made before its geometry changed
+  // under no_grad, gets its history regenerated at its next use (as_strided of its base with its
+  // geometry); an as_strided of `u` reaching past it, returned, passes no gradient to the base's
+  // elements outside `u`. The runtime replayed the output from the caller's old geometry, whose
+  // history went stale and was rebuilt from the base, so those elements got gradient.
+  auto body = [](std::function<void(Tensor&)> change) {
+    return [change](std::vector<Tensor> a) {
+      Tensor u = a[0].slice(0, 1, 3);
+      {
+        ag::NoGradGuard no_grad;
+        change(a[0]);
+      }
+      // Three neighbours in the storage from u's first element on: some are not u's.
+      Tensor past = u.as_strided({3}, {1}, u.storage_offset());
+      return std::vector<Tensor>{past.alias(), a[0]};
+    };
+  };
+  // The caller's tensor a view (its sizes may change: the view's history is its base's).
+  expect_like_eager(
+      [] {
+        Tensor leaf = test_input({5, 6});
+        return OracleSetup{{leaf.select(1, 4)}, {leaf}};
+      },
+      body([](Tensor& x) { ag::unsqueeze_(x, 0); }));
+  // No view (sizes kept: eager's backward raises otherwise, and that is refused).
+  expect_like_eager(
+      [] {
+        Tensor leaf = test_input({3, 3});
+        return OracleSetup{{leaf * 2.0}, {leaf}};
+      },
+      body([](Tensor& x) { ag::t_(x); }));
 }
 
 namespace {
