@@ -9,6 +9,7 @@
 #include "autograd/nodes.h"
 #include "autograd/traced.h"
 #include "autograd/view_creation.h"
+#include "kernels/copy.h"
 #include "ops/inplace_view.h"
 #include "ops/op.h"
 #include "ops/requires_grad.h"
@@ -140,6 +141,14 @@ class EagerInterpreter final : public ops::Interpreter {
     bool metadata_only = any && ops::mutates_metadata_only(op);
     OpArgs saved_args = metadata_only ? args : OpArgs();
     if (metadata_only) saved_args[written] = detached_alias(self);
+    // A row whose gradient reads what it overwrites saves a copy from before the write.
+    const bool save_before_write = any && OpNode::saves_written_input(op, args, needs);
+    if (save_before_write) {
+      Tensor before = make_tensor(self.sizes(), self.dtype());
+      kernels::copy_into(before, self);
+      saved_args = args;
+      saved_args[written] = before;
+    }
     std::vector<Tensor> outputs = op.kernel(args);
     if (!op.vjp) UndifferentiableOpWatch::note(op, flat, outputs);
     if (written >= 0) self.storage()->bump_version();
@@ -151,7 +160,8 @@ class EagerInterpreter final : public ops::Interpreter {
     }
     if (!any) return outputs;
 
-    auto node = std::make_shared<OpNode>(op, metadata_only ? saved_args : args, outputs, needs);
+    auto node = std::make_shared<OpNode>(op, metadata_only || save_before_write ? saved_args : args,
+                                         outputs, needs);
     node->next_edges = std::move(edges);
     // A view whose geometry changed keeps its data: its base's history is untouched.
     if (written >= 0 && self.is_view() && !metadata_only) {

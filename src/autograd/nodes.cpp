@@ -9,6 +9,7 @@
 
 #include "aotgrad/ops.h"
 #include "kernels/copy.h"
+#include "ops/inplace_view.h"
 #include "tensor/iter.h"
 
 namespace aotgrad::autograd {
@@ -117,16 +118,7 @@ OpNode::OpNode(const ops::OpDef& op, const ops::OpArgs& args, const std::vector<
   // with none wanted (every input a view made under no_grad, say), inputs keep their metadata
   // only, so writing them later is no error and apply never unpacks them; `x * w` with only x's
   // gradient wanted keeps w but not x. Outputs are saved regardless, as PyTorch's.
-  uint32_t wanted = 0;  // bit j: some gradient of argument j is wanted
-  for (size_t i = 0, flat = 0; i < args_.size(); ++i) {
-    size_t n = std::holds_alternative<Tensor>(args_[i]) ? 1
-               : std::holds_alternative<ops::TensorList>(args_[i])
-                   ? std::get<ops::TensorList>(args_[i]).size()
-                   : 0;
-    for (size_t k = 0; k < n; ++k, ++flat)
-      if (flat < needs_grad_.size() && needs_grad_[flat] && i < 32) wanted |= ops::bit(i);
-  }
-  saved_inputs_ = op.saves.inputs_for(wanted);
+  saved_inputs_ = op.saves.inputs_for(wanted_args(args_, needs_grad_));
   for (size_t i = 0; i < args_.size(); ++i) {
     if (auto* t = std::get_if<Tensor>(&args_[i]); t && t->defined()) {
       saved_args_[i] = SavedTensor::save(*t, (saved_inputs_ & ops::bit(i)) != 0);
@@ -144,6 +136,27 @@ OpNode::OpNode(const ops::OpDef& op, const ops::OpArgs& args, const std::vector<
     output_sizes.push_back(outputs[i].sizes());
     output_dtypes.push_back(outputs[i].dtype());
   }
+}
+
+// Bit j: some gradient of argument j is wanted.
+uint32_t OpNode::wanted_args(const ops::OpArgs& args, const std::vector<bool>& needs_grad) {
+  uint32_t wanted = 0;
+  for (size_t i = 0, flat = 0; i < args.size(); ++i) {
+    size_t n = std::holds_alternative<Tensor>(args[i]) ? 1
+               : std::holds_alternative<ops::TensorList>(args[i])
+                   ? std::get<ops::TensorList>(args[i]).size()
+                   : 0;
+    for (size_t k = 0; k < n; ++k, ++flat)
+      if (flat < needs_grad.size() && needs_grad[flat] && i < 32) wanted |= ops::bit(i);
+  }
+  return wanted;
+}
+
+bool OpNode::saves_written_input(const ops::OpDef& op, const ops::OpArgs& args,
+                                 const std::vector<bool>& needs_grad) {
+  int written = op.mutated_arg();
+  return written >= 0 && written < 32 && !ops::mutates_metadata_only(op) &&
+         (op.saves.inputs_for(wanted_args(args, needs_grad)) & ops::bit(written)) != 0;
 }
 
 std::string OpNode::name() const {
@@ -167,8 +180,11 @@ ops::OpArgs OpNode::args_with_history() {
   std::shared_ptr<Node> self = shared_from_this();
   size_t flat = 0;  // index into next_edges: Tensor args and Tensor[] elements, in order
   auto history = [&](size_t arg) -> Edge {
-    // The argument an in-place op wrote: what was saved is its new value, this node's output.
-    if (static_cast<int>(arg) == op_.mutated_arg()) return {self, 0};
+    // The argument an in-place op wrote: a metadata op saved its alias, this node's output; a
+    // row that reads its value saved it from before the write (saves_written_input), whose
+    // history is the old one.
+    if (static_cast<int>(arg) == op_.mutated_arg() && ops::mutates_metadata_only(op_))
+      return {self, 0};
     return flat < next_edges.size() ? next_edges[flat] : Edge{};
   };
   for (size_t i = 0; i < args.size(); ++i) {

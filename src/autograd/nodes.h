@@ -81,7 +81,15 @@ class OpNode : public Node {
   // the storage through any other alias makes the history stale (see gradient_edge).
   std::optional<uint64_t> view_version;
 
+  // Whether an in-place row saves the argument it writes (mul_.Tensor, for other's gradient)
+  // when the gradients `needs_grad` says are wanted: that is its value from before the write,
+  // which the caller clones before the kernel runs and passes in its place (PyTorch's
+  // original_self). Its history, for a create_graph backward, is then the old one.
+  static bool saves_written_input(const ops::OpDef& op, const ops::OpArgs& args,
+                                  const std::vector<bool>& needs_grad);
+
  private:
+  static uint32_t wanted_args(const ops::OpArgs& args, const std::vector<bool>& needs_grad);
   // args_ with each saved tensor given its history (with_history), for a create_graph backward.
   ops::OpArgs args_with_history();
 

@@ -10,10 +10,10 @@
 // In-place rows: the tracer records .functional_variant instead, so compiled functions never run
 // them. Eagerly, relu_/sigmoid_/tanh_/hardtanh_ differentiate from their result, as PyTorch's
 // formulas do (the result is what eager autograd saves for an in-place op). hardsigmoid_,
-// hardswish_ and silu_ need the input from before the write; like PyTorch, which saves a clone of
-// the original self for them, the public functions compute out of place on a clone and copy_ the
-// result in when self requires grad, so the rows' VJPs are reached only by direct dispatch, and
-// refuse with a message naming the way out.
+// hardswish_ and silu_ need the input from before the write: their rows save it (kInput0), and
+// eager autograd saves a clone taken before the kernel runs, as PyTorch's original_self
+// (autograd::OpNode::saves_written_input). Written through a view, the gradient of the old
+// value then reaches the base's window as PyTorch's CopySlices gives it.
 #include "aotgrad/activation.h"
 
 #include <string>
@@ -209,14 +209,6 @@ std::vector<Tensor> hardtanh__vjp(const VjpContext& c) {
   static const OpDef& backward = lookup(kHardtanhBackward);
   return {call1(backward, {c.grad(), c.output(), scalar_arg(c.args, 1), scalar_arg(c.args, 2)})};
 }
-template <const char* kName>
-std::vector<Tensor> needs_old_self_vjp(const VjpContext&) {
-  fail(kName,
-       "its gradient needs self's value from before the in-place write, which this op "
-       "overwrote. Call the aotgrad function of the same name (it computes out of place "
-       "when self requires grad), or use the functional op");
-}
-
 constexpr char kRelu_[] = "aten.relu_.default";
 constexpr char kSigmoid_[] = "aten.sigmoid_.default";
 constexpr char kTanh_[] = "aten.tanh_.default";
@@ -288,16 +280,16 @@ const OpDef kRows[] = {
   {.name = kHardsigmoid_, .schema = "hardsigmoid_(Tensor(a!) self) -> Tensor(a!)",
    .meta = inplace_meta<kHardsigmoid_, kHardsigmoid>,
    .kernel = inplace_kernel<kHardsigmoid_, kHardsigmoid>,
-   .vjp = needs_old_self_vjp<kHardsigmoid_>, .recompute = Recompute::effectful,
+   .vjp = self_backward_vjp<kHardsigmoidBackward>, .saves = kInput0, .recompute = Recompute::effectful,
    .functional_variant = kHardsigmoid},
   {.name = kHardswish_, .schema = "hardswish_(Tensor(a!) self) -> Tensor(a!)",
    .meta = inplace_meta<kHardswish_, kHardswish>,
    .kernel = inplace_kernel<kHardswish_, kHardswish>,
-   .vjp = needs_old_self_vjp<kHardswish_>, .recompute = Recompute::effectful,
+   .vjp = self_backward_vjp<kHardswishBackward>, .saves = kInput0, .recompute = Recompute::effectful,
    .functional_variant = kHardswish},
   {.name = kSilu_, .schema = "silu_(Tensor(a!) self) -> Tensor(a!)",
    .meta = inplace_meta<kSilu_, kSilu>, .kernel = inplace_kernel<kSilu_, kSilu>,
-   .vjp = needs_old_self_vjp<kSilu_>, .recompute = Recompute::effectful,
+   .vjp = self_backward_vjp<kSiluBackward>, .saves = kInput0, .recompute = Recompute::effectful,
    .functional_variant = kSilu},
 };
 // clang-format on
@@ -335,21 +327,6 @@ Tensor& dispatch_inplace(const char* name, Tensor& self, ops::OpArgs args) {
   ops::dispatch(def, std::move(args));
   return self;
 }
-// The rows of hardsigmoid_/hardswish_/silu_ cannot differentiate (see the reading guide): when
-// self requires grad, compute out of place on a clone (the op saves it; copy_'s version bump of
-// self must not invalidate it) and copy the result in. The in-place row still checks first, so
-// its errors (an expanded self, a leaf that requires grad) name the in-place op.
-Tensor& via_functional(const char* inplace, Tensor& self, Tensor (*functional)(const Tensor&)) {
-  const ops::OpDef& def = ops::lookup(inplace);
-  if (!autograd::grad_mode_enabled() || !self.requires_grad())
-    return dispatch_inplace(inplace, self, {self});
-  const Tensor root = self.is_view() ? self._base() : self;
-  if (root.is_leaf() && root.requires_grad()) return dispatch_inplace(inplace, self, {self});
-  ops::OpArgs args{self};
-  ops::normalize(def, args);
-  def.meta(args);
-  return copy_(self, functional(clone(self)));
-}
 }  // namespace
 
 Tensor& relu_(Tensor& self) {
@@ -365,13 +342,13 @@ Tensor& hardtanh_(Tensor& self, const Scalar& min_val, const Scalar& max_val) {
   return dispatch_inplace("aten.hardtanh_.default", self, {self, min_val, max_val});
 }
 Tensor& hardsigmoid_(Tensor& self) {
-  return via_functional("aten.hardsigmoid_.default", self, hardsigmoid);
+  return dispatch_inplace("aten.hardsigmoid_.default", self, {self});
 }
 Tensor& hardswish_(Tensor& self) {
-  return via_functional("aten.hardswish_.default", self, hardswish);
+  return dispatch_inplace("aten.hardswish_.default", self, {self});
 }
 Tensor& silu_(Tensor& self) {
-  return via_functional("aten.silu_.default", self, silu);
+  return dispatch_inplace("aten.silu_.default", self, {self});
 }
 
 }  // namespace aotgrad

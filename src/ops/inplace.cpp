@@ -236,13 +236,16 @@ std::vector<Tensor> add_scalar_vjp(const VjpContext& c) {
   return {c.needs(0) ? c.grad() : Tensor()};
 }
 
+// Self's value from before the write is saved for other's gradient (autograd::OpNode::
+// saves_written_input), as PyTorch's original_self.
 std::vector<Tensor> mul_tensor_vjp(const VjpContext& c) {
-  if (c.needs(1))
-    throw std::runtime_error(
-        "aten.mul_.Tensor: the gradient of 'other' needs self's value from before the in-place "
-        "multiply, which mul_ overwrote. Call aotgrad::mul_ (it computes out of place when other "
-        "requires grad), or use mul(self, other).");
-  return {c.needs(0) ? to(mul(c.grad(), c.input(1)), c.input(0).dtype()) : Tensor(), Tensor()};
+  Tensor g_self = c.needs(0) ? to(mul(c.grad(), c.input(1)), c.input(0).dtype()) : Tensor();
+  Tensor g_other;
+  if (c.needs(1)) {
+    g_other = reduce_to(mul(c.grad(), c.input(0)), c.input(1));
+    if (g_other.dtype() != c.input(1).dtype()) g_other = to(g_other, c.input(1).dtype());
+  }
+  return {g_self, g_other};
 }
 
 std::vector<Tensor> mul_scalar_vjp(const VjpContext& c) {
@@ -285,8 +288,9 @@ const OpDef kRows[] = {
    .recompute = Recompute::effectful, .functional_variant = "aten.add.Scalar"},
   {.name = "aten.mul_.Tensor", .schema = "mul_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)",
    .meta = mul_tensor_meta, .kernel = mul_tensor_kernel, .vjp = mul_tensor_vjp,
-   // other is read by self's gradient only (derivatives.yaml: self: grad * other).
-   .saves = {.inputs = bit(1), .read_by = {0, bit(0)}}, .recompute = Recompute::effectful,
+   // other is read by self's gradient, self (its value before the write) by other's.
+   .saves = {.inputs = bit(0) | bit(1), .read_by = {bit(1), bit(0)}},
+   .recompute = Recompute::effectful,
    .functional_variant = "aten.mul.Tensor"},
   {.name = "aten.mul_.Scalar", .schema = "mul_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)",
    .meta = mul_scalar_meta, .kernel = mul_scalar_kernel, .vjp = mul_scalar_vjp,
@@ -332,27 +336,10 @@ Tensor& add_(Tensor& self, const Scalar& other, const Scalar& alpha) {
   return self;
 }
 
-namespace {
-// Tensors the Eager interpreter refuses to mutate; mul_ lets the row itself be refused for them,
-// so the error names mul_ rather than the copy_ it would otherwise be rewritten into.
-bool refused_inplace(const Tensor& self) {
-  const Tensor root = self.is_view() ? self._base() : self;
-  return root.is_leaf() && root.requires_grad();
-}
-}  // namespace
-
 Tensor& mul_(Tensor& self, const Tensor& other) {
   static const ops::OpDef& def = ops::lookup("aten.mul_.Tensor");
-  if (autograd::grad_mode_enabled() && other.requires_grad() && !refused_inplace(self)) {
-    // See the reading guide: the row cannot give `other` a gradient, copy_ of mul can.
-    ops::OpArgs args{self, other};
-    ops::normalize(def, args);
-    ops::mul_tensor_meta(args);  // the same dtype/shape errors as the in-place row
-    // mul saves its factors; clones keep copy_'s version bump of self from invalidating them.
-    Tensor old_self = clone(self);
-    return copy_(self, mul(old_self, other.storage() == self.storage() ? clone(other) : other));
-  }
-  if (autograd::grad_mode_enabled() && self.requires_grad() && other.storage() == self.storage()) {
+  if (autograd::grad_mode_enabled() && (self.requires_grad() || other.requires_grad()) &&
+      other.storage() == self.storage()) {
     // The row saves `other` after the kernel ran; an alias of self would be saved overwritten.
     ops::dispatch(def, {self, clone(other)});
     return self;
