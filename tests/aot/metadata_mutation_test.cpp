@@ -800,6 +800,29 @@ TEST(MetadataMutation,
       });
 }
 
+TEST(MetadataMutation, NonLeafTransposedAndWrittenUnderNoGradThenWrittenWithGradOnTakesItAsIs) {
+  // AotProgramFuzz, seed 1516068. After the write under no_grad the input's value was read again
+  // from its root through a plain transpose, whose VJP turned the gradient back; eager's node
+  // takes the new geometry's gradient as it is. With or without a squeeze_ with grad on first
+  // (the runtime then replays the change with grad on), with or without the write.
+  for (bool squeeze_first : {false, true})
+    for (bool write_under_no_grad : {false, true})
+      expect_like_eager(
+          [] {
+            return non_leaf({4, 4});
+          },
+          [=](std::vector<Tensor> a) {
+            if (squeeze_first) ag::squeeze_(a[0], 0);  // size 4: no change, recorded
+            {
+              ag::NoGradGuard no_grad;
+              ag::t_(a[0]);
+              if (write_under_no_grad) a[0].select(1, 2).fill_(0.5);
+            }
+            ag::tanh_(a[0]);
+            return std::vector<Tensor>{a[0] * plain({4, 4}, 4)};
+          });
+}
+
 TEST(MetadataMutation, AsStridedPastAViewMadeBeforeItsInputsGeometryChangedReadsThatView) {
   // AotProgramFuzz, seed 1116825. `u`, a view of the input made before its geometry changed
   // under no_grad, gets its history regenerated at its next use (as_strided of its base with its
