@@ -197,6 +197,7 @@ OutputPlan classify_outputs(trace::Tracer& tracer, const std::vector<Tensor>& us
       // t_() / as_strided_() (a new geometry, still no _base). Eager returns it as a plain tensor,
       // and views made from its current geometry as views of it.
       auto root_like = [&](size_t p) { return states[p]->chain.empty() || !outs[p].is_view(); };
+      static const ops::OpDef& as_strided = ops::lookup("aten.as_strided.default");
       size_t aliases = 0;
       int root_output = -1;
       std::vector<trace::ViewStep> from_root;
@@ -207,14 +208,22 @@ OutputPlan classify_outputs(trace::Tracer& tracer, const std::vector<Tensor>& us
         if (root_output >= 0 || p == o || !root_like(p)) continue;
         const std::vector<trace::ViewStep>& pc = states[p]->chain;
         const std::vector<trace::ViewStep>& oc = ts->chain;
-        bool derived =
-            pc.empty() || (outs[o]._base().is_same(outs[p]) && oc.size() > pc.size() &&
-                           std::equal(pc.begin(), pc.end(), oc.begin(),
-                                      [](const auto& a, const auto& b) { return a.op == b.op; }));
+        // Its steps matched with their arguments, as find_own_views' (seed 1221546). A chain a
+        // write rebased onto an as_strided of the root (sync) starts with that as_strided, whose
+        // arguments are absolute: it is replayed on p whole (matched by op alone, it was taken
+        // for p's own as_strided and dropped).
+        const bool base_is_p = outs[o]._base().is_same(outs[p]);
+        size_t offset = pc.size();
+        bool derived = pc.empty() || (base_is_p && oc.size() > pc.size() &&
+                                      std::equal(pc.begin(), pc.end(), oc.begin(), same_step));
+        if (!derived && base_is_p && !oc.empty() && oc.front().op == &as_strided) {
+          derived = true;
+          offset = 0;
+        }
         if (!derived) continue;
         root_output = static_cast<int>(p);
-        from_root_offset = pc.size();
-        from_root.assign(oc.begin() + static_cast<std::ptrdiff_t>(pc.size()), oc.end());
+        from_root_offset = offset;
+        from_root.assign(oc.begin() + static_cast<std::ptrdiff_t>(offset), oc.end());
       }
       // A piece of split / unbind, or a view made under no_grad of a tensor that requires grad,
       // is regenerated from its base even when alone: eager gives it autograd metadata of its own

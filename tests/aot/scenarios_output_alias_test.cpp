@@ -567,6 +567,34 @@ TEST(ScenarioOutputAlias, ViewsMadeAfterAnInputGeometryChangedUnderNoGrad) {
       });
 }
 
+// A root-like output (an intermediate after as_strided_) and a view of it whose chain a write
+// rebased onto an as_strided of the root: both chains start with as_strided, with other
+// arguments, so the view is no view of the output by its steps (matched by op alone, it was
+// regenerated as t() of the output, with the wrong geometry).
+TEST(ScenarioOutputAlias, ViewRebasedAfterAWriteIsNotDerivedFromARootLikeOutputByOpAlone) {
+  run_scenario(
+      [] {
+        return TensorList{leaf({4, 4}, 3)};
+      },
+      [](const TensorList& a) {
+        Tensor y = a[0] * 2.0;
+        ag::as_strided_(y, {2, 2}, {4, 1}, 0);
+        Tensor o = y.as_strided({2, 2}, {1, 4}, 5).t();
+        y.add_(1.0);
+        return TensorList{y, o};
+      });
+  run_scenario(
+      [] {
+        return TensorList{leaf({4, 4}, 3)};
+      },
+      [](const TensorList& a) {
+        Tensor y = a[0] * 2.0;
+        ag::as_strided_(y, {2, 2}, {4, 1}, 0);
+        Tensor o = y.as_strided({2, 2}, {1, 4}, 5).t();
+        return TensorList{y, o};
+      });
+}
+
 // ---- a detach() result changed in place, returned ----
 
 // Eager's detach() result has no _base, nor does it gain one from an in-place geometry op; its
