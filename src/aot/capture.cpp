@@ -505,18 +505,17 @@ void add_forward_outputs(CapturedForward& c, const std::vector<graph::ValueId>& 
 // recorded when it was made, before or after the change, which the graph cannot know: refused
 // rather than accumulated with the wrong shape. Refused too when other inputs view the leaf
 // (a synthetic base): eager's regenerated views give it their gradient in the new geometry's
-// coordinates, the graph's in the old ones (AotProgramFuzz, seed 704161). Refused too when its data
-// is also written (under no_grad): the write-back and the new geometry gave a gradient other than
-// eager's (seed 926919), not yet understood.
+// coordinates, the graph's in the old ones (AotProgramFuzz, seed 704161). Its data written under
+// no_grad as well is no longer refused: the input's own geometry step is marked, so its value
+// read again after the write takes the gradient as it is (Tracer::functionalize_metadata, seed
+// 926919).
 void check_metadata_mutations_of_leaves(const ViewAndMutationMeta& meta,
                                         const std::vector<Tensor>& inputs, const InputPlan& plan,
                                         const std::string& fn_name) {
   for (const MetadataMutation& m : meta.metadata_mutations)
     if (m.changed && !m.under_grad && inputs[m.input].is_leaf() &&
         inputs[m.input].requires_grad() &&
-        (inputs[m.input].sizes() != m.sizes ||
-         plan.inputs[m.input].kind != InputPlan::Kind::plain ||
-         meta.input_info[m.input].mutates_data))
+        (inputs[m.input].sizes() != m.sizes || plan.inputs[m.input].kind != InputPlan::Kind::plain))
       throw trace::UnsupportedError(
           fn_name + ": input " + std::to_string(m.input) +
           " is a leaf that requires grad "

@@ -5,6 +5,7 @@
 #include "aot/runtime.h"
 
 #include <algorithm>
+#include <numeric>
 #include <optional>
 #include <span>
 #include <stdexcept>
@@ -459,6 +460,24 @@ Tensor whole_storage_copy(const Tensor& t) {
   return as_strided(copy, t.sizes(), t.strides(), t.storage_offset());
 }
 
+// A clone laid out as `t`, recorded by autograd: the forward graph was traced on the caller's
+// layout, and its view ops need it (AotProgramFuzz, seed 1714260: view of a transpose of a
+// transposed input, which a contiguous clone cannot give). A dense tensor is cloned in its own
+// strides (PyTorch's preserve_format), through a permutation to its storage order; any other as a
+// copy of its whole storage.
+Tensor clone_laid_out_as(const Tensor& t) {
+  if (t.is_contiguous()) return clone(t);
+  if (!is_dense(t.sizes(), t.strides())) return whole_storage_copy(t);
+  const size_t n = t.sizes().size();
+  IntList order(n);
+  std::iota(order.begin(), order.end(), int64_t{0});
+  std::stable_sort(order.begin(), order.end(),
+                   [&](int64_t a, int64_t b) { return t.strides()[a] > t.strides()[b]; });
+  IntList inverse(n);
+  for (size_t i = 0; i < n; ++i) inverse[order[i]] = static_cast<int64_t>(i);
+  return permute(clone(permute(t, order)), inverse);
+}
+
 }  // namespace
 
 // A written input, and any input sharing its storage, is passed as a clone (recorded by
@@ -466,7 +485,8 @@ Tensor whole_storage_copy(const Tensor& t) {
 // version counter moved, by the copy_ of the epilogue (PyTorch clones mutated inputs in the graph
 // for the same reason). Eager's own version errors are reported separately
 // (BackwardSpec::backward_error). One an as_strided read in place before the write is passed as
-// a copy of its whole storage (whole_storage_copy), where a contiguous clone holds other elements.
+// a copy of its whole storage (whole_storage_copy), where a contiguous clone holds other elements;
+// any other in its own layout (clone_laid_out_as).
 void AutogradBody::call(CallFrame& f) const {
   std::vector<Tensor> args =
       s_.keep_graph_inputs ? std::vector<Tensor>(f.graph_inputs) : std::move(f.graph_inputs);
@@ -478,7 +498,7 @@ void AutogradBody::call(CallFrame& f) const {
       if (std::find(written.begin(), written.end(), t.storage().get()) == written.end()) continue;
       const bool whole = std::find(s_.whole_storage_inputs.begin(), s_.whole_storage_inputs.end(),
                                    g) != s_.whole_storage_inputs.end();
-      t = whole ? whole_storage_copy(t) : clone(t);
+      t = whole ? whole_storage_copy(t) : clone_laid_out_as(t);
     }
   }
   NoGradGuard no_grad;  // the compiled graphs are not recorded by eager autograd

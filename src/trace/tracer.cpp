@@ -735,14 +735,13 @@ std::vector<Tensor> Tracer::functionalize_metadata(const ops::OpDef& op, ops::Op
       tensors_[updated].chain.back().geometry = geometry_updates_.size();
       geometry_updates_.push_back(old);
       if (self_is_root) regenerate_views_of_changed_geometry(updated);
-    } else if (!input_is_leaf_[storages_[ts_storage].input_index] &&
-               graph_.value(old).meta.sizes == v.sizes()) {
-      // A non-leaf input's own chain is marked too, sizes kept: read again from its root after
-      // a write under no_grad, its value still takes the gradient as it is (AotProgramFuzz,
-      // seed 1516068: t_, fill_ under no_grad, then tanh_ with grad on gave the input's node a
-      // transposed gradient). Where the sizes changed, eager's backward raises; a leaf's change
-      // is refused or kept by no other input (capture.cpp), and its returned views need the
-      // unmarked chain (below).
+    } else if (graph_.value(old).meta.sizes == v.sizes()) {
+      // An input's own chain is marked too, sizes kept: read again from its root after a write
+      // under no_grad, its value still takes the gradient as it is (AotProgramFuzz, seeds
+      // 1516068: t_, fill_ under no_grad, then tanh_ with grad on gave a non-leaf input's node a
+      // transposed gradient; 926919: a leaf transposed and written under no_grad, refused
+      // before). Where the sizes changed, eager's backward raises for a non-leaf, and a leaf's
+      // change is refused (capture.cpp).
       tensors_[updated].chain.back().geometry = geometry_updates_.size();
       geometry_updates_.push_back(old);
     }

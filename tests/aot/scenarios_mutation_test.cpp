@@ -33,6 +33,36 @@ TEST(ScenarioMutation, AddScalarInPlaceInference) {
       {.expect_inference = true});
 }
 
+TEST(ScenarioMutation, WrittenInputIsClonedInItsOwnLayoutForTheGraphsViews) {
+  // AotProgramFuzz, seed 1714260: the forward graph views a transpose of a transposed input (a
+  // view that exists in the caller's layout only); a written input was passed to it as a
+  // contiguous clone, and the graph's view raised. Dense inputs in several layouts, and one
+  // with gaps (a copy of its whole storage).
+  auto body = [](const TensorList& a) {
+    Tensor flat = a[0].t().reshape({-1});  // a view exactly when a[0].t() is contiguous
+    flat.mul_(flat);
+    return TensorList{a[0] * 2.0, flat};
+  };
+  run_scenario(
+      [] {
+        Tensor l = leaf({2, 3}, 3);
+        return ScenarioInputs{{(l * 1.0).t()}, {l}};
+      },
+      body);
+  run_scenario(
+      [] {
+        Tensor l = leaf({6, 2}, 3);
+        return ScenarioInputs{{(l * 1.0).slice(0, 4, 6).t()}, {l}};
+      },
+      body);
+  run_scenario(
+      [] {
+        Tensor l = leaf({3, 2, 4}, 3);
+        return ScenarioInputs{{(l * 1.0).permute({2, 0, 1}).select(2, 1)}, {l}};
+      },
+      body);
+}
+
 TEST(ScenarioMutation, MulInPlaceOfInputNotRequiringGradTraining) {
   run_scenario(
       [] {
