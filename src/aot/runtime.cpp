@@ -323,20 +323,22 @@ void write_in_other_geometry(Tensor& target, const Tensor& value,
   Tensor staged = as_strided(buffer, sizes, strides, offset);
   copy_(staged, value);
   Tensor src = as_strided(buffer, w.sizes, w.strides, w.storage_offset);
+  // The geometry is swapped without a version bump (eager's change bumped it once, as the
+  // caller's as_strided_ in MetadataMutations does) and restored however the copy ends.
+  struct Restore {
+    TensorImpl& impl;
+    IntList sizes, strides;
+    int64_t offset;
+    ~Restore() {
+      impl.sizes = std::move(sizes);
+      impl.strides = std::move(strides);
+      impl.storage_offset = offset;
+    }
+  } restore{impl, sizes, strides, offset};
   impl.sizes = w.sizes;
   impl.strides = w.strides;
   impl.storage_offset = w.storage_offset;
-  try {
-    copy_(target, src);
-  } catch (...) {
-    impl.sizes = sizes;
-    impl.strides = strides;
-    impl.storage_offset = offset;
-    throw;
-  }
-  impl.sizes = sizes;
-  impl.strides = strides;
-  impl.storage_offset = offset;
+  copy_(target, src);
 }
 
 }  // namespace
