@@ -731,28 +731,25 @@ std::vector<Tensor> Tracer::functionalize_metadata(const ops::OpDef& op, ops::Op
     // (Marked, a returned view of a leaf took a history of its own, which needs the training
     // graph, whose check refuses such a leaf: ScenarioModes.ViewMadeAfterAGeometryChanged*.)
     const size_t updated = v.impl()->trace.alias;
-    if (storages_[ts_storage].input_index < 0) {
-      tensors_[updated].chain.back().geometry = geometry_updates_.size();
-      geometry_updates_.push_back(old);
-      if (self_is_root) regenerate_views_of_changed_geometry(updated);
-    } else if (graph_.value(old).meta.sizes == v.sizes()) {
-      // An input's own chain is marked too, sizes kept: read again from its root after a write
-      // under no_grad, its value still takes the gradient as it is (AotProgramFuzz, seeds
-      // 1516068: t_, fill_ under no_grad, then tanh_ with grad on gave a non-leaf input's node a
-      // transposed gradient; 926919: a leaf transposed and written under no_grad, refused
-      // before). Where the sizes changed, eager's backward raises for a non-leaf, and a leaf's
-      // change is refused (capture.cpp).
+    const bool input = storages_[ts_storage].input_index >= 0;
+    // An input's own chain is marked too, sizes kept: read again from its root after a write
+    // under no_grad, its value still takes the gradient as it is (AotProgramFuzz, seeds 1516068:
+    // t_, fill_ under no_grad, then tanh_ with grad on gave a non-leaf input's node a transposed
+    // gradient; 926919: a leaf transposed and written under no_grad, refused before). Where the
+    // sizes changed, eager's backward raises for a non-leaf, and a leaf's change is refused
+    // (capture.cpp).
+    if (!input || graph_.value(old).meta.sizes == v.sizes()) {
       tensors_[updated].chain.back().geometry = geometry_updates_.size();
       geometry_updates_.push_back(old);
     }
-    if (storages_[ts_storage].input_index < 0) {
-      // Marked above.
+    if (!input) {
+      if (self_is_root) regenerate_views_of_changed_geometry(updated);
     } else if (self_is_root && !views_made_before(updated).empty()) {
       // An input that is no view in eager: its views made before the change are regenerated
       // from its node as an intermediate's are (`u = x.select(0, 1)`, then x.t_() under
       // no_grad: u's gradient lands in column 1 of x's), the geometry step marked in their
-      // chains only (the input's own chain stays unmarked: its returned views come from the
-      // caller's tensor, MetadataMutations). Where the sizes changed, eager's backward through
+      // chains (its returned views come from the caller's tensor, MetadataMutations). Where the
+      // sizes changed, eager's backward through
       // such a view raises (the as_strided's gradient has the new sizes, the node the old):
       // refused where the view is used after the change (value_of).
       if (graph_.value(old).meta.sizes != v.sizes()) {
