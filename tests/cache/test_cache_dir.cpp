@@ -2,6 +2,11 @@
 // CLI), at a fresh temporary directory before any test runs, so the suite never reads or fills a
 // user's cache (docs/caching.md). Tests that need a cache of their own use CacheTest
 // (cache_testing.h), which swaps the directory for the test's duration.
+//
+// AOTGRAD_TEST_CACHE_DIR names a directory to use instead, shared by every test process that is
+// given it: scripts/test gives one scratch directory to the release and cpp stages, so a graph
+// that another test already compiled (the same kernels, the same lowered artifact) is a cache hit
+// rather than one more run of the C++ compiler per test process.
 #include <stdlib.h>
 
 #include <filesystem>
@@ -13,6 +18,10 @@ namespace {
 class TestCacheDir {
  public:
   TestCacheDir() {
+    if (const char* shared = ::getenv("AOTGRAD_TEST_CACHE_DIR"); shared && *shared) {
+      ::setenv("AOTGRAD_CACHE_DIR", shared, 1);  // the caller's: left in place at exit
+      return;
+    }
     std::error_code ec;
     std::string tmpl = (std::filesystem::temp_directory_path(ec) / "aotgrad_test_cache_XXXXXX");
     if (char* d = ::mkdtemp(tmpl.data())) {

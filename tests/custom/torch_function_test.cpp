@@ -27,7 +27,7 @@ struct StraightThroughClamp : autograd::Function<StraightThroughClamp> {
 };
 
 Tensor fixture(const std::string& name) {
-  return read_npy(std::string(AOTGRAD_TEST_DATA) + "/../custom/torch_fixture/" + name + ".npy");
+  return read_npy(AOTGRAD_TEST_DATA "/../custom/torch_fixture/" + name + ".npy");
 }
 
 void expect_close(const Tensor& got, const Tensor& want, const std::string& what) {

@@ -135,10 +135,10 @@ Json parse_json(const std::string& text) {
 }
 
 std::string fixture_root() {
-  return std::string(AOTGRAD_TEST_DATA) + "/torch";
+  return AOTGRAD_TEST_DATA "/torch";
 }
 std::string model_fixture_root() {
-  return std::string(AOTGRAD_TEST_DATA) + "/torch_models";
+  return AOTGRAD_TEST_DATA "/torch_models";
 }
 
 std::vector<std::string> fixture_names(const std::string& root) {
