@@ -4,9 +4,9 @@
 // (cache_testing.h), which swaps the directory for the test's duration.
 //
 // AOTGRAD_TEST_CACHE_DIR names a directory to use instead, shared by every test process that is
-// given it: scripts/test gives one scratch directory to the release and cpp stages, so a graph
-// that another test already compiled (the same kernels, the same lowered artifact) is a cache hit
-// rather than one more run of the C++ compiler per test process.
+// given it: scripts/test gives one scratch directory to the test processes of all its stages, so
+// a graph that another test already compiled (the same kernels, the same lowered artifact) is a
+// cache hit rather than one more run of the C++ compiler per test process.
 #include <stdlib.h>
 
 #include <filesystem>
