@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <mutex>
 #include <stdexcept>
+#include <string>
 #include <vector>
 
 #include "aotgrad/ops.h"
@@ -371,6 +372,23 @@ CopySlices::CopySlices(const Tensor& base, const Tensor& view, std::shared_ptr<N
   output_dtypes.push_back(base.dtype());
 }
 
+// PyTorch lays the base's gradient out in the base's geometry and copies what fn_ returns into it
+// through the view's, copies that refuse a destination overlapping itself: the backward of a
+// write through an expanded view (which only fill_ and zero_ allow), or through a view of an
+// expanded tensor detach()ed (a base with no _base of its own), raises there.
+void CopySlices::check_overlap(bool view) const {
+  const IntList& sizes = view ? view_sizes_ : base_sizes_;
+  const IntList& strides = view ? view_strides_ : base_strides_;
+  for (size_t d = 0; d < sizes.size(); ++d)
+    if (strides[d] == 0 && sizes[d] > 1)
+      throw std::runtime_error(
+          "CopySlices: unsupported operation: more than one element of the written-to tensor "
+          "refers to a single memory location (the in-place op wrote through " +
+          std::string(view ? "a view" : "a view of a tensor") + " whose dim " + std::to_string(d) +
+          " is expanded), so its gradient cannot be passed back, as in PyTorch. clone() the "
+          "expanded tensor before writing into it.");
+}
+
 std::string CopySlices::double_backward_error() const {
   return fn_->double_backward_error();
 }
@@ -381,6 +399,7 @@ std::string CopySlices::double_backward_error() const {
 // base back out. All are rows with VJPs, and fn_ records itself.
 std::vector<Tensor> CopySlices::apply_recorded(const Tensor& g) {
   static const ops::OpDef& scatter = ops::lookup("aten.as_strided_scatter.default");
+  check_overlap(/*view=*/false);
   int64_t extent = 1;
   for (size_t d = 0; d < base_sizes_.size(); ++d) extent += (base_sizes_[d] - 1) * base_strides_[d];
   const int64_t view_offset = view_offset_ - base_offset_;
@@ -388,6 +407,7 @@ std::vector<Tensor> CopySlices::apply_recorded(const Tensor& g) {
                                         base_sizes_, base_strides_, int64_t{0}});
   std::vector<Tensor> res =
       fn_->apply({as_strided(storage, view_sizes_, view_strides_, view_offset)});
+  if (res.at(0).defined()) check_overlap(/*view=*/true);
   Tensor region = res.at(0).defined() ? res[0] : zeros(view_sizes_, g.dtype());
   storage = ops::call1(scatter, {storage, region, view_sizes_, view_strides_, view_offset});
   std::vector<Tensor> out{as_strided(storage, base_sizes_, base_strides_, 0)};
@@ -398,6 +418,7 @@ std::vector<Tensor> CopySlices::apply_recorded(const Tensor& g) {
 std::vector<Tensor> CopySlices::apply(std::vector<Tensor>&& grad_outputs) {
   if (grad_mode_enabled()) return apply_recorded(grad_outputs.at(0));
   NoGradGuard no_grad;
+  check_overlap(/*view=*/false);
   const Tensor& g = grad_outputs.at(0);
   // result has the base's exact geometry, so the view's geometry addresses the same elements.
   int64_t extent = 1;
@@ -412,6 +433,7 @@ std::vector<Tensor> CopySlices::apply(std::vector<Tensor>&& grad_outputs) {
   kernels::copy_into(result_base, g);
   Tensor slice = as_strided(result, view_sizes_, view_strides_, view_offset_ - base_offset_);
   std::vector<Tensor> res = fn_->apply({clone(slice)});
+  if (res.at(0).defined()) check_overlap(/*view=*/true);
   if (res.at(0).defined())
     kernels::copy_into(slice, res[0]);
   else

@@ -126,6 +126,7 @@ class CopySlices : public Node {
 
  private:
   std::vector<Tensor> apply_recorded(const Tensor& g);
+  void check_overlap(bool view) const;
 
   IntList base_sizes_, base_strides_;
   int64_t base_offset_;

@@ -40,6 +40,27 @@ TensorMeta self_meta(std::string_view op, const Tensor& self) {
   return {self.dtype(), self.sizes(), self.strides(), self.storage_offset()};
 }
 
+// fill_ and zero_ write one value everywhere, so a self that overlaps itself (an expanded view) is
+// no error for them: PyTorch's fill skips the overlap check for that reason (x.expand(2,
+// 3).fill_(1) runs; add_ there raises). Their kernels write each memory location once
+// (distinct_elements).
+TensorMeta idempotent_self_meta(const Tensor& self) {
+  return {self.dtype(), self.sizes(), self.strides(), self.storage_offset()};
+}
+
+// Self with its expanded dims (stride 0) taken once: the memory locations it reaches, each once,
+// so that no two threads write one element.
+Tensor distinct_elements(const Tensor& self) {
+  IntList sizes = self.sizes();
+  bool expanded = false;
+  for (size_t d = 0; d < sizes.size(); ++d)
+    if (self.strides()[d] == 0 && sizes[d] > 1) {
+      sizes[d] = 1;
+      expanded = true;
+    }
+  return expanded ? make_view(self, sizes, self.strides(), self.storage_offset()) : self;
+}
+
 // Whether `from` broadcasts to exactly `to` (numpy rules, `to` unchanged).
 bool broadcasts_to(const IntList& from, const IntList& to) {
   if (from.size() > to.size()) return false;
@@ -128,11 +149,11 @@ std::vector<TensorMeta> copy__meta(const OpArgs& a) {
 }
 
 std::vector<TensorMeta> zero__meta(const OpArgs& a) {
-  return {self_meta("aten.zero_.default", tensor_arg(a, 0))};
+  return {idempotent_self_meta(tensor_arg(a, 0))};
 }
 
 std::vector<TensorMeta> fill__meta(const OpArgs& a) {
-  return {self_meta("aten.fill_.Scalar", tensor_arg(a, 0))};
+  return {idempotent_self_meta(tensor_arg(a, 0))};
 }
 
 // ---- kernels: validate, compute the functional value, write it into self ----
@@ -192,13 +213,13 @@ std::vector<Tensor> copy__kernel(const OpArgs& a) {
 
 std::vector<Tensor> zero__kernel(const OpArgs& a) {
   zero__meta(a);
-  kernels::fill_value(tensor_arg(a, 0), 0);
+  kernels::fill_value(distinct_elements(tensor_arg(a, 0)), 0);
   return {tensor_arg(a, 0)};
 }
 
 std::vector<Tensor> fill__kernel(const OpArgs& a) {
   fill__meta(a);
-  kernels::fill_value(tensor_arg(a, 0), scalar_arg(a, 1));
+  kernels::fill_value(distinct_elements(tensor_arg(a, 0)), scalar_arg(a, 1));
   return {tensor_arg(a, 0)};
 }
 
@@ -206,13 +227,15 @@ std::vector<Tensor> fill__kernel(const OpArgs& a) {
 std::vector<TensorMeta> fill_tensor__meta(const OpArgs& a) {
   static const OpDef& functional = lookup("aten.fill.Tensor");
   functional.meta(a);
-  return {self_meta("aten.fill_.Tensor", tensor_arg(a, 0))};
+  return {idempotent_self_meta(tensor_arg(a, 0))};
 }
 
 std::vector<Tensor> fill_tensor__kernel(const OpArgs& a) {
   static const OpDef& functional = lookup("aten.fill.Tensor");
   fill_tensor__meta(a);
-  kernels::copy_into(tensor_arg(a, 0), functional.kernel(a).at(0));
+  const Tensor self = distinct_elements(tensor_arg(a, 0));
+  const Tensor value = functional.kernel(a).at(0);  // self's shape, one value throughout
+  kernels::copy_into(self, make_view(value, self.sizes(), value.strides(), value.storage_offset()));
   return {tensor_arg(a, 0)};
 }
 

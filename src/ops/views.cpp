@@ -631,7 +631,8 @@ const OpDef kRows[] = {
   {.name = "aten.t.default", .schema = "t(Tensor(a) self) -> Tensor(a)",
    .meta = t_meta, .kernel = view_kernel<t_meta>, .vjp = t_vjp, .recompute = Recompute::view,
    .view_scatter = view_scatter_t},
-  // No view_scatter: writing through an expanded view would write one element several times.
+  // No view_scatter: an expanded view holds elements of its input several times, so the tracer
+  // writes through it by position (Tracer::scatter_through_expand).
   {.name = "aten.expand.default",
    .schema = "expand(Tensor(a) self, SymInt[] size, *, bool implicit=False) -> Tensor(a)",
    .meta = expand_meta, .kernel = view_kernel<expand_meta>, .vjp = expand_vjp,

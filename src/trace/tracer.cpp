@@ -567,6 +567,15 @@ std::vector<Tensor> Tracer::functionalize_inplace(const ops::OpDef& op, ops::OpA
     cargs[to_copy.parsed_schema().find_arg("dtype")] = self.dtype();
     updated = record(to_copy, cargs, /*track=*/false).at(0);
   }
+  // Written through an expanded view (fill_ and zero_ may) with a history: eager's CopySlices
+  // raises when backward reaches it (autograd/nodes.cpp), which the graph cannot do at that point.
+  if (grad_on && requires_grad(graph::ValueId{updated.impl()->trace.value}) &&
+      overlaps_itself(self))
+    throw UnsupportedError(
+        std::string(op.name) +
+        " with grad on writes through an expanded view of a tensor that requires grad; "
+        "eager's backward raises there (more than one element of the written-to tensor "
+        "refers to a single memory location). Write under NoGradGuard, or into a clone().");
   Scattered scattered = scatter_into_root(state_index, updated);
   Tensor new_root = scattered.root;
   StorageState& s = storages_[tensors_[state_index].storage];

@@ -197,6 +197,8 @@ class Tracer final : public ops::Interpreter, public autograd::TracedAutograd {
     Tensor detached;
   };
   Scattered scatter_into_root(size_t state_index, const Tensor& updated);
+  Tensor scatter_through_expand(const std::vector<ViewStep>& chain, size_t e, const Tensor& base,
+                                const Tensor& updated);
   Scattered scatter_as_strided(const std::vector<ViewStep>& chain, size_t k, size_t storage,
                                bool rebase, const Tensor& u, Tensor detached);
   // Whether as_strided `step` on storage `s` (applied to the root itself: on_root) must be

@@ -11,6 +11,8 @@
 #include <string_view>
 
 #include "aotgrad/autograd.h"
+#include "aotgrad/indexing.h"
+#include "aotgrad/ops.h"
 #include "autograd/grad_mode_scope.h"
 #include "trace/tracer.h"
 
@@ -18,6 +20,16 @@ namespace aotgrad::trace {
 
 bool is_as_strided(const ViewStep& step) {
   return step.op->name == "aten.as_strided.default";
+}
+
+bool is_expand(const ViewStep& step) {
+  return step.op->name == "aten.expand.default";
+}
+
+bool overlaps_itself(const Tensor& t) {
+  for (size_t d = 0; d < t.sizes().size(); ++d)
+    if (t.strides()[d] == 0 && t.sizes()[d] > 1) return true;
+  return false;
 }
 
 size_t last_as_strided(const std::vector<ViewStep>& chain, size_t steps) {
@@ -285,9 +297,39 @@ Tracer::Scattered Tracer::scatter_into_root(size_t state_index, const Tensor& up
     bases.push_back(apply_step(chain[i], bases.back()));
   Tensor u = updated;
   Tensor detached;
+  size_t expand_after = SIZE_MAX;  // the innermost expand step the update has yet to pass
+  for (size_t i = chain.size(); i-- > first;)
+    if (is_expand(chain[i])) {
+      expand_after = i;
+      break;
+    }
   for (size_t i = chain.size(); i-- > first;) {
     const ViewStep& step = chain[i];
-    if (step.detached != SIZE_MAX && !detached.defined()) detached = u;
+    if (step.detached != SIZE_MAX && !detached.defined()) {
+      // The alias's new value is u unless the alias overlaps itself (an expand before it, no
+      // select after): then u holds the update at some of an element's places only. Its value
+      // then matters only as a history, which eager's backward cannot pass either: CopySlices
+      // lays the alias's gradient out in its own, overlapping, geometry and raises.
+      if (expand_after != SIZE_MAX && i > expand_after && i + 1 < chain.size() &&
+          overlaps_itself(bases[i + 1 - first]) && autograd::grad_mode_enabled() &&
+          requires_grad(graph::ValueId{updated.impl()->trace.value}))
+        throw UnsupportedError(
+            "an in-place op with grad on writes through a view of a detach()ed alias of an "
+            "expanded view; eager's backward raises there (more than one element of the "
+            "written-to tensor refers to a single memory location). Write under NoGradGuard, "
+            "or into a clone().");
+      detached = u;
+    }
+    if (is_expand(step)) {
+      u = scatter_through_expand(chain, i, bases[i - first], updated);
+      expand_after = SIZE_MAX;
+      for (size_t e = i; e-- > first;)
+        if (is_expand(chain[e])) {
+          expand_after = e;
+          break;
+        }
+      continue;
+    }
     if (!step.op->view_scatter)
       throw UnsupportedError("an in-place op writes through a view made by " +
                              std::string(step.op->name) +
@@ -332,6 +374,27 @@ Tracer::Scattered Tracer::scatter_into_root(size_t state_index, const Tensor& up
     if (!identity) u = call("aten.permute.default", {u, inverse});
   }
   return {u, detached};
+}
+
+// The write through expand (chain step e, viewing `base`) and the steps after it, whose last view's
+// new value is `updated`. The expanded tensor holds each of base's elements several times, so
+// the new value of a view of it cannot be scattered back step by step (a select of one column
+// leaves the other columns, the same memory, at their old values). Instead each element of the
+// written view is mapped to the element of `base` it is: the same steps applied to the positions
+// 0..numel-1 of `base`, and `updated` is put there (index_put). Eager allows a written view that
+// overlaps itself only for fill_ and zero_, which write one value to every alias of an element,
+// so the value put is the same whichever alias comes last.
+Tensor Tracer::scatter_through_expand(const std::vector<ViewStep>& chain, size_t e,
+                                      const Tensor& base, const Tensor& updated) {
+  Tensor positions = arange(Scalar(base.numel())).view(base.sizes());
+  for (size_t i = e; i < chain.size(); ++i) {
+    ops::OpArgs args = chain[i].args;
+    args[chain[i].op->view_of_arg()] = positions;
+    positions = record(*chain[i].op, args, /*track=*/false).at(0);
+  }
+  const IntList flat{-1};
+  return index_put(base.reshape(flat), {positions.reshape(flat)}, updated.reshape(flat))
+      .view(base.sizes());
 }
 
 // The write through as_strided (chain step k) whose view's new value is `u`: the root with that

@@ -1040,3 +1040,111 @@ TEST(ScenarioMutation, WriteThroughDetachOfANoGradViewGivesTheAliasTheWritesHist
         return TensorList{d};
       });
 }
+
+// ---- writes through an expanded view ----
+// Eager lets fill_ and zero_ write through a view that overlaps itself, and any in-place op write
+// through a view of an expanded tensor that overlaps nothing (a select of it). The functional graph
+// puts the written elements at the positions of the expand's input they are (index_put).
+
+TEST(ScenarioMutation, FillThroughAnExpandedViewOfAnInputWritesItsElements) {
+  run_scenario(
+      [] {
+        return TensorList{leaf({1, 3}, 41, false)};
+      },
+      [](const TensorList& a) {
+        Tensor e = a[0].expand({2, 3});
+        e.fill_(5.0);
+        return TensorList{a[0] * 2.0, e};
+      });
+  run_scenario(
+      [] {
+        return TensorList{leaf({3, 1}, 42, false)};
+      },
+      [](const TensorList& a) {
+        a[0].expand({2, 3, 4}).zero_();
+        return a[0] + 1.0;
+      });
+}
+
+TEST(ScenarioMutation, FillThroughAnExpandedViewOfAnIntermediateUnderNoGrad) {
+  // PyTorch 1.13: y's history is untouched, so a.grad() is y's new value plus 2a.
+  run_scenario([] { return TensorList{leaf({3}, 43)}; },
+               [](const TensorList& a) {
+                 Tensor y = a[0] * 2.0;
+                 {
+                   ag::NoGradGuard no_grad;
+                   y.expand({2, 3}).fill_(7.0);
+                 }
+                 return y * a[0];
+               });
+}
+
+TEST(ScenarioMutation, WriteThroughASelectOfAnExpandedViewWithGrad) {
+  // Only the selected column of the expand is written, the elements of y it is (PyTorch 1.13:
+  // y = [2, 6, 12] for a = [1, 2, 3], b = [2, 3, 4]; InplaceAutograd pins the gradients).
+  run_scenario(
+      [] {
+        return TensorList{leaf({3, 1}, 44), leaf({3}, 45)};
+      },
+      [](const TensorList& a) {
+        Tensor y = a[0] * 1.0;
+        y.expand({3, 2}).select(1, 1).mul_(a[1]);
+        return y;
+      });
+  // The same through a transpose, and an expand of a slice of an input (a new leading dim).
+  run_scenario(
+      [] {
+        return TensorList{leaf({3, 1}, 46, false), leaf({3}, 47)};
+      },
+      [](const TensorList& a) {
+        a[0].expand({3, 4}).t().select(0, 2).copy_(a[1]);
+        return a[0] * 1.0;
+      });
+  run_scenario(
+      [] {
+        return TensorList{leaf({4, 3}, 48, false)};
+      },
+      [](const TensorList& a) {
+        a[0].slice(0, 1, 2).expand({2, 1, 3}).select(0, 1).add_(100.0);
+        return a[0] * 1.0;
+      });
+}
+
+TEST(ScenarioRaises, FillWithGradThroughAnExpandedViewOfATensorThatRequiresGradIsRefused) {
+  // Eager's forward runs and its backward raises (InplaceAutograd); the compiled function says so
+  // at the call.
+  expect_unsupported([] { return TensorList{leaf({3}, 49)}; },
+                     [](const TensorList& a) {
+                       Tensor y = a[0] * 2.0;
+                       y.expand({2, 3}).fill_(7.0);
+                       return y;
+                     },
+                     "eager's backward raises there");
+}
+
+TEST(ScenarioMutation, WriteThroughASelectOfADetachedExpandedView) {
+  // d = x.expand(..).detach() overlaps itself; a select of it does not, so mul_ may write it.
+  // Without a history the write lands on x's elements (PyTorch 1.13: x = [[0, 10, 40]] for
+  // x = [[0, 1, 2]], w = [5, 10, 20]).
+  run_scenario(
+      [] {
+        return TensorList{leaf({1, 3}, 50, false), leaf({3}, 51, false)};
+      },
+      [](const TensorList& a) {
+        Tensor d = a[0].expand({2, 3}).detach();
+        d.select(0, 1).mul_(a[1]);
+        return TensorList{a[0] * 1.0, d * 1.0};
+      });
+  // With a factor that requires grad, eager's backward raises at d's CopySlices (d's gradient
+  // laid out in d's overlapping geometry); the compiled function refuses at the call.
+  expect_unsupported(
+      [] {
+        return TensorList{leaf({1, 3}, 52, false), leaf({3}, 53)};
+      },
+      [](const TensorList& a) {
+        Tensor d = a[0].expand({2, 3}).detach();
+        d.select(0, 1).mul_(a[1]);
+        return TensorList{a[0] * 1.0, d * 1.0};
+      },
+      "eager's backward raises there");
+}

@@ -68,10 +68,32 @@ TEST(InplaceValues, ShapeErrors) {
   std::string msg = error_of([&] { x.add_(f32({1, 2, 3, 4, 5, 6}, {2, 3})); });
   EXPECT_TRUE(contains(msg, "does not broadcast to self's shape [3]")) << msg;
   EXPECT_TRUE(contains(error_of([&] { x.mul_(f32({1, 2}, {2})); }), "aten.mul_.Tensor"));
-  // Writing into an expanded tensor would write one element several times.
+  // Writing into an expanded tensor would write one element several times (fill_ and zero_,
+  // which write one value, may: InplaceValues.FillAndZeroWriteThroughAnExpandedView).
   Tensor e = f32({1}, {1}).expand({3});
   EXPECT_TRUE(contains(error_of([&] { e.add_(1.0); }), "clone()"));
-  EXPECT_TRUE(contains(error_of([&] { e.fill_(1.0); }), "single memory location"));
+  EXPECT_TRUE(contains(error_of([&] { e.copy_(f32({1, 2, 3}, {3})); }), "single memory location"));
+  EXPECT_TRUE(contains(error_of([&] { e.mul_(2.0); }), "single memory location"));
+}
+
+TEST(InplaceValues, FillAndZeroWriteThroughAnExpandedView) {
+  // As PyTorch 1.13 (fill is idempotent, so its overlap check is off): every element the
+  // expanded view reaches gets the value; add_ there still raises (ShapeErrors).
+  Tensor x = zeros({1, 3});
+  Tensor e = x.expand({2, 3});
+  e.fill_(5.0);
+  EXPECT_EQ(x.to_vector<float>(), (std::vector<float>{5, 5, 5}));
+  EXPECT_EQ(e.to_vector<float>(), (std::vector<float>{5, 5, 5, 5, 5, 5}));
+  Tensor col = f32({0, 1, 2}, {3, 1});
+  col.expand({3, 2}).zero_();
+  EXPECT_EQ(col.to_vector<float>(), (std::vector<float>{0, 0, 0}));
+  Tensor t = zeros({2, 1}, DType::f64);
+  ops::dispatch(ops::lookup("aten.fill_.Tensor"), {t.expand({2, 3}), full({}, 4.0, DType::f64)});
+  EXPECT_EQ(t.to_vector<double>(), (std::vector<double>{4, 4}));
+  // Large enough for the kernel's threads: each element is written once.
+  Tensor big = zeros({1, 100000});
+  big.expand({8, 100000}).fill_(-1.0);
+  EXPECT_EQ(sum(big).item<double>(), -100000.0);
 }
 
 TEST(InplaceValues, MulOnStridedSelf) {
@@ -251,6 +273,50 @@ TEST(InplaceAutograd, CopyZeroAndFillGiveTheOldHistoryZeros) {
   z.fill_(2.0);
   z.backward(ones({3}, DType::f64));
   EXPECT_TRUE(allclose(x.grad(), zeros({3}, DType::f64)));
+}
+
+TEST(InplaceAutograd, BackwardOfAFillThroughAnExpandedViewRaisesAsPyTorch) {
+  // PyTorch 1.13: the forward runs; CopySlices' backward copies the gradient into the base's
+  // gradient through the view's geometry, a copy that refuses a destination overlapping itself.
+  Tensor a = test_input({3});
+  Tensor y = a * 2.0;
+  y.expand({2, 3}).fill_(7.0);
+  EXPECT_EQ(y.to_vector<double>(), (std::vector<double>{7, 7, 7}));
+  std::string msg = error_of([&] { (y * 1.0).sum().backward(); });
+  EXPECT_TRUE(contains(msg, "more than one element of the written-to tensor")) << msg;
+  // Under no_grad nothing is recorded: y's old history runs (PyTorch: a.grad = 7 + 2a).
+  Tensor b = f64({1, 2, 3}, {3}).requires_grad_();
+  Tensor z = b * 2.0;
+  {
+    NoGradGuard no_grad;
+    z.expand({2, 3}).fill_(7.0);
+  }
+  (z * b).sum().backward();
+  EXPECT_EQ(b.grad().to_vector<double>(), (std::vector<double>{9, 11, 13}));
+}
+
+TEST(InplaceAutograd, BackwardOfAWriteThroughAViewOfADetachedExpandedTensorRaisesAsPyTorch) {
+  // d overlaps itself and is its select's base: PyTorch lays d's gradient out in d's geometry.
+  Tensor x = f64({0, 1, 2}, {1, 3});
+  Tensor w = f64({5, 10, 20}, {3}).requires_grad_();
+  Tensor d = x.expand({2, 3}).detach();
+  d.select(0, 1).mul_(w);
+  EXPECT_EQ(x.to_vector<double>(), (std::vector<double>{0, 10, 40}));
+  std::string msg = error_of([&] { (d * 1.0).sum().backward(); });
+  EXPECT_TRUE(contains(msg, "more than one element of the written-to tensor")) << msg;
+}
+
+TEST(InplaceAutograd, WriteThroughASelectOfAnExpandedViewPassesItsGradient) {
+  // A select of an expanded column overlaps nothing, so mul_ may write it, and the gradient
+  // reaches the column it wrote (values pinned with PyTorch 1.13).
+  Tensor a = f64({1, 2, 3}, {3, 1}).requires_grad_();
+  Tensor b = f64({2, 3, 4}, {3}).requires_grad_();
+  Tensor y = a * 1.0;
+  y.expand({3, 2}).select(1, 1).mul_(b);
+  EXPECT_EQ(y.to_vector<double>(), (std::vector<double>{2, 6, 12}));
+  (y * f64({1, 10, 100}, {3, 1})).sum().backward();
+  EXPECT_EQ(a.grad().to_vector<double>(), (std::vector<double>{2, 30, 400}));
+  EXPECT_EQ(b.grad().to_vector<double>(), (std::vector<double>{1, 20, 300}));
 }
 
 TEST(InplaceAutograd, InPlaceOnViewOfNonLeafUsesCopySlices) {
