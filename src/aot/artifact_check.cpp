@@ -65,6 +65,12 @@ void check_plan(const InputPlan& p, size_t num_guards) {
   }
   for (const InputPlan::Unmergeable& u : p.unmergeable)
     for (size_t m : u.members) check_index(m, n, "an unmergeable group's member");
+  if (!p.same_base_as.empty() && p.same_base_as.size() != n)
+    fail("the plan names the _base of " + std::to_string(p.same_base_as.size()) + " of " +
+         std::to_string(n) + " inputs");
+  for (size_t i = 0; i < p.same_base_as.size(); ++i)
+    if (p.same_base_as[i] > i)
+      fail("the plan says input " + std::to_string(i) + " shares the _base of a later input");
 }
 
 // A view step's arguments fit its op's schema, with the viewed tensor's slot left empty.

@@ -198,6 +198,7 @@ void write_plan(Writer& w, const InputPlan& p) {
     w.indices(u.members);
     w.str(u.reason);
   }
+  w.indices(p.same_base_as);
 }
 
 InputPlan read_plan(Reader& r) {
@@ -228,6 +229,7 @@ InputPlan read_plan(Reader& r) {
     u.members = r.indices("plan unmergeable members");
     u.reason = r.str("plan unmergeable reason");
   }
+  p.same_base_as = r.indices("plan inputs sharing a _base");
   return p;
 }
 

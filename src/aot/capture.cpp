@@ -68,6 +68,9 @@ std::vector<Tensor> make_user_fakes(trace::Tracer& tracer, const std::vector<Ten
           inputs[i].storage_offset(), inputs[i].requires_grad(), view_creation_of(inputs[i]));
     tracer.note_caller_view(fakes[i], inputs[i].is_view());
   }
+  for (size_t i = 0; i < plan.same_base_as.size(); ++i)
+    if (inputs[i].is_view() && plan.inputs[i].kind != InputPlan::Kind::duplicate)
+      tracer.note_caller_base(fakes[i], plan.same_base_as[i]);
   return fakes;
 }
 

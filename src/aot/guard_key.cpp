@@ -51,6 +51,7 @@ void append_plan(std::string& key, const InputPlan& plan) {
     append_u64(key, u.reason.size());
     key += u.reason;
   }
+  append_indices(key, plan.same_base_as);
 }
 
 void append_tensor(std::string& key, DType dtype, bool requires_grad, const IntList& sizes,

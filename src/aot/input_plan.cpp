@@ -92,6 +92,10 @@ std::string InputPlan::to_string() const {
     s += "synthetic base " + std::to_string(b) + ": " + shape_to_string(bases[b].sizes) +
          " strides " + shape_to_string(bases[b].strides) + " offset " +
          std::to_string(bases[b].storage_offset) + "\n";
+  for (size_t i = 0; i < same_base_as.size(); ++i)
+    if (same_base_as[i] != i)
+      s += "input " + std::to_string(i) + ": a view of input " + std::to_string(same_base_as[i]) +
+           "'s _base\n";
   return s;
 }
 
@@ -210,6 +214,34 @@ std::vector<size_t> close_groups_over_bases(const std::vector<Tensor>& inputs,
 // the search picked. A group that cannot become a synthetic base is passed as plain inputs and
 // remembered: that is exact while none of them is mutated, and capture refuses the call when one
 // is (PyTorch, too, builds synthetic bases only for groups with a mutation).
+namespace {
+
+// InputPlan::same_base_as for a plan whose entries are set.
+std::vector<size_t> views_of_one_base(const std::vector<Tensor>& inputs, const InputPlan& plan) {
+  const size_t n = inputs.size();
+  auto graph_input = [&](size_t i) {  // plain inputs and bases numbered apart
+    const InputPlan::Entry& e = plan.inputs[i];
+    return e.kind == InputPlan::Kind::member ? 2 * e.index + 1 : 2 * e.index;
+  };
+  std::vector<size_t> first(n);
+  bool any = false;
+  for (size_t i = 0; i < n; ++i) {
+    first[i] = i;
+    if (plan.inputs[i].kind == InputPlan::Kind::duplicate || !inputs[i].is_view()) continue;
+    const TensorImpl* base = inputs[i]._base().impl();
+    for (size_t j = 0; j < i; ++j)
+      if (first[j] == j && plan.inputs[j].kind != InputPlan::Kind::duplicate &&
+          inputs[j].is_view() && inputs[j]._base().impl() == base) {
+        first[i] = j;
+        any = any || graph_input(i) != graph_input(j);
+        break;
+      }
+  }
+  return any ? first : std::vector<size_t>{};
+}
+
+}  // namespace
+
 InputPlan plan_from_aliasing(const std::vector<Tensor>& inputs, const InputAliasing& aliasing,
                              const std::string& fn_name) {
   size_t n = inputs.size();
@@ -252,6 +284,7 @@ InputPlan plan_from_aliasing(const std::vector<Tensor>& inputs, const InputAlias
     plan.bases[base_of_group[r]].members.push_back(i);
     plan.inputs[i] = {InputPlan::Kind::member, static_cast<size_t>(base_of_group[r])};
   }
+  plan.same_base_as = views_of_one_base(inputs, plan);
   for (SyntheticBase& b : plan.bases) {
     std::vector<Tensor> members;
     for (size_t m : b.members) members.push_back(inputs[m]);

@@ -48,8 +48,16 @@ struct InputPlan {
     bool operator==(const Unmergeable&) const = default;
   };
   std::vector<Unmergeable> unmergeable;
+  // Inputs that are views of one _base in the caller but reach the graph through different graph
+  // inputs (they do not overlap): per user input, the first such input of its _base (itself for
+  // the first, and for an input that shares its _base with none). Empty when no two do. A write
+  // with grad on through one gives that _base a history, and eager's other views of it then
+  // require grad (the tracer's caller bases).
+  std::vector<size_t> same_base_as;
 
-  bool trivial() const { return bases.empty() && graph_inputs.size() == inputs.size(); }
+  bool trivial() const {
+    return bases.empty() && graph_inputs.size() == inputs.size() && same_base_as.empty();
+  }
   bool operator==(const InputPlan&) const = default;
   std::string to_string() const;
 };

@@ -84,7 +84,7 @@ void Tracer::check_view_rules(const ops::OpDef& op, const ops::OpArgs& args) con
 void Tracer::bind_no_grad_views(const ops::OpDef& op, const ops::OpArgs& args) {
   if (!autograd::grad_mode_enabled() || !op.vjp) return;
   for (const Tensor& t : flat_tensors(args)) {
-    if (!is_dropped_grad_view(t)) continue;
+    if (!is_dropped_grad_view(t) && !is_view_of_a_caller_base_given_a_history(t)) continue;
     graph::ValueId v{t.impl()->trace.value};
     if (requires_grad(v)) continue;
     t.impl()->trace.value = detached_requiring_grad(v).index;
@@ -117,9 +117,21 @@ bool Tracer::base_requires_grad(const Tensor& t) const {
     for (size_t k = ts->chain.size(); k-- > 0;)
       if (size_t id = ts->chain[k].detached; id != SIZE_MAX)
         return detached_histories_[id] != graph::kNoValue;
-    return requires_grad(storages_[ts->storage].root);
+    return requires_grad(storages_[ts->storage].root) || caller_base_has_history(ts->storage);
   }
   return t._base().requires_grad();
+}
+
+bool Tracer::is_view_of_a_caller_base_given_a_history(const Tensor& t) const {
+  if (!t.defined() || !traced_here(t)) return false;
+  const TensorState* ts = state_of(t);
+  if (!ts || !caller_base_has_history(ts->storage) ||
+      requires_grad(graph::ValueId{t.impl()->trace.value}))
+    return false;
+  for (const ViewStep& step : ts->chain)
+    if (step.detached != SIZE_MAX)
+      return false;  // a view of the detached tensor, no view of the base
+  return true;
 }
 
 bool Tracer::eager_requires_grad(const Tensor& t) const {

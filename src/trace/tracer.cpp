@@ -223,6 +223,15 @@ void Tracer::note_caller_view(const Tensor& fake, bool is_view) {
   caller_views_.emplace_back(fake.impl(), is_view);
 }
 
+void Tracer::note_caller_base(const Tensor& fake, size_t base) {
+  if (const TensorState* ts = state_of(fake)) caller_base_of_storage_[ts->storage] = base;
+}
+
+bool Tracer::caller_base_has_history(size_t storage) const {
+  auto it = caller_base_of_storage_.find(storage);
+  return it != caller_base_of_storage_.end() && caller_bases_with_history_.count(it->second);
+}
+
 graph::ValueId Tracer::value_of(const Tensor& t, const std::string& what) {
   if (!t.defined()) throw std::invalid_argument(what + " is an undefined Tensor");
   if (t.impl()->trace.owner != this) {
@@ -604,6 +613,9 @@ std::vector<Tensor> Tracer::functionalize_inplace(const ops::OpDef& op, ops::OpA
   note_saved_modified(op, tensors_[state_index].storage);
   self.storage()->bump_version();  // as eager: special views (view_creation.h) compare it
   s.root = graph::ValueId{new_root.impl()->trace.value};
+  if (auto it = caller_base_of_storage_.find(tensors_[state_index].storage);
+      it != caller_base_of_storage_.end() && !hidden && requires_grad(s.root))
+    caller_bases_with_history_.insert(it->second);
   // Written with grad on, the new root carries the geometry_update of the tensors it was
   // written through: replays from it must not pass the gradient through it a second time.
   if (!hidden)

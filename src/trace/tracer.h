@@ -26,6 +26,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -67,6 +68,13 @@ class Tracer final : public ops::Interpreter, public autograd::TracedAutograd {
   // a member of a synthetic base a view of it), and a geometry changed under no_grad takes its
   // gradient differently on a view (functionalize_metadata).
   void note_caller_view(const Tensor& fake, bool is_view);
+  // The fake of an input that is, in the caller, a view of the _base named `base` (any number,
+  // the same for every input viewing it), which other inputs view through graph inputs of their
+  // own (aot::InputPlan::same_base_as). A write with grad on through one of them gives that _base
+  // a history (CopySlices), and eager's views of it, made before or after, then require grad: their
+  // history is regenerated from the base's. Their gradient reaches the base's part that was not
+  // written, whose old history (none: the views did not require grad) takes nothing.
+  void note_caller_base(const Tensor& fake, size_t base);
   // An untracked fake tensor bound to an existing value of the graph.
   Tensor bind(graph::ValueId v, bool requires_grad);
   // The value a traced tensor currently stands for (regenerated first if stale); a real tensor
@@ -274,6 +282,13 @@ class Tracer final : public ops::Interpreter, public autograd::TracedAutograd {
   };
   std::vector<Touch> metadata_touches_;
   std::vector<std::pair<const TensorImpl*, bool>> caller_views_;      // (user input, eager view)
+  std::map<size_t, size_t> caller_base_of_storage_;  // note_caller_base, by storage
+  std::set<size_t> caller_bases_with_history_;       // written through with grad on
+  bool caller_base_has_history(size_t storage) const;
+  // A tensor that eager has as a view of a caller's _base given a history during the call, whose
+  // value does not require grad (bind_no_grad_views binds it as it binds a view made under
+  // no_grad).
+  bool is_view_of_a_caller_base_given_a_history(const Tensor& t) const;
   // By metadata-touched tensor: its geometry at the last visible write to its storage made
   // after it was touched (geometry_at_last_visible_write).
   std::map<const TensorImpl*, Geometry> visible_write_geometries_;

@@ -219,7 +219,7 @@ TEST(AotProgramFuzz, SeedsFixedFromThe1200000Run) {
 
 // Programs of the 1000000-1739999 runs that differed from eager (and 926919, refused before),
 // fixed later, kept as drawn.
-TEST(AotProgramFuzz, SeedsFixedFromThe1000000To1300000Runs) {
+TEST(AotProgramFuzz, SeedsFixedFromThe1000000To2200000Runs) {
   Tally tally;
   // 1017364: a square non-leaf input transposed under no_grad, then relu_ with grad on: the
   // runtime wrote the value back in the caller's old geometry.
@@ -234,11 +234,13 @@ TEST(AotProgramFuzz, SeedsFixedFromThe1000000To1300000Runs) {
   // 926919 (refused since the 900000 run): a square leaf transposed and written under no_grad.
   // 1714260 (1700000 run): a written input was passed to the graph as a contiguous clone, and
   // the graph's view of a transpose of it raised.
-  for (uint64_t seed : {1017364, 1116825, 1306758, 1408235, 1516068, 926919, 1714260})
+  // 2214047 (2200000 run): a view of a caller's base written with grad on through another
+  // input did not make the base's other view inputs require grad.
+  for (uint64_t seed : {1017364, 1116825, 1306758, 1408235, 1516068, 926919, 1714260, 2214047})
     fuzz_seeds(seed, 1, {"interpreter"}, 6, tally);
   std::cout << "[AotProgramFuzz] " << tally.summary() << "\n";
   EXPECT_EQ(tally.failed, 0);
-  EXPECT_EQ(tally.checked, 7);
+  EXPECT_EQ(tally.checked, 8);
 }
 
 TEST(AotProgramFuzz, LongerModeFromTheEnvironment) {

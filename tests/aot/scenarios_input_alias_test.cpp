@@ -278,6 +278,67 @@ TEST(ScenarioInputAlias, AdjacentSlicesBothMutated) {
       });
 }
 
+TEST(ScenarioInputAlias, DisjointViewOfABaseWrittenWithGradThroughAnotherInputRequiresGrad) {
+  // AotProgramFuzz, seed 2214047. A write with grad on through one view gives the caller's base a
+  // history (CopySlices), and its other views then require grad (torch 1.13: (a2 * 1)
+  // .requires_grad is True, eagerly and under AOTAutograd); their gradient reaches nothing.
+  // Compiled, the other view was a graph input of its own that did not require grad.
+  auto make = [](bool twice) {
+    return [twice] {
+      Tensor r0 = leaf({6}, 31, false), r1 = leaf({4}, 32);
+      Tensor a2 = r0.slice(0, 3, 4);
+      TensorList args{r1.select(0, 2), r0.select(0, 4), a2};
+      if (twice) args.push_back(a2);
+      return ScenarioInputs{args, {r0, r1}};
+    };
+  };
+  auto body = [](const TensorList& a) {
+    Tensor a1 = a[1];
+    Tensor before = a[2].slice(0, 0, 1);  // a view made before the write, used after it
+    Tensor unused = a[2] * 1.0;           // read before the write: no grad, as eager
+    a1.add_(a[0]);
+    return TensorList{a[2] * 1.0, before.exp(), unused, a[2].detach() * 1.0};
+  };
+  run_scenario(make(false), body);
+  run_scenario(make(true), body);
+  // The program as drawn: the view passed twice, written under no_grad, then with grad on.
+  run_scenario(
+      [] {
+        Tensor r0 = leaf({6}, 33, false), r1 = leaf({4}, 34);
+        Tensor a2 = r0.slice(0, 3, 6, 2).slice(0, 0, 1, 1);
+        return ScenarioInputs{{r1.select(0, 2), r0.select(0, 4), a2, a2}, {r0, r1}};
+      },
+      [](const TensorList& a) {
+        Tensor a1 = a[1], a2 = a[2], a3 = a[3];
+        a1.add_(a[0]);
+        {
+          ag::NoGradGuard no_grad;
+          a2.sub_(a2);
+        }
+        Tensor v4 = a2.sub(-1.5);
+        a3.add_(v4);
+        return TensorList{a2.mean({0}, true), v4.contiguous() * -3.0};
+      });
+}
+
+TEST(ScenarioInputAlias, ViewsOfOneBaseAndOfTwoBasesAreSpecializedApart) {
+  // The same shapes and strides, the second input a view of the first's base or of another
+  // tensor: whether the output requires grad differs, so the calls must not share a graph.
+  auto f = [](const TensorList& a) {
+    Tensor x = a[0];
+    x.add_(a[2]);
+    return a[1] * 2.0;
+  };
+  auto compiled = ag::aot_function(f);
+  Tensor w = leaf({1}, 35);
+  for (bool shared : {false, true, false, true}) {
+    Tensor b0 = leaf({4}, 36, false), b1 = leaf({4}, 37, false);
+    Tensor out = compiled(TensorList{b0.slice(0, 0, 1), (shared ? b0 : b1).slice(0, 2, 3), w});
+    EXPECT_EQ(out.requires_grad(), shared) << "shared base: " << shared;
+  }
+  EXPECT_EQ(compiled.num_compilations(), 2u);
+}
+
 TEST(ScenarioInputAlias, OverlappingViewsNoMutation) {
   run_scenario(
       [] {
