@@ -22,7 +22,7 @@ void append_indices(std::string& key, const std::vector<size_t>& v) {
 // The plan of most calls is trivial (every input its own graph input): one byte, since the
 // number of inputs is already in the key. Any other plan is written out in full.
 void append_plan(std::string& key, const InputPlan& plan) {
-  if (plan.trivial() && plan.unmergeable.empty()) {
+  if (plan.trivial() && plan.unmergeable.empty() && plan.same_base_as.empty()) {
     key += 'P';
     return;
   }
