@@ -3,6 +3,7 @@
 // scaled cases that keep the separate epilogue, and the f64 loop nest, each against a double
 // reference.
 #include <gtest/gtest.h>
+#include <omp.h>
 
 #include <cmath>
 #include <limits>
@@ -72,6 +73,37 @@ TEST(GemmBias, NanBiasPropagatesAndLargeProductsMatch) {
   const std::vector<float> o = out.to_vector<float>();
   EXPECT_TRUE(std::isnan(o[5]) && std::isnan(o[(M - 1) * N + 5]));
   EXPECT_FALSE(std::isnan(o[4]));
+}
+
+// With two threads, a product at least 256 columns wide runs as one column block per thread
+// (run_in_column_blocks): every layout of b, with and without a bias, and widths that do not split
+// evenly into 16-column groups, against the double reference; one and two threads agree.
+TEST(GemmColumnBlocks, EveryLayoutAndBiasMatchesTheReferenceWithOneOrTwoThreads) {
+  const int prev = omp_get_max_threads();
+  for (int64_t n : {256, 300, 1000}) {
+    for (bool transposed : {false, true}) {
+      const int64_t M = 64, K = 72;  // above SmallProductScope's million multiply-adds
+      const Tensor a = test_input({M, K}, -1, 1, 3, false).to(DType::f32);
+      const Tensor b = transposed ? test_input({n, K}, -1, 1, 4, false).to(DType::f32).t()
+                                  : test_input({K, n}, -1, 1, 4, false).to(DType::f32);
+      const Tensor bias = test_input({n}, -1, 1, 5, false).to(DType::f32);
+      std::vector<Tensor> results;
+      for (int threads : {1, 2}) {
+        omp_set_num_threads(threads);
+        Tensor plain = kernels::mm(a, b), biased = kernels::addmm(bias, a, b, 1.0, 1.0);
+        EXPECT_TRUE(allclose(plain.to(DType::f64), reference(zeros({n}, DType::f64), a, b, 0, 1),
+                             1e-4, 1e-5))
+            << "n " << n << " transposed " << transposed << " threads " << threads;
+        EXPECT_TRUE(allclose(biased.to(DType::f64), reference(bias, a, b, 1, 1), 1e-4, 1e-5))
+            << "n " << n << " transposed " << transposed << " threads " << threads;
+        results.push_back(plain);
+        results.push_back(biased);
+      }
+      EXPECT_EQ(results[0].to_vector<float>(), results[2].to_vector<float>());
+      EXPECT_EQ(results[1].to_vector<float>(), results[3].to_vector<float>());
+    }
+  }
+  omp_set_num_threads(prev);
 }
 
 }  // namespace
