@@ -293,19 +293,20 @@ class SmallProductScope {
 };
 
 // One product as one column block of b per thread, each a one-thread oneDNN call (b and the
-// result read and written in place at the block's first column). On two cores oneDNN 2.x splits
-// a product between its threads so that both read all of b, and for b laid out row-major both
-// pack all of it: measured here (a throwaway program, 2 threads, the weights rotating through 32
-// MiB as in a training step), [64, 1024] @ [1024, 1024] took 0.51 ms as one call and 0.36 ms as
-// two column blocks; [1024, 256] @ [256, 768] with b transposed 1.14 and 0.93 ms; no shape of the
-// reference models was slower. Each result element is still one call's dot product over all of
-// k, so results do not depend on how many threads run. False (nothing written) when the
-// product is too narrow to split, or oneDNN refuses a block.
+// result read and written in place at the block's first column), for b laid out row-major. On two
+// cores oneDNN 2.x splits such a product between its threads so that both pack all of b: measured
+// here (a throwaway program, 2 threads, the weights rotating through 32 MiB as in a training
+// step), [64, 1024] @ [1024, 1024] took 0.45-0.51 ms as one call and 0.35-0.36 ms as two column
+// blocks, and no row-major shape of the reference models was slower. With b transposed (a
+// linear layer's forward) the blocks were faster on some shapes and slower on others (that
+// product 0.42 ms as one call, 0.47 split), so those stay one call. Each result element is still
+// one call's dot product over all of k, so results do not depend on how many threads run. False
+// (nothing written) when the product is too narrow to split, or oneDNN refuses a block.
 bool run_in_column_blocks(const Operand& a, const Operand& b, const Bias& bias, const Tensor& out) {
   constexpr int64_t kMinBlockCols = 128;
   const int threads = omp_get_max_threads();
   const int64_t n = b.cols;
-  if (threads < 2 || omp_in_parallel() || n < threads * kMinBlockCols || bias.rows > 1)
+  if (threads < 2 || omp_in_parallel() || n < threads * kMinBlockCols || bias.rows > 1 || b.sc != 1)
     return false;
   // Blocks of whole 16-column groups (a cache line of f32), the last one taking the rest.
   auto first_col = [&](int t) { return t == threads ? n : (n / threads * t) / 16 * 16; };
