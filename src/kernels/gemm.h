@@ -2,8 +2,11 @@
 //
 // f32 goes to oneDNN's matmul with strided memory descriptors, so a transposed operand (a view
 // from t() / transpose()) is read in place; one primitive per (shapes, strides) is cached per
-// thread. f64 and i64 (oneDNN has no f64 matmul), layouts oneDNN only serves with its slow
-// reference implementation, and any case oneDNN rejects run a cache-blocked OpenMP loop nest.
+// thread. With several threads, a product whose b is row-major and at least 256 columns wide runs
+// as one column block of b per thread, each a one-thread oneDNN call (run_in_column_blocks: oneDNN
+// 2.x had both threads pack all of b; docs/performance.md, thirteenth pass). f64 and i64 (oneDNN
+// has no f64 matmul), layouts oneDNN only serves with its slow reference implementation, and any
+// case oneDNN rejects run a cache-blocked OpenMP loop nest.
 // f16/bf16 compute in f32. Results are contiguous; operands must share one dtype (checked by the
 // op layer's meta functions).
 #pragma once
