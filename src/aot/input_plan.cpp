@@ -210,10 +210,6 @@ std::vector<size_t> close_groups_over_bases(const std::vector<Tensor>& inputs,
   return group;
 }
 
-// Groups are numbered by their first member, so the plan does not depend on which representative
-// the search picked. A group that cannot become a synthetic base is passed as plain inputs and
-// remembered: that is exact while none of them is mutated, and capture refuses the call when one
-// is (PyTorch, too, builds synthetic bases only for groups with a mutation).
 namespace {
 
 // InputPlan::same_base_as for a plan whose entries are set.
@@ -242,6 +238,10 @@ std::vector<size_t> views_of_one_base(const std::vector<Tensor>& inputs, const I
 
 }  // namespace
 
+// Groups are numbered by their first member, so the plan does not depend on which representative
+// the search picked. A group that cannot become a synthetic base is passed as plain inputs and
+// remembered: that is exact while none of them is mutated, and capture refuses the call when one
+// is (PyTorch, too, builds synthetic bases only for groups with a mutation).
 InputPlan plan_from_aliasing(const std::vector<Tensor>& inputs, const InputAliasing& aliasing,
                              const std::string& fn_name) {
   size_t n = inputs.size();
