@@ -323,7 +323,9 @@ bool run_in_column_blocks(const Operand& a, const Operand& b, const Bias& bias, 
       bb.cols = bt.cols;
       bb.data = bias.data + n0 * static_cast<int64_t>(sizeof(float));
     }
-    // Inside the region the thread's primitives are one-thread ones (the cache's key says so).
+    // Inside the region omp_get_max_threads() still answers the team's size, so the cache's key
+    // and the primitive's plan are those of a several-thread call; oneDNN runs a call made
+    // inside a parallel region on the calling thread alone.
     const Primitive& p = onednn_primitive(a, bt, 1, bb, n);
     if (!p.usable) usable = false;
 #pragma omp barrier
