@@ -40,6 +40,9 @@ int child() {
   std::vector<Tensor> flat;
   std::string key_extra;
   ag::aot_detail::flatten_arg(in, flat, key_extra);
+  // The first AotConfig of a process names its default compiler, which checks that the C++
+  // compiler runs: part of a new process's first call, so inside the timed region.
+  auto t0 = std::chrono::steady_clock::now();
   ag::AotConfig config;
   ag::aot::TracedFunction traced{[](const std::vector<Tensor>& v) {
                                    return std::vector<Tensor>{partition_models::blocks_loss(v)};
@@ -47,7 +50,6 @@ int child() {
                                  flat,
                                  key_extra,
                                  {}};
-  auto t0 = std::chrono::steady_clock::now();
   ag::cache::CachedLowering lowered =
       ag::cache::ArtifactCache::from_environment().lower(traced, config);
   auto runtime = ag::aot::instantiate(*lowered.artifact, ag::aot::named_compilers(config));

@@ -1,6 +1,7 @@
 #include "backends/cpp/build.h"
 
 #include <dlfcn.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -51,14 +52,65 @@ struct Toolchain {
   std::string cpu;       // the CPU's model and feature flags (-march=native depends on them)
 };
 
+// What `compiler` names on disk: the file it resolves to (through $PATH when it has no '/',
+// then through symbolic links) with its device, inode, size and modification time, as one string;
+// empty when no executable file is found (the compiler is then asked, and its failure reported).
+std::string executable_identity(const std::string& compiler) {
+  auto identity = [](const fs::path& candidate) -> std::string {
+    struct stat st;
+    if (::stat(candidate.c_str(), &st) != 0 || !S_ISREG(st.st_mode) ||
+        ::access(candidate.c_str(), X_OK) != 0)
+      return {};
+    std::error_code ec;
+    const fs::path target = fs::canonical(candidate, ec);
+    if (ec) return {};
+    return target.string() + '\0' + std::to_string(st.st_dev) + ':' + std::to_string(st.st_ino) +
+           ':' + std::to_string(st.st_size) + ':' + std::to_string(st.st_mtim.tv_sec) + '.' +
+           std::to_string(st.st_mtim.tv_nsec);
+  };
+  if (compiler.empty()) return {};
+  if (compiler.find('/') != std::string::npos) return identity(compiler);
+  const char* path = std::getenv("PATH");
+  std::string_view dirs = path ? path : "";
+  while (true) {  // the shell's search: the first executable match; an empty entry is "."
+    const size_t colon = dirs.find(':');
+    const std::string_view dir = dirs.substr(0, colon);
+    if (std::string id = identity(fs::path(dir.empty() ? "." : std::string(dir)) / compiler);
+        !id.empty())
+      return id;
+    if (colon == std::string_view::npos) return {};
+    dirs.remove_prefix(colon + 1);
+  }
+}
+
+}  // namespace
+
+std::string compiler_version(const std::string& compiler) {
+  const std::string identity = executable_identity(compiler);
+  const cache::DiskCache disk = cache::DiskCache::from_environment();
+  const std::string key = std::string("aotgrad toolchain\0", 18) + compiler + '\0' + identity;
+  if (!identity.empty()) {
+    cache::Lookup hit = disk.get("toolchain", key);  // checked: a corrupt entry is a miss
+    if (hit.status == cache::LookupStatus::hit && !hit.bytes.empty() && hit.bytes.size() < 4096 &&
+        hit.bytes.find('\n') == std::string::npos)
+      return hit.bytes;
+  }
+  auto [rc, out] = run_command(shell_quote(compiler) + " --version 2>/dev/null");
+  if (rc != 0 || out.empty())
+    throw std::runtime_error("cpp backend: the C++ compiler '" + compiler +
+                             "' cannot be run (set AOTGRAD_CXX to a working g++ or clang++)");
+  std::string version = out.substr(0, out.find('\n'));
+  if (!identity.empty() && !version.empty() && version.size() < 4096)
+    disk.put("toolchain", key, version);
+  return version;
+}
+
+namespace {
+
 Toolchain find_toolchain(const std::string& compiler) {
   Toolchain t;
   t.compiler = compiler;
-  auto [rc, out] = run_command(shell_quote(t.compiler) + " --version 2>/dev/null");
-  if (rc != 0 || out.empty())
-    throw std::runtime_error("cpp backend: the C++ compiler '" + t.compiler +
-                             "' cannot be run (set AOTGRAD_CXX to a working g++ or clang++)");
-  t.version = out.substr(0, out.find('\n'));
+  t.version = compiler_version(compiler);
   std::ifstream cpuinfo("/proc/cpuinfo");
   std::string line;
   while (std::getline(cpuinfo, line))
@@ -69,7 +121,8 @@ Toolchain find_toolchain(const std::string& compiler) {
   return t;
 }
 
-// Found once per compiler command ($AOTGRAD_CXX, else c++): asking it costs a process start.
+// Found once per process and compiler command ($AOTGRAD_CXX, else c++); its version comes from
+// the disk cache when the compiler file is unchanged (compiler_version).
 const Toolchain& toolchain() {
   static std::mutex mutex;
   static std::map<std::string, Toolchain> found;

@@ -40,6 +40,16 @@ std::shared_ptr<const SharedObject> load_shared_object(const std::string& source
 // Whether the C++ compiler ($AOTGRAD_CXX, else c++) can be run (asked once per command).
 bool compiler_runs();
 
+// The first line of `compiler --version` (part of the cache key). Asking costs a process start
+// (~10 ms, half the budget of a warm start), so the answer is kept in the disk cache (namespace
+// "toolchain") under the identity of the file the command resolves to ($PATH, then symbolic
+// links: its path, device, inode, size and modification time), as ccache's compiler_check=mtime
+// does: a compiler replaced in place (a package upgrade) or a retargeted link is asked again. A
+// wrapper script is identified by its own file, so one that calls another compiler keeps the
+// version it reported while the script stays unchanged (`aotgrad cache clear` forgets it).
+// Throws std::runtime_error naming the command when it cannot be run. Thread-safe.
+std::string compiler_version(const std::string& compiler);
+
 // The compiler flags used for generated code (part of the cache key).
 const std::string& compile_flags();
 
