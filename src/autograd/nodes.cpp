@@ -12,6 +12,7 @@
 #include "kernels/copy.h"
 #include "ops/inplace_view.h"
 #include "tensor/iter.h"
+#include "tensor/overlap.h"
 
 namespace aotgrad::autograd {
 
@@ -379,14 +380,13 @@ CopySlices::CopySlices(const Tensor& base, const Tensor& view, std::shared_ptr<N
 void CopySlices::check_overlap(bool view) const {
   const IntList& sizes = view ? view_sizes_ : base_sizes_;
   const IntList& strides = view ? view_strides_ : base_strides_;
-  for (size_t d = 0; d < sizes.size(); ++d)
-    if (strides[d] == 0 && sizes[d] > 1)
-      throw std::runtime_error(
-          "CopySlices: unsupported operation: more than one element of the written-to tensor "
-          "refers to a single memory location (the in-place op wrote through " +
-          std::string(view ? "a view" : "a view of a tensor") + " whose dim " + std::to_string(d) +
-          " is expanded), so its gradient cannot be passed back, as in PyTorch. clone() the "
-          "expanded tensor before writing into it.");
+  if (std::optional<size_t> d = first_expanded_dim(sizes, strides))
+    throw std::runtime_error(
+        "CopySlices: unsupported operation: more than one element of the written-to tensor "
+        "refers to a single memory location (the in-place op wrote through " +
+        std::string(view ? "a view" : "a view of a tensor") + " whose dim " + std::to_string(*d) +
+        " is expanded), so its gradient cannot be passed back, as in PyTorch. clone() the "
+        "expanded tensor before writing into it.");
 }
 
 std::string CopySlices::double_backward_error() const {

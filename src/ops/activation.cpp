@@ -166,22 +166,12 @@ std::vector<Tensor> silu_backward_vjp(const VjpContext& c) {
 
 // ---- in-place forms ----
 
-TensorMeta self_meta(std::string_view op, const Tensor& self) {
-  for (size_t d = 0; d < self.sizes().size(); ++d)
-    if (self.strides()[d] == 0 && self.sizes()[d] > 1)
-      fail(op,
-           "more than one element of the written-to tensor refers to a single memory "
-           "location (dim " +
-               std::to_string(d) + " is expanded). Call clone() on it first.");
-  return {self.dtype(), self.sizes(), self.strides(), self.storage_offset()};
-}
-
 // In-place row of functional op kFunctional: the same checks, the functional value copied in.
 template <const char* kName, const char* kFunctional>
 std::vector<TensorMeta> inplace_meta(const OpArgs& a) {
   static const OpDef& functional = lookup(kFunctional);
   functional.meta(a);
-  return {self_meta(kName, tensor_arg(a, 0))};
+  return {in_place_self_meta(kName, tensor_arg(a, 0))};
 }
 template <const char* kName, const char* kFunctional>
 std::vector<Tensor> inplace_kernel(const OpArgs& a) {

@@ -24,21 +24,11 @@
 #include "ops/families.h"
 #include "ops/op.h"
 #include "ops/row_helpers.h"
+#include "tensor/overlap.h"
 #include "tensor/promotion.h"
 
 namespace aotgrad::ops {
 namespace {
-
-// The result of an in-place op is self itself: same geometry.
-TensorMeta self_meta(std::string_view op, const Tensor& self) {
-  for (size_t d = 0; d < self.sizes().size(); ++d)
-    if (self.strides()[d] == 0 && self.sizes()[d] > 1)
-      fail(op,
-           "more than one element of the written-to tensor refers to a single memory "
-           "location (dim " +
-               std::to_string(d) + " is expanded). Call clone() on it first.");
-  return {self.dtype(), self.sizes(), self.strides(), self.storage_offset()};
-}
 
 // fill_ and zero_ write one value everywhere, so a self that overlaps itself (an expanded view) is
 // no error for them: PyTorch's fill skips the overlap check for that reason (x.expand(2,
@@ -51,14 +41,10 @@ TensorMeta idempotent_self_meta(const Tensor& self) {
 // Self with its expanded dims (stride 0) taken once: the memory locations it reaches, each once,
 // so that no two threads write one element.
 Tensor distinct_elements(const Tensor& self) {
+  if (!is_expanded(self)) return self;
   IntList sizes = self.sizes();
-  bool expanded = false;
-  for (size_t d = 0; d < sizes.size(); ++d)
-    if (self.strides()[d] == 0 && sizes[d] > 1) {
-      sizes[d] = 1;
-      expanded = true;
-    }
-  return expanded ? make_view(self, sizes, self.strides(), self.storage_offset()) : self;
+  while (std::optional<size_t> d = first_expanded_dim(sizes, self.strides())) sizes[*d] = 1;
+  return make_view(self, sizes, self.strides(), self.storage_offset());
 }
 
 // Whether `from` broadcasts to exactly `to` (numpy rules, `to` unchanged).
@@ -103,7 +89,7 @@ std::vector<TensorMeta> add_tensor_meta(const OpArgs& a) {
   DType result = result_type(self, other);
   check_alpha(op, result, scalar_arg(a, 2));
   check_castable(op, result, self);
-  return {self_meta(op, self)};
+  return {in_place_self_meta(op, self)};
 }
 
 std::vector<TensorMeta> add_scalar_meta(const OpArgs& a) {
@@ -112,7 +98,7 @@ std::vector<TensorMeta> add_scalar_meta(const OpArgs& a) {
   DType result = result_type(self, scalar_arg(a, 1));
   check_alpha(op, result, scalar_arg(a, 2));
   check_castable(op, result, self);
-  return {self_meta(op, self)};
+  return {in_place_self_meta(op, self)};
 }
 
 std::vector<TensorMeta> mul_tensor_meta(const OpArgs& a) {
@@ -121,14 +107,14 @@ std::vector<TensorMeta> mul_tensor_meta(const OpArgs& a) {
   const Tensor& other = tensor_arg(a, 1);
   check_broadcasts_to_self(op, self, other, "other");
   check_castable(op, result_type(self, other), self);
-  return {self_meta(op, self)};
+  return {in_place_self_meta(op, self)};
 }
 
 std::vector<TensorMeta> mul_scalar_meta(const OpArgs& a) {
   constexpr std::string_view op = "aten.mul_.Scalar";
   const Tensor& self = tensor_arg(a, 0);
   check_castable(op, result_type(self, scalar_arg(a, 1)), self);
-  return {self_meta(op, self)};
+  return {in_place_self_meta(op, self)};
 }
 
 // div_.Scalar: what PyTorch's CPU dropout records (the mask scaled by 1 / (1 - p) in place).
@@ -138,14 +124,14 @@ std::vector<TensorMeta> div_scalar_meta(const OpArgs& a) {
   // True division: an integer self cannot hold the result, as in PyTorch.
   DType result = result_type(self, scalar_arg(a, 1));
   check_castable(op, is_floating(result) ? result : DType::f32, self);
-  return {self_meta(op, self)};
+  return {in_place_self_meta(op, self)};
 }
 
 std::vector<TensorMeta> copy__meta(const OpArgs& a) {
   constexpr std::string_view op = "aten.copy_.default";
   const Tensor& self = tensor_arg(a, 0);
   check_broadcasts_to_self(op, self, tensor_arg(a, 1), "src");
-  return {self_meta(op, self)};
+  return {in_place_self_meta(op, self)};
 }
 
 std::vector<TensorMeta> zero__meta(const OpArgs& a) {

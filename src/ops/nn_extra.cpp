@@ -150,14 +150,7 @@ std::vector<Tensor> leaky_relu_backward_vjp(const VjpContext& c) {
 
 std::vector<TensorMeta> leaky_relu__meta(const OpArgs& a) {
   leaky_relu_meta(a);
-  const Tensor& self = tensor_arg(a, 0);
-  for (size_t d = 0; d < self.sizes().size(); ++d)
-    if (self.strides()[d] == 0 && self.sizes()[d] > 1)
-      fail(kLeakyRelu_,
-           "more than one element of the written-to tensor refers to a single "
-           "memory location (dim " +
-               std::to_string(d) + " is expanded). Call clone() on it first.");
-  return {{self.dtype(), self.sizes(), self.strides(), self.storage_offset()}};
+  return {in_place_self_meta(kLeakyRelu_, tensor_arg(a, 0))};
 }
 std::vector<Tensor> leaky_relu__kernel(const OpArgs& a) {
   leaky_relu__meta(a);

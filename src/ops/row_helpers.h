@@ -3,6 +3,7 @@
 #pragma once
 
 #include <array>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -10,12 +11,24 @@
 #include "aotgrad/ops.h"
 #include "aotgrad/tensor.h"
 #include "ops/op.h"
+#include "tensor/overlap.h"
 
 namespace aotgrad::ops {
 
 // Throws std::invalid_argument("<op>: <what>").
 [[noreturn]] inline void fail(std::string_view op, const std::string& what) {
   throw std::invalid_argument(std::string(op) + ": " + what);
+}
+
+// The meta of an in-place op's result: self itself, same geometry. A self with an expanded dim
+// (tensor/overlap.h) is an error naming the op, as in PyTorch: one element written several times.
+inline TensorMeta in_place_self_meta(std::string_view op, const Tensor& self) {
+  if (std::optional<size_t> d = first_expanded_dim(self.sizes(), self.strides()))
+    fail(op,
+         "more than one element of the written-to tensor refers to a single memory location "
+         "(dim " +
+             std::to_string(*d) + " is expanded). Call clone() on it first.");
+  return {self.dtype(), self.sizes(), self.strides(), self.storage_offset()};
 }
 
 // A backward op's `bool[3] output_mask` argument (ATen's; held in OpArgs as an int[] of 0 / 1, see

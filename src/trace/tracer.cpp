@@ -15,6 +15,7 @@
 #include "ops/inplace_view.h"
 #include "ops/requires_grad.h"
 #include "ops/tensor_constant.h"
+#include "tensor/overlap.h"
 #include "trace/decompose.h"
 #include "trace/view_chain.h"
 
@@ -578,8 +579,7 @@ std::vector<Tensor> Tracer::functionalize_inplace(const ops::OpDef& op, ops::OpA
   }
   // Written through an expanded view (fill_ and zero_ may) with a history: eager's CopySlices
   // raises when backward reaches it (autograd/nodes.cpp), which the graph cannot do at that point.
-  if (grad_on && requires_grad(graph::ValueId{updated.impl()->trace.value}) &&
-      overlaps_itself(self))
+  if (grad_on && requires_grad(graph::ValueId{updated.impl()->trace.value}) && is_expanded(self))
     throw UnsupportedError(
         std::string(op.name) +
         " with grad on writes through an expanded view of a tensor that requires grad; "

@@ -14,6 +14,7 @@
 #include "aotgrad/indexing.h"
 #include "aotgrad/ops.h"
 #include "autograd/grad_mode_scope.h"
+#include "tensor/overlap.h"
 #include "trace/tracer.h"
 
 namespace aotgrad::trace {
@@ -24,12 +25,6 @@ bool is_as_strided(const ViewStep& step) {
 
 bool is_expand(const ViewStep& step) {
   return step.op->name == "aten.expand.default";
-}
-
-bool overlaps_itself(const Tensor& t) {
-  for (size_t d = 0; d < t.sizes().size(); ++d)
-    if (t.strides()[d] == 0 && t.sizes()[d] > 1) return true;
-  return false;
 }
 
 size_t last_as_strided(const std::vector<ViewStep>& chain, size_t steps) {
@@ -311,7 +306,7 @@ Tracer::Scattered Tracer::scatter_into_root(size_t state_index, const Tensor& up
       // then matters only as a history, which eager's backward cannot pass either: CopySlices
       // lays the alias's gradient out in its own, overlapping, geometry and raises.
       if (expand_after != SIZE_MAX && i > expand_after && i + 1 < chain.size() &&
-          overlaps_itself(bases[i + 1 - first]) && autograd::grad_mode_enabled() &&
+          is_expanded(bases[i + 1 - first]) && autograd::grad_mode_enabled() &&
           requires_grad(graph::ValueId{updated.impl()->trace.value}))
         throw UnsupportedError(
             "an in-place op with grad on writes through a view of a detach()ed alias of an "

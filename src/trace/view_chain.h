@@ -15,10 +15,6 @@ namespace aotgrad::trace {
 
 bool is_as_strided(const ViewStep& step);
 bool is_expand(const ViewStep& step);
-// Whether two of t's elements are one memory location (a dim of stride 0 and size above 1, as
-// expand makes): what eager's in-place ops refuse to write, fill_ and zero_ excepted.
-bool overlaps_itself(const Tensor& t);
-
 // The last as_strided step among the first `steps` of `chain`, or SIZE_MAX. as_strided's
 // geometry is absolute over the storage, so the view it makes does not depend on the steps
 // before it: only on which storage they reached, and on autograd (a detach() between, grad modes).
