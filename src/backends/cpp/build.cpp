@@ -12,12 +12,14 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <map>
 #include <mutex>
 #include <optional>
 #include <sstream>
 #include <stdexcept>
 #include <string_view>
+#include <system_error>
 
 #include "aotgrad/version.h"
 #include "cache/disk_cache.h"
@@ -239,35 +241,64 @@ std::shared_ptr<const SharedObject> load_bytes(const std::string& bytes, const s
 
 }  // namespace
 
-std::shared_ptr<const SharedObject> load_shared_object(const std::string& source) {
-  const Toolchain& tc = toolchain();
+namespace {
+
+// Loaded objects of this process, by name (the hash of their key): a graph compiled again
+// (another specialization, a recompile) reuses the mapping while some program still holds it.
+struct LoadedObjects {
+  std::mutex mutex;
+  std::map<std::string, std::weak_ptr<const SharedObject>> by_name;
+};
+LoadedObjects& loaded_objects() {
+  static LoadedObjects loaded;
+  return loaded;
+}
+
+}  // namespace
+
+ObjectFuture start_shared_object(const std::string& source) {
+  const Toolchain& tc = toolchain();  // a compiler that cannot run throws here, on this thread
   const std::string key = std::string("aotgrad cpp object\0", 19) + AOTGRAD_VERSION + '\0' +
                           tc.version + '\0' + compile_flags() + '\0' + tc.cpu + '\0' + source;
-  // Loaded objects of this process, by key: a graph compiled again (another specialization, a
-  // recompile) reuses the mapping while some program still holds it.
-  static std::mutex mutex;
-  static std::map<std::string, std::weak_ptr<const SharedObject>> loaded;
   const std::string name = cache::hash128_hex(key);
+  auto ready = [](std::shared_ptr<const SharedObject> object) {
+    std::promise<std::shared_ptr<const SharedObject>> p;
+    p.set_value(std::move(object));
+    return p.get_future().share();
+  };
+  LoadedObjects& loaded = loaded_objects();
+  auto remember = [&loaded, name](std::shared_ptr<const SharedObject> object) {
+    std::lock_guard lock(loaded.mutex);
+    if (loaded.by_name.size() > 1024)  // drop the expired ones now and then
+      std::erase_if(loaded.by_name, [](const auto& e) { return e.second.expired(); });
+    loaded.by_name[name] = object;
+    return object;
+  };
   {
-    std::lock_guard lock(mutex);
-    if (auto it = loaded.find(name); it != loaded.end())
-      if (auto object = it->second.lock()) return object;
+    std::lock_guard lock(loaded.mutex);
+    if (auto it = loaded.by_name.find(name); it != loaded.by_name.end())
+      if (auto object = it->second.lock()) return ready(std::move(object));
   }
-  std::shared_ptr<const SharedObject> object;
+  // A cached object loads here (about a millisecond); only the compiler runs on another thread.
+  // The environment is read on the caller's thread; the task reads none of it but the temporary
+  // directory's ($TMPDIR).
   const cache::DiskCache disk = cache::DiskCache::from_environment();
   cache::Lookup hit = disk.get("cpp", key);  // checked: a corrupt entry is a miss
-  if (hit.status == cache::LookupStatus::hit) {
-    object = load_bytes(hit.bytes, name);
-  } else {
-    std::string bytes = compile(tc, source);
+  if (hit.status == cache::LookupStatus::hit) return ready(remember(load_bytes(hit.bytes, name)));
+  auto task = [tc = &tc, disk, key, name, source, remember] {
+    std::string bytes = compile(*tc, source);
     disk.put("cpp", key, bytes);
-    object = load_bytes(bytes, name);
+    return remember(load_bytes(bytes, name));
+  };
+  try {
+    return std::async(std::launch::async, std::move(task)).share();
+  } catch (const std::system_error&) {  // no thread to be had: build on this one
+    return std::async(std::launch::deferred, std::move(task)).share();
   }
-  std::lock_guard lock(mutex);
-  if (loaded.size() > 1024)  // drop the expired ones now and then
-    std::erase_if(loaded, [](const auto& e) { return e.second.expired(); });
-  loaded[name] = object;
-  return object;
+}
+
+std::shared_ptr<const SharedObject> load_shared_object(const std::string& source) {
+  return start_shared_object(source).get();
 }
 
 namespace {

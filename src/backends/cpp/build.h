@@ -12,6 +12,7 @@
 // compiles. Compile errors throw one line naming the kept source. Thread-safe.
 #pragma once
 
+#include <future>
 #include <memory>
 #include <string>
 
@@ -36,6 +37,15 @@ class SharedObject {
 // The shared object built from `source`: from this process's loaded ones, the disk cache, or the
 // compiler (then stored in the cache).
 std::shared_ptr<const SharedObject> load_shared_object(const std::string& source);
+
+// The same, built on a thread of its own: the caller goes on (a training step's backward graph
+// compiles while its forward graph compiles and runs). The toolchain and the cache directory are
+// read from the environment before this returns, and a compiler that cannot be run throws here;
+// the C++ compiler's failure on the source is the future's exception. A source already loaded
+// in this process gives a ready future. Destroying the last copy of the future waits for the
+// build (std::async).
+using ObjectFuture = std::shared_future<std::shared_ptr<const SharedObject>>;
+ObjectFuture start_shared_object(const std::string& source);
 
 // Whether the C++ compiler ($AOTGRAD_CXX, else c++) can be run (asked once per command).
 bool compiler_runs();

@@ -4,6 +4,8 @@
 #include <atomic>
 #include <chrono>
 #include <memory>
+#include <mutex>
+#include <optional>
 #include <sstream>
 #include <stdexcept>
 
@@ -84,6 +86,35 @@ struct Program {
   std::vector<ops::TensorMeta> cat_metas;  // per cat: its result
   std::vector<Step> steps;
   std::shared_ptr<const cpp::SharedObject> library;  // keeps the kernels loaded
+};
+
+// A Program whose kernels are compiled on another thread (cpp::start_shared_object), so that
+// compile_cpp returns once the graph is scheduled and its source written: the forward and
+// backward graphs of a training step compile at once, and the backward's while the forward runs.
+// The first call waits for the library and looks its kernels up, once; later calls pay one
+// atomic load. A compiler error is thrown by every call, as compile_cpp threw it before.
+class LinkedProgram {
+ public:
+  LinkedProgram(std::shared_ptr<Program> program, std::optional<cpp::ObjectFuture> library)
+      : program_(std::move(program)), library_(std::move(library)), linked_(!library_) {}
+
+  const Program& get() {
+    if (linked_.load(std::memory_order_acquire)) return *program_;
+    std::lock_guard lock(mutex_);
+    if (!linked_.load(std::memory_order_relaxed)) {
+      program_->library = library_->get();  // waits; rethrows the build's error
+      for (KernelCall& c : program_->kernels)
+        c.fn = reinterpret_cast<KernelFn>(program_->library->symbol(c.name));
+      linked_.store(true, std::memory_order_release);
+    }
+    return *program_;
+  }
+
+ private:
+  std::shared_ptr<Program> program_;
+  std::optional<cpp::ObjectFuture> library_;
+  std::mutex mutex_;
+  std::atomic<bool> linked_;
 };
 
 // Whether a kernel output of `m` may be written over `t`, an input dying at the kernel: nothing
@@ -369,7 +400,7 @@ cpp::Schedule schedule_of(graph::Graph& g, const CppOptions& options) {
                              std::move(pairs));
 }
 
-std::shared_ptr<Program> build(const graph::Graph& traced, const CppOptions& options) {
+std::shared_ptr<LinkedProgram> build(const graph::Graph& traced, const CppOptions& options) {
   graph::Graph g = traced;  // its node order may change: the schedule's graph
   cpp::Schedule sched = schedule_of(g, options);
   auto p = std::make_shared<Program>();
@@ -380,6 +411,7 @@ std::shared_ptr<Program> build(const graph::Graph& traced, const CppOptions& opt
   Liveness live = cpp::plan_memory(g, sched, options.reuse_buffers);
   for (const cpp::GemmFusion& f : sched.gemms)
     p->gemms.push_back({f, g.value(graph::ValueId{f.output}).meta.sizes});
+  std::optional<cpp::ObjectFuture> library;
   if (!sched.kernels.empty()) {
     std::string source = cpp::generate_source(g, sched);
     // Named after the function being compiled when there is one: FN_INDEX_cpp_forward_code.txt;
@@ -389,12 +421,11 @@ std::shared_ptr<Program> build(const graph::Graph& traced, const CppOptions& opt
     const aot::CompilingScope* fn = aot::CompilingScope::current();
     aot::dump_text(fn ? fn->fn_name() : "cpp_" + g.name(), fn ? fn->index() : unscoped++,
                    fn ? "cpp_" + g.name() + "_code" : "code", describe_steps(g, sched) + source);
-    p->library = cpp::load_shared_object(source);
+    library = cpp::start_shared_object(source);
   }
   for (const cpp::Kernel& k : sched.kernels) {
     KernelCall c;
     c.name = k.name;
-    c.fn = reinterpret_cast<KernelFn>(p->library->symbol(k.name));
     c.shape = k.shape;
     c.dim_groups = k.dim_groups;
     c.loop_sizes.assign(c.dim_groups.size(), 1);
@@ -452,17 +483,18 @@ std::shared_ptr<Program> build(const graph::Graph& traced, const CppOptions& opt
     step.free_after = std::move(live.free_after[i]);
     step.label = step_label(g, sched, st, step.product);
   }
-  return p;
+  return std::make_shared<LinkedProgram>(std::move(p), std::move(library));
 }
 
 }  // namespace
 
 CompiledGraph compile_cpp(const graph::Graph& g, const CppOptions& options) {
-  std::shared_ptr<const Program> prog = build(g, options);
+  std::shared_ptr<LinkedProgram> linked = build(g, options);
   auto signature = std::make_shared<const graph::Graph>(g);
-  // Reentrant: the program is read-only; the value slots belong to the call.
-  return [prog, signature](std::vector<Tensor>&& inputs) {
+  // Reentrant: the program is read-only once linked; the value slots belong to the call.
+  return [linked, signature](std::vector<Tensor>&& inputs) {
     check_inputs(*signature, inputs);
+    const Program* prog = &linked->get();
     ThreadLoan<Slots> loan;
     std::vector<Tensor>& slots = loan->values;
     slots.resize(prog->num_values);

@@ -55,6 +55,32 @@ TEST(ConcurrencyCppBackend, OneCallableFromFourThreads) {
     }
 }
 
+// The graph's build runs on a thread of its own (no cache, so the compiler runs); four threads
+// call it before it ends, and each waits for the one build and runs the same kernels.
+TEST(ConcurrencyCppBackend, FourThreadsCallAGraphWhoseBuildHasNotEnded) {
+  ag::graph::Graph g = ag::graph::parse_graph(R"(graph first_calls(%x: f64[4,8]) {
+  %a: f64[4,8] = aten.mul.Scalar(%x, 0.8125)
+  %t: f64[4,8] = aten.tanh.default(%a)
+  return (%t)
+})");
+  const char* old = std::getenv("AOTGRAD_CACHE");
+  std::string saved = old ? old : "";
+  setenv("AOTGRAD_CACHE", "0", 1);
+  ag::backends::CompiledGraph run = ag::backends::compile_cpp(g);
+  if (old)
+    setenv("AOTGRAD_CACHE", saved.c_str(), 1);
+  else
+    unsetenv("AOTGRAD_CACHE");
+  std::vector<std::vector<double>> got(4);
+  on_four_threads([&](int t) { got[t] = flat(run(ag::testing::graph_inputs(g, 7 + t))); });
+  ag::backends::CompiledGraph ref = ag::backends::compile_interpreter(g);
+  for (int t = 0; t < 4; ++t) {
+    std::vector<double> want = flat(ref(ag::testing::graph_inputs(g, 7 + t)));
+    ASSERT_EQ(got[t].size(), want.size());
+    for (size_t k = 0; k < want.size(); ++k) EXPECT_NEAR(got[t][k], want[k], 1e-12);
+  }
+}
+
 TEST(ConcurrencyCppBackend, FourThreadsBuildTheSameGraphIntoAnEmptyDirectory) {
   std::string dir = (std::filesystem::temp_directory_path() / "aotgrad_cpp_race_XXXXXX").string();
   ASSERT_NE(mkdtemp(dir.data()), nullptr);
