@@ -5,8 +5,11 @@
 // as the interpreter backend (bitwise for extern steps; generated kernels may differ from the eager
 // ones by a few ulp in exp/tanh/log and friends, as they use the C library's functions); each value
 // is released right after its last use; graph outputs are the buffers the steps wrote (no copy).
-// The returned callable is reentrant. Compilation errors throw std::runtime_error naming the kept
-// source file.
+// The returned callable is reentrant. compile_cpp returns once the graph is scheduled and its
+// source written: the C++ compiler runs on a thread of its own (a cached object is loaded at once),
+// and the callable's first call waits for it. A compiler that cannot be run throws from
+// compile_cpp; a compilation error is thrown, as std::runtime_error naming the kept source file,
+// by every call of the callable.
 #pragma once
 
 #include "backends/backend.h"
