@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <future>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -97,6 +98,17 @@ class LinkedProgram {
  public:
   LinkedProgram(std::shared_ptr<Program> program, std::optional<cpp::ObjectFuture> library)
       : program_(std::move(program)), library_(std::move(library)), linked_(!library_) {}
+
+  // Whether the library is loaded or failed already (get() would not wait).
+  bool built() const {
+    return !library_ || library_->wait_for(std::chrono::seconds(0)) == std::future_status::ready;
+  }
+
+  // The program, linked; shared with this object. Throws as get() does.
+  std::shared_ptr<const Program> linked_program() {
+    get();
+    return program_;
+  }
 
   const Program& get() {
     if (linked_.load(std::memory_order_acquire)) return *program_;
@@ -486,47 +498,62 @@ std::shared_ptr<LinkedProgram> build(const graph::Graph& traced, const CppOption
   return std::make_shared<LinkedProgram>(std::move(p), std::move(library));
 }
 
+// One call of a linked program.
+std::vector<Tensor> run_program(const Program& prog, std::vector<Tensor>&& inputs) {
+  ThreadLoan<Slots> loan;
+  std::vector<Tensor>& slots = loan->values;
+  slots.resize(prog.num_values);
+  for (size_t i = 0; i < prog.inputs.size(); ++i) slots[prog.inputs[i]] = std::move(inputs[i]);
+  inputs.clear();
+  for (uint32_t v : prog.free_at_start) slots[v] = Tensor();
+  const bool profile = cpp::step_profiling();
+  for (const Program::Step& s : prog.steps) {
+    const auto start =
+        profile ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();
+    if (s.is_gemm) {
+      run_gemm(prog, prog.gemms[s.index], slots);
+    } else if (s.is_cat) {
+      run_cat(prog, s.index, slots);
+    } else if (!s.into.empty() || s.pair_output >= 0) {
+      run_attention(prog.externs[s.index], s.pair_output, s.into, slots);
+    } else if (!s.is_kernel) {
+      run_node_call(prog.externs[s.index], slots);
+    } else if (!run_kernel(prog.kernels[s.index], slots)) {
+      run_group_unfused(prog, prog.kernels[s.index], slots);
+    }
+    for (uint32_t v : s.free_after) slots[v] = Tensor();
+    if (profile)
+      cpp::add_step_time(
+          s.label, s.product,
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+              .count());
+  }
+  std::vector<Tensor> result;
+  result.reserve(prog.outputs.size());
+  for (uint32_t v : prog.outputs) result.push_back(slots[v]);
+  return result;
+}
+
 }  // namespace
 
 CompiledGraph compile_cpp(const graph::Graph& g, const CppOptions& options) {
   std::shared_ptr<LinkedProgram> linked = build(g, options);
   auto signature = std::make_shared<const graph::Graph>(g);
   // Reentrant: the program is read-only once linked; the value slots belong to the call.
+  if (linked->built()) {
+    // Loaded from the cache or needing no kernels: linked now, and the calls skip the check.
+    try {
+      std::shared_ptr<const Program> prog = linked->linked_program();
+      return [prog, signature](std::vector<Tensor>&& inputs) {
+        check_inputs(*signature, inputs);
+        return run_program(*prog, std::move(inputs));
+      };
+    } catch (const std::exception&) {  // a build that failed already: thrown by every call below
+    }
+  }
   return [linked, signature](std::vector<Tensor>&& inputs) {
     check_inputs(*signature, inputs);
-    const Program* prog = &linked->get();
-    ThreadLoan<Slots> loan;
-    std::vector<Tensor>& slots = loan->values;
-    slots.resize(prog->num_values);
-    for (size_t i = 0; i < prog->inputs.size(); ++i) slots[prog->inputs[i]] = std::move(inputs[i]);
-    inputs.clear();
-    for (uint32_t v : prog->free_at_start) slots[v] = Tensor();
-    const bool profile = cpp::step_profiling();
-    for (const Program::Step& s : prog->steps) {
-      const auto start =
-          profile ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();
-      if (s.is_gemm) {
-        run_gemm(*prog, prog->gemms[s.index], slots);
-      } else if (s.is_cat) {
-        run_cat(*prog, s.index, slots);
-      } else if (!s.into.empty() || s.pair_output >= 0) {
-        run_attention(prog->externs[s.index], s.pair_output, s.into, slots);
-      } else if (!s.is_kernel) {
-        run_node_call(prog->externs[s.index], slots);
-      } else if (!run_kernel(prog->kernels[s.index], slots)) {
-        run_group_unfused(*prog, prog->kernels[s.index], slots);
-      }
-      for (uint32_t v : s.free_after) slots[v] = Tensor();
-      if (profile)
-        cpp::add_step_time(
-            s.label, s.product,
-            std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
-                .count());
-    }
-    std::vector<Tensor> result;
-    result.reserve(prog->outputs.size());
-    for (uint32_t v : prog->outputs) result.push_back(slots[v]);
-    return result;
+    return run_program(linked->get(), std::move(inputs));
   };
 }
 
