@@ -239,10 +239,6 @@ std::shared_ptr<const SharedObject> load_bytes(const std::string& bytes, const s
   return object;
 }
 
-}  // namespace
-
-namespace {
-
 // Loaded objects of this process, by name (the hash of their key): a graph compiled again
 // (another specialization, a recompile) reuses the mapping while some program still holds it.
 struct LoadedObjects {
