@@ -14,18 +14,12 @@ class CacheCli : public ag::testing::CacheTest {
  protected:
   void SetUp() override {
     CacheTest::SetUp();
-    work_ = dir_.string() + "_work";
-    fs::create_directories(work_);
+    work_ = scratch_dir("work");
     ag::manual_seed(3);
     std::vector<ag::Tensor> in = {ag::randn({4, 3}), ag::randn({3, 2}), ag::randn({2}),
                                   ag::from_vector(std::vector<int64_t>{3, 1, 0, 2}, {4})};
     for (size_t i = 0; i < in.size(); ++i)
       ag::write_npy((work_ / ("in" + std::to_string(i) + ".npy")).string(), in[i]);
-  }
-  void TearDown() override {
-    std::error_code ec;
-    fs::remove_all(work_, ec);
-    CacheTest::TearDown();
   }
 
   // `aotgrad ARGS` through the shell, stdout and stderr into work_/NAME.out and NAME.err.

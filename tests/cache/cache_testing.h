@@ -14,6 +14,7 @@
 #include <optional>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "aotgrad/aotgrad.h"
@@ -28,22 +29,37 @@ class CacheTest : public ::testing::Test {
                                                      "_" + t->test_suite_name() + "_" + t->name());
     std::filesystem::remove_all(dir_);
     for (const char* name : kVars) {
-      const char* v = std::getenv(name);
-      saved_.push_back(v ? std::optional<std::string>(v) : std::nullopt);
+      restore_at_teardown(name);
       ::unsetenv(name);
     }
     ::setenv("AOTGRAD_CACHE_DIR", dir_.c_str(), 1);
   }
   void TearDown() override {
-    for (size_t i = 0; i < saved_.size(); ++i) {
-      if (saved_[i])
-        ::setenv(kVars[i], saved_[i]->c_str(), 1);
+    for (auto it = saved_.rbegin(); it != saved_.rend(); ++it) {
+      if (it->second)
+        ::setenv(it->first.c_str(), it->second->c_str(), 1);
       else
-        ::unsetenv(kVars[i]);
+        ::unsetenv(it->first.c_str());
     }
     ::unsetenv("AOTGRAD_LOG");
     std::error_code ec;
     std::filesystem::remove_all(dir_, ec);
+    for (const std::filesystem::path& d : scratch_) std::filesystem::remove_all(d, ec);
+  }
+
+  // Environment variable `name` as it is now is put back at TearDown (for a test that sets it).
+  void restore_at_teardown(const char* name) {
+    const char* v = std::getenv(name);
+    saved_.emplace_back(name, v ? std::optional<std::string>(v) : std::nullopt);
+  }
+
+  // A fresh, empty directory beside the cache's (DIR_suffix), removed at TearDown.
+  std::filesystem::path scratch_dir(const std::string& suffix) {
+    std::filesystem::path d = dir_.string() + "_" + suffix;
+    std::filesystem::remove_all(d);
+    std::filesystem::create_directories(d);
+    scratch_.push_back(d);
+    return d;
   }
 
   // The regular files under DIR/ns (the entries), sorted.
@@ -72,7 +88,8 @@ class CacheTest : public ::testing::Test {
  private:
   static constexpr const char* kVars[] = {"AOTGRAD_CACHE_DIR", "AOTGRAD_CACHE",
                                           "AOTGRAD_CACHE_SIZE_LIMIT"};
-  std::vector<std::optional<std::string>> saved_;
+  std::vector<std::pair<std::string, std::optional<std::string>>> saved_;  // name, old value
+  std::vector<std::filesystem::path> scratch_;
 };
 
 // The bytes of a float tensor, for bit-for-bit comparisons.

@@ -9,7 +9,6 @@
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
-#include <optional>
 #include <stdexcept>
 #include <string>
 
@@ -25,20 +24,8 @@ class CompilerVersionTest : public ag::testing::CacheTest {
  protected:
   void SetUp() override {
     CacheTest::SetUp();
-    bin_ = fs::path(dir_.string() + "_bin");
-    fs::remove_all(bin_);
-    fs::create_directories(bin_);
-    const char* path = std::getenv("PATH");
-    saved_path_ = path ? std::optional<std::string>(path) : std::nullopt;
-  }
-  void TearDown() override {
-    if (saved_path_)
-      ::setenv("PATH", saved_path_->c_str(), 1);
-    else
-      ::unsetenv("PATH");
-    std::error_code ec;
-    fs::remove_all(bin_, ec);
-    CacheTest::TearDown();
+    bin_ = scratch_dir("bin");
+    restore_at_teardown("PATH");
   }
 
   // A script at bin_/sub/name that prints `first_line`, a second line, and exits with `status`;
@@ -60,7 +47,6 @@ class CompilerVersionTest : public ag::testing::CacheTest {
   }
 
   fs::path bin_;
-  std::optional<std::string> saved_path_;
 };
 
 }  // namespace

@@ -20,24 +20,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-class CppAsyncBuildTest : public ag::testing::CacheTest {
- protected:
-  void SetUp() override {
-    CacheTest::SetUp();
-    const char* cxx = std::getenv("AOTGRAD_CXX");
-    saved_cxx_ = cxx ? std::optional<std::string>(cxx) : std::nullopt;
-  }
-  void TearDown() override {
-    if (saved_cxx_)
-      ::setenv("AOTGRAD_CXX", saved_cxx_->c_str(), 1);
-    else
-      ::unsetenv("AOTGRAD_CXX");
-    std::error_code ec;
-    fs::remove_all(dir_.string() + "_bin", ec);
-    CacheTest::TearDown();
-  }
-  std::optional<std::string> saved_cxx_;
-};
+class CppAsyncBuildTest : public ag::testing::CacheTest {};
 
 // A graph of one fused kernel that no other test compiles.
 constexpr const char* kGraph = R"(graph async_kernel(%x: f64[3,4]) {
@@ -50,14 +33,14 @@ constexpr const char* kGraph = R"(graph async_kernel(%x: f64[3,4]) {
 
 TEST_F(CppAsyncBuildTest, ACompilerFailureIsThrownByEveryCallNotByCompileCpp) {
   // A compiler that answers --version and fails on every source.
-  const fs::path bin = dir_.string() + "_bin";
-  fs::create_directories(bin);
+  const fs::path bin = scratch_dir("bin");
   const fs::path cc = bin / "failing-cc";
   write_file(cc,
              "#!/bin/sh\nif [ \"$1\" = --version ]; then echo 'failing-cc for " + bin.string() +
                  "'; exit 0; fi\necho 'kernels.cpp:1:1: error: this compiler always fails' >&2\n"
                  "exit 1\n");
   fs::permissions(cc, fs::perms::owner_all);
+  restore_at_teardown("AOTGRAD_CXX");
   ::setenv("AOTGRAD_CXX", cc.c_str(), 1);
   ag::graph::Graph g = ag::graph::parse_graph(kGraph);
   std::optional<ag::backends::CompiledGraph> run;
