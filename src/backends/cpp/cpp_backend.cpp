@@ -541,7 +541,9 @@ CompiledGraph compile_cpp(const graph::Graph& g, const CppOptions& options) {
   auto signature = std::make_shared<const graph::Graph>(g);
   // Reentrant: the program is read-only once linked; the value slots belong to the call.
   if (linked->built()) {
-    // Loaded from the cache or needing no kernels: linked now, and the calls skip the check.
+    // Loaded from the cache or needing no kernels: linked now, and the calls skip the check
+    // (measured: the per-call fw+bw of a tiny graph, build/aot_bench, took 1.92-1.94 us this way
+    // and 2.00-2.02 us with every call going through LinkedProgram::get, alternating runs).
     try {
       std::shared_ptr<const Program> prog = linked->linked_program();
       return [prog, signature](std::vector<Tensor>&& inputs) {
