@@ -1,6 +1,9 @@
 #include "backends/cpp/build.h"
 
 #include <dlfcn.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -20,6 +23,7 @@
 #include <stdexcept>
 #include <string_view>
 #include <system_error>
+#include <vector>
 
 #include "aotgrad/version.h"
 #include "cache/disk_cache.h"
@@ -30,22 +34,81 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// Runs `command` through the shell; returns its exit status and its stdout.
-std::pair<int, std::string> run_command(const std::string& command) {
-  std::string out;
-  FILE* pipe = popen(command.c_str(), "r");
-  if (!pipe) return {-1, out};
-  std::array<char, 4096> buf;
-  size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), pipe)) > 0) out.append(buf.data(), n);
-  int status = pclose(pipe);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+// What a child process left: its exit status (-1 when it could not be started or did not exit)
+// and what it wrote.
+struct ProcessResult {
+  int status = -1;
+  std::string output;
+};
+
+// Runs argv[0], looked up in $PATH as the shell would, with `argv` and no shell in between:
+// stdin from /dev/null, stdout (and stderr too when `with_stderr`, else /dev/null) read through
+// a pipe. Unlike std::system it leaves this process's SIGINT and SIGQUIT alone (system ignores
+// them process-wide while the child runs, and the compiler now runs while the caller's program
+// goes on), and needs no quoting.
+ProcessResult run_process(const std::vector<std::string>& argv, bool with_stderr) {
+  ProcessResult result;
+  int fds[2];
+  if (::pipe2(fds, O_CLOEXEC) != 0) return result;
+  if (fds[1] <= 2) {  // this process had a standard stream closed: keep the pipe off 0-2
+    const int moved = ::fcntl(fds[1], F_DUPFD_CLOEXEC, 3);
+    ::close(fds[1]);
+    if (moved < 0) {
+      ::close(fds[0]);
+      return result;
+    }
+    fds[1] = moved;
+  }
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_adddup2(&actions, fds[1], 1);
+  if (with_stderr)
+    posix_spawn_file_actions_adddup2(&actions, fds[1], 2);
+  else
+    posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0);
+  posix_spawnattr_t attr;  // the child starts with no signal blocked, whatever this thread blocks
+  posix_spawnattr_init(&attr);
+  sigset_t none;
+  sigemptyset(&none);
+  posix_spawnattr_setsigmask(&attr, &none);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK);
+  std::vector<char*> args;
+  for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  pid_t pid = 0;
+  const int spawned = ::posix_spawnp(&pid, args[0], &actions, &attr, args.data(), environ);
+  posix_spawnattr_destroy(&attr);
+  posix_spawn_file_actions_destroy(&actions);
+  ::close(fds[1]);
+  if (spawned == 0) {
+    std::array<char, 4096> buf;
+    while (true) {
+      const ssize_t n = ::read(fds[0], buf.data(), buf.size());
+      if (n > 0)
+        result.output.append(buf.data(), static_cast<size_t>(n));
+      else if (n == 0 || errno != EINTR)
+        break;
+    }
+  }
+  ::close(fds[0]);
+  if (spawned != 0) return result;
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0)
+    if (errno != EINTR) return result;
+  if (WIFEXITED(status)) result.status = WEXITSTATUS(status);
+  return result;
 }
 
-std::string shell_quote(const std::string& s) {
-  std::string q = "'";
-  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return q + "'";
+// `text` split at spaces (the compile flags hold no quoted words).
+std::vector<std::string> words(std::string_view text) {
+  std::vector<std::string> out;
+  for (size_t at = 0; at < text.size();) {
+    const size_t end = std::min(text.find(' ', at), text.size());
+    if (end > at) out.emplace_back(text.substr(at, end - at));
+    at = end + 1;
+  }
+  return out;
 }
 
 struct Toolchain {
@@ -97,7 +160,7 @@ std::string compiler_version(const std::string& compiler) {
         hit.bytes.find('\n') == std::string::npos)
       return hit.bytes;
   }
-  auto [rc, out] = run_command(shell_quote(compiler) + " --version 2>/dev/null");
+  const auto [rc, out] = run_process({compiler, "--version"}, /*with_stderr=*/false);
   if (rc != 0 || out.empty())
     throw std::runtime_error("cpp backend: the C++ compiler '" + compiler +
                              "' cannot be run (set AOTGRAD_CXX to a working g++ or clang++)");
@@ -212,13 +275,16 @@ std::string compile(const Toolchain& tc, const std::string& source) {
   fs::path dir = make_work_directory();
   fs::path src = dir / "kernels.cpp", so = dir / "kernels.so", log = dir / "log.txt";
   write_file(src, source);
-  std::string cmd = shell_quote(tc.compiler) + " " + shell_quote(src.string()) + " -o " +
-                    shell_quote(so.string()) + " " + compile_flags() + " > " +
-                    shell_quote(log.string()) + " 2>&1";
-  int rc = std::system(cmd.c_str());
-  if (rc != 0 || !fs::exists(so))
-    throw std::runtime_error("cpp backend: '" + tc.compiler + "' failed on generated code (" +
-                             first_error(read_file(log)) + "); source kept at " + src.string());
+  std::vector<std::string> argv = {tc.compiler, src.string(), "-o", so.string()};
+  for (std::string& flag : words(compile_flags())) argv.push_back(std::move(flag));
+  const ProcessResult run = run_process(argv, /*with_stderr=*/true);
+  if (run.status != 0 || !fs::exists(so)) {
+    std::ofstream(log, std::ios::binary) << run.output;  // kept beside the source
+    const std::string why =
+        run.status < 0 && run.output.empty() ? "it could not be started" : first_error(run.output);
+    throw std::runtime_error("cpp backend: '" + tc.compiler + "' failed on generated code (" + why +
+                             "); source kept at " + src.string());
+  }
   std::string bytes = read_file(so);
   std::error_code ec;
   fs::remove_all(dir, ec);
@@ -276,8 +342,8 @@ ObjectFuture start_shared_object(const std::string& source) {
       if (auto object = it->second.lock()) return ready(std::move(object));
   }
   // A cached object loads here (about a millisecond); only the compiler runs on another thread.
-  // The environment is read on the caller's thread; the task reads none of it but the temporary
-  // directory's ($TMPDIR).
+  // The environment is read on the caller's thread; the task reads only $TMPDIR, and the compiler
+  // it starts inherits the environment (and finds itself through $PATH) as it is at that moment.
   const cache::DiskCache disk = cache::DiskCache::from_environment();
   cache::Lookup hit = disk.get("cpp", key);  // checked: a corrupt entry is a miss
   if (hit.status == cache::LookupStatus::hit) return ready(remember(load_bytes(hit.bytes, name)));

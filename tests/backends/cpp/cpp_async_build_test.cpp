@@ -2,13 +2,16 @@
 // a thread of its own (cpp::start_shared_object) and the first call waits for it. A compiler
 // failure is thrown by every call of the graph, a compiler that cannot be run by compile_cpp.
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <stdlib.h>
 
+#include <chrono>
 #include <cmath>
 #include <filesystem>
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <thread>
 
 #include "backends/cpp/build.h"
 #include "backends/cpp/cpp_test_util.h"
@@ -70,4 +73,49 @@ TEST_F(CppAsyncBuildTest, AGraphCalledBeforeItsBuildEndsWaitsForIt) {
   ASSERT_EQ(got.size(), want.size());
   for (size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-12 * std::abs(want[i]));
   EXPECT_EQ(entries("cpp").size(), 1u);  // stored by the build thread
+}
+
+TEST_F(CppAsyncBuildTest, TheCompilerRunsWithoutAShellAndLeavesThisProcessesSignalsAlone) {
+  // std::system ignored SIGINT and SIGQUIT in the whole process while the compiler ran; the
+  // compiler now runs beside the caller's program, which must stay interruptible. The compiler
+  // below waits for a file before compiling, so the test looks while it runs. Its name has a
+  // space and a quote: no shell reads it.
+  const fs::path bin = scratch_dir("bin");
+  const fs::path go = bin / "go", started = bin / "started";
+  const fs::path cc = bin / "it's a cc";
+  write_file(cc, "#!/bin/sh\nif [ \"$1\" = --version ]; then echo 'waiting cc for " + bin.string() +
+                     "'; exit 0; fi\n: > '" + started.string() + "'\ni=0\nwhile [ ! -e '" +
+                     go.string() +
+                     "' ] && [ $i -lt 400 ]; do sleep 0.05; i=$((i+1)); done\nexec c++ \"$@\"\n");
+  fs::permissions(cc, fs::perms::owner_all);
+  restore_at_teardown("AOTGRAD_CXX");
+  ::setenv("AOTGRAD_CXX", cc.c_str(), 1);
+  struct sigaction before_int {
+  }, before_quit{};
+  ASSERT_EQ(::sigaction(SIGINT, nullptr, &before_int), 0);
+  ASSERT_EQ(::sigaction(SIGQUIT, nullptr, &before_quit), 0);
+  ag::graph::Graph g = ag::graph::parse_graph(R"(graph waiting_kernel(%x: f64[5]) {
+  %a: f64[5] = aten.mul.Scalar(%x, 0.8125)
+  %e: f64[5] = aten.sin.default(%a)
+  return (%e)
+})");
+  ag::backends::CompiledGraph run = ag::backends::compile_cpp(g);
+  for (int i = 0; i < 400 && !fs::exists(started); ++i)  // the compiler's process is running
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  ASSERT_TRUE(fs::exists(started));
+  struct sigaction during_int {
+  }, during_quit{};
+  ASSERT_EQ(::sigaction(SIGINT, nullptr, &during_int), 0);
+  ASSERT_EQ(::sigaction(SIGQUIT, nullptr, &during_quit), 0);
+  write_file(go, "");
+  EXPECT_EQ(during_int.sa_handler, before_int.sa_handler);
+  EXPECT_EQ(during_quit.sa_handler, before_quit.sa_handler);
+  EXPECT_NE(during_int.sa_handler, SIG_IGN);
+  const std::vector<ag::Tensor> in = ag::testing::graph_inputs(g, 4);
+  const std::vector<double> got = run(std::vector<ag::Tensor>(in))[0].to_vector<double>();
+  const std::vector<double> want =
+      ag::backends::compile_interpreter(g)(std::vector<ag::Tensor>(in))[0].to_vector<double>();
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-12 * std::abs(want[i]));
+  EXPECT_EQ(entries("cpp").size(), 1u);
 }
