@@ -2,6 +2,7 @@
 
 #include <dlfcn.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/stat.h>
@@ -10,6 +11,7 @@
 
 #include <array>
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -23,6 +25,7 @@
 #include <stdexcept>
 #include <string_view>
 #include <system_error>
+#include <thread>
 #include <vector>
 
 #include "aotgrad/version.h"
@@ -39,14 +42,18 @@ namespace fs = std::filesystem;
 struct ProcessResult {
   int status = -1;
   std::string output;
+  bool timed_out = false;  // killed after `limit` (status -1)
 };
 
 // Runs argv[0], looked up in $PATH as the shell would, with `argv` and no shell in between:
 // stdin from /dev/null, stdout (and stderr too when `with_stderr`, else /dev/null) read through
 // a pipe. Unlike std::system it leaves this process's SIGINT and SIGQUIT alone (system ignores
 // them process-wide while the child runs, and the compiler now runs while the caller's program
-// goes on), and needs no quoting.
-ProcessResult run_process(const std::vector<std::string>& argv, bool with_stderr) {
+// goes on), and needs no quoting. A child still running after `limit` is killed (SIGKILL) and
+// reported as timed out; a grandchild it left (gcc's cc1plus) may finish on its own, nobody
+// waits for it.
+ProcessResult run_process(const std::vector<std::string>& argv, bool with_stderr,
+                          std::chrono::milliseconds limit) {
   ProcessResult result;
   int fds[2];
   if (::pipe2(fds, O_CLOEXEC) != 0) return result;
@@ -81,21 +88,46 @@ ProcessResult run_process(const std::vector<std::string>& argv, bool with_stderr
   posix_spawnattr_destroy(&attr);
   posix_spawn_file_actions_destroy(&actions);
   ::close(fds[1]);
-  if (spawned == 0) {
-    std::array<char, 4096> buf;
-    while (true) {
-      const ssize_t n = ::read(fds[0], buf.data(), buf.size());
-      if (n > 0)
-        result.output.append(buf.data(), static_cast<size_t>(n));
-      else if (n == 0 || errno != EINTR)
-        break;
+  if (spawned != 0) {
+    ::close(fds[0]);
+    return result;
+  }
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  std::array<char, 4096> buf;
+  while (true) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) {
+      result.timed_out = true;
+      break;
     }
+    pollfd p{fds[0], POLLIN, 0};
+    const int ready = ::poll(&p, 1, static_cast<int>(std::min<int64_t>(left.count(), 1 << 30)));
+    if (ready < 0 && errno != EINTR) break;
+    if (ready <= 0) continue;
+    const ssize_t n = ::read(fds[0], buf.data(), buf.size());
+    if (n > 0)
+      result.output.append(buf.data(), static_cast<size_t>(n));
+    else if (n == 0 || errno != EINTR)
+      break;  // end of output: every writer has exited
   }
   ::close(fds[0]);
-  if (spawned != 0) return result;
+  if (result.timed_out) ::kill(pid, SIGKILL);
+  // A child that closed its output may still run: it gets what is left of `limit` too.
   int status = 0;
-  while (::waitpid(pid, &status, 0) < 0)
-    if (errno != EINTR) return result;
+  for (auto pause = std::chrono::microseconds(100);;) {
+    const pid_t done = ::waitpid(pid, &status, result.timed_out ? 0 : WNOHANG);
+    if (done == pid) break;
+    if (done < 0 && errno != EINTR) return result;
+    if (done == 0 && std::chrono::steady_clock::now() >= deadline) {
+      result.timed_out = true;
+      ::kill(pid, SIGKILL);
+    } else if (done == 0) {
+      std::this_thread::sleep_for(pause);
+      pause = std::min(pause * 2, std::chrono::microseconds(20000));
+    }
+  }
+  if (result.timed_out) return result;
   if (WIFEXITED(status)) result.status = WEXITSTATUS(status);
   return result;
 }
@@ -160,7 +192,8 @@ std::string compiler_version(const std::string& compiler) {
         hit.bytes.find('\n') == std::string::npos)
       return hit.bytes;
   }
-  const auto [rc, out] = run_process({compiler, "--version"}, /*with_stderr=*/false);
+  const auto [rc, out, timed_out] =
+      run_process({compiler, "--version"}, /*with_stderr=*/false, std::chrono::seconds(60));
   if (rc != 0 || out.empty())
     throw std::runtime_error("cpp backend: the C++ compiler '" + compiler +
                              "' cannot be run (set AOTGRAD_CXX to a working g++ or clang++)");
@@ -270,14 +303,22 @@ const std::string& compile_flags() {
 namespace {
 
 // Compiles `source` in a private directory and returns the object's bytes; the directory is
-// removed unless the compiler failed (its source is kept for the error message).
-std::string compile(const Toolchain& tc, const std::string& source) {
+// removed unless the compiler failed (its source and log are kept for the error message).
+std::string compile(const Toolchain& tc, const std::string& source, std::chrono::seconds limit) {
   fs::path dir = make_work_directory();
   fs::path src = dir / "kernels.cpp", so = dir / "kernels.so", log = dir / "log.txt";
   write_file(src, source);
   std::vector<std::string> argv = {tc.compiler, src.string(), "-o", so.string()};
   for (std::string& flag : words(compile_flags())) argv.push_back(std::move(flag));
-  const ProcessResult run = run_process(argv, /*with_stderr=*/true);
+  const ProcessResult run = run_process(argv, /*with_stderr=*/true, limit);
+  if (run.timed_out) {
+    std::ofstream(log, std::ios::binary) << run.output;
+    throw std::runtime_error("cpp backend: '" + tc.compiler + "' was still compiling after " +
+                             std::to_string(limit.count()) +
+                             " s and was stopped (raise AOTGRAD_CXX_TIMEOUT, in seconds, for "
+                             "larger graphs); source kept at " +
+                             src.string());
+  }
   if (run.status != 0 || !fs::exists(so)) {
     std::ofstream(log, std::ios::binary) << run.output;  // kept beside the source
     const std::string why =
@@ -318,6 +359,29 @@ LoadedObjects& loaded_objects() {
 
 }  // namespace
 
+namespace {
+
+// $AOTGRAD_CXX_TIMEOUT, the C++ compiler's time limit per graph, in seconds (default 600).
+std::chrono::seconds compile_time_limit() {
+  constexpr int64_t kDefault = 600, kMost = int64_t(1) << 31;
+  const char* env = std::getenv("AOTGRAD_CXX_TIMEOUT");
+  if (!env || !*env) return std::chrono::seconds(kDefault);
+  int64_t seconds = 0;
+  bool ok = std::string_view(env).size() <= 10;
+  for (const char* c = env; ok && *c; ++c) {
+    ok = *c >= '0' && *c <= '9';
+    seconds = seconds * 10 + (*c - '0');
+  }
+  if (!ok || seconds < 1 || seconds > kMost)
+    throw std::runtime_error(
+        "cpp backend: AOTGRAD_CXX_TIMEOUT must be a whole number of seconds from 1 to " +
+        std::to_string(kMost) + " (the C++ compiler's time limit per graph; default " +
+        std::to_string(kDefault) + "); unset it or set it to one");
+  return std::chrono::seconds(seconds);
+}
+
+}  // namespace
+
 ObjectFuture start_shared_object(const std::string& source) {
   const Toolchain& tc = toolchain();  // a compiler that cannot run throws here, on this thread
   const std::string key = std::string("aotgrad cpp object\0", 19) + AOTGRAD_VERSION + '\0' +
@@ -347,8 +411,9 @@ ObjectFuture start_shared_object(const std::string& source) {
   const cache::DiskCache disk = cache::DiskCache::from_environment();
   cache::Lookup hit = disk.get("cpp", key);  // checked: a corrupt entry is a miss
   if (hit.status == cache::LookupStatus::hit) return ready(remember(load_bytes(hit.bytes, name)));
-  auto task = [tc = &tc, disk, key, name, source, remember] {
-    std::string bytes = compile(*tc, source);
+  const std::chrono::seconds limit = compile_time_limit();  // bad values are thrown here
+  auto task = [tc = &tc, disk, key, name, source, remember, limit] {
+    std::string bytes = compile(*tc, source, limit);
     disk.put("cpp", key, bytes);
     return remember(load_bytes(bytes, name));
   };

@@ -41,7 +41,10 @@ std::shared_ptr<const SharedObject> load_shared_object(const std::string& source
 // The same, built on a thread of its own: the caller goes on (a training step's backward graph
 // compiles while its forward graph compiles and runs). The toolchain and the cache directory are
 // read from the environment before this returns, and a compiler that cannot be run throws here;
-// the C++ compiler's failure on the source is the future's exception. A source already loaded
+// the C++ compiler's failure on the source is the future's exception, as is a compiler still
+// running after $AOTGRAD_CXX_TIMEOUT seconds (default 600; it is then killed; a value that is
+// not a whole number of seconds throws here). The compiler runs without a shell and leaves this
+// process's signal dispositions alone. A source already loaded
 // in this process gives a ready future. Destroying the last copy of the future waits for the
 // build (std::async).
 using ObjectFuture = std::shared_future<std::shared_ptr<const SharedObject>>;

@@ -5,9 +5,11 @@
 #include <signal.h>
 #include <stdlib.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <filesystem>
+#include <fstream>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -118,4 +120,63 @@ TEST_F(CppAsyncBuildTest, TheCompilerRunsWithoutAShellAndLeavesThisProcessesSign
   ASSERT_EQ(got.size(), want.size());
   for (size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-12 * std::abs(want[i]));
   EXPECT_EQ(entries("cpp").size(), 1u);
+}
+
+TEST_F(CppAsyncBuildTest, ACompilerPastItsTimeLimitIsStoppedAndEveryCallSaysSo) {
+  // A compiler that never finishes: the build gives up after AOTGRAD_CXX_TIMEOUT seconds and
+  // kills it, rather than leaving the graph's first call waiting for ever.
+  const fs::path bin = scratch_dir("bin");
+  const fs::path pid_file = bin / "pid";
+  const fs::path cc = bin / "hanging-cc";
+  write_file(cc, "#!/bin/sh\nif [ \"$1\" = --version ]; then echo 'hanging cc for " + bin.string() +
+                     "'; exit 0; fi\necho $$ > '" + pid_file.string() + "'\nexec sleep 1000\n");
+  fs::permissions(cc, fs::perms::owner_all);
+  restore_at_teardown("AOTGRAD_CXX");
+  restore_at_teardown("AOTGRAD_CXX_TIMEOUT");
+  ::setenv("AOTGRAD_CXX", cc.c_str(), 1);
+  ::setenv("AOTGRAD_CXX_TIMEOUT", "1", 1);
+  ag::graph::Graph g = ag::graph::parse_graph(R"(graph hanging_kernel(%x: f64[6]) {
+  %a: f64[6] = aten.mul.Scalar(%x, 0.6875)
+  %e: f64[6] = aten.cos.default(%a)
+  return (%e)
+})");
+  ag::backends::CompiledGraph run = ag::backends::compile_cpp(g);
+  for (int i = 0; i < 2; ++i) {
+    const std::string err =
+        ag::testing::error_of<std::runtime_error>([&] { run(ag::testing::graph_inputs(g, 1)); });
+    EXPECT_TRUE(ag::testing::contains(err, "still compiling after 1 s")) << err;
+    EXPECT_TRUE(ag::testing::contains(err, "AOTGRAD_CXX_TIMEOUT")) << err;
+    EXPECT_EQ(err.find('\n'), std::string::npos) << err;
+    const size_t at = err.find("source kept at ");
+    ASSERT_NE(at, std::string::npos) << err;
+    const fs::path kept = err.substr(at + std::string("source kept at ").size());
+    if (i == 0) {  // each call throws the same message
+      EXPECT_TRUE(fs::exists(kept)) << kept;
+      if (kept.parent_path().filename().string().rfind("aotgrad-cpp-", 0) == 0)
+        fs::remove_all(kept.parent_path());
+    }
+  }
+  std::ifstream in(pid_file);
+  pid_t pid = 0;
+  ASSERT_TRUE(in >> pid);
+  EXPECT_EQ(::kill(pid, 0), -1);  // the compiler's process is gone (killed and reaped)
+  EXPECT_EQ(errno, ESRCH);
+  EXPECT_TRUE(entries("cpp").empty());
+}
+
+TEST_F(CppAsyncBuildTest, ATimeLimitThatIsNotWholeSecondsIsOneLineNamingIt) {
+  restore_at_teardown("AOTGRAD_CXX_TIMEOUT");
+  int n = 0;
+  for (const char* bad : {"0", "-3", "1.5", "ten", "99999999999", " 5"}) {
+    ::setenv("AOTGRAD_CXX_TIMEOUT", bad, 1);
+    // A graph of its own each time: a loaded or cached object would need no compiler.
+    ag::graph::Graph g = ag::graph::parse_graph(
+        "graph limit_kernel(%x: f64[3]) {\n"
+        "  %a: f64[3] = aten.mul.Scalar(%x, " +
+        std::to_string(1.25 + n++) + ")\n  return (%a)\n}");
+    const std::string err =
+        ag::testing::error_of<std::runtime_error>([&] { ag::backends::compile_cpp(g); });
+    EXPECT_TRUE(ag::testing::contains(err, "AOTGRAD_CXX_TIMEOUT must be a whole number")) << bad;
+    EXPECT_EQ(err.find('\n'), std::string::npos) << err;
+  }
 }
