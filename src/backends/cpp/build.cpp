@@ -357,10 +357,6 @@ LoadedObjects& loaded_objects() {
   return loaded;
 }
 
-}  // namespace
-
-namespace {
-
 // $AOTGRAD_CXX_TIMEOUT, the C++ compiler's time limit per graph, in seconds (default 600).
 std::chrono::seconds compile_time_limit() {
   constexpr int64_t kDefault = 600, kMost = int64_t(1) << 31;
