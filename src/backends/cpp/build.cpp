@@ -1,18 +1,11 @@
 #include "backends/cpp/build.h"
 
 #include <dlfcn.h>
-#include <fcntl.h>
-#include <poll.h>
-#include <signal.h>
-#include <spawn.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
-#include <array>
 #include <cerrno>
 #include <chrono>
-#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -25,10 +18,10 @@
 #include <stdexcept>
 #include <string_view>
 #include <system_error>
-#include <thread>
 #include <vector>
 
 #include "aotgrad/version.h"
+#include "backends/cpp/process.h"
 #include "cache/disk_cache.h"
 #include "cache/hash.h"
 
@@ -36,101 +29,6 @@ namespace aotgrad::backends::cpp {
 namespace {
 
 namespace fs = std::filesystem;
-
-// What a child process left: its exit status (-1 when it could not be started or did not exit)
-// and what it wrote.
-struct ProcessResult {
-  int status = -1;
-  std::string output;
-  bool timed_out = false;  // killed after `limit` (status -1)
-};
-
-// Runs argv[0], looked up in $PATH as the shell would, with `argv` and no shell in between:
-// stdin from /dev/null, stdout (and stderr too when `with_stderr`, else /dev/null) read through
-// a pipe. Unlike std::system it leaves this process's SIGINT and SIGQUIT alone (system ignores
-// them process-wide while the child runs, and the compiler now runs while the caller's program
-// goes on), and needs no quoting. A child still running after `limit` is killed (SIGKILL) and
-// reported as timed out; a grandchild it left (gcc's cc1plus) may finish on its own, nobody
-// waits for it.
-ProcessResult run_process(const std::vector<std::string>& argv, bool with_stderr,
-                          std::chrono::milliseconds limit) {
-  ProcessResult result;
-  int fds[2];
-  if (::pipe2(fds, O_CLOEXEC) != 0) return result;
-  if (fds[1] <= 2) {  // this process had a standard stream closed: keep the pipe off 0-2
-    const int moved = ::fcntl(fds[1], F_DUPFD_CLOEXEC, 3);
-    ::close(fds[1]);
-    if (moved < 0) {
-      ::close(fds[0]);
-      return result;
-    }
-    fds[1] = moved;
-  }
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_adddup2(&actions, fds[1], 1);
-  if (with_stderr)
-    posix_spawn_file_actions_adddup2(&actions, fds[1], 2);
-  else
-    posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0);
-  posix_spawnattr_t attr;  // the child starts with no signal blocked, whatever this thread blocks
-  posix_spawnattr_init(&attr);
-  sigset_t none;
-  sigemptyset(&none);
-  posix_spawnattr_setsigmask(&attr, &none);
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK);
-  std::vector<char*> args;
-  for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
-  pid_t pid = 0;
-  const int spawned = ::posix_spawnp(&pid, args[0], &actions, &attr, args.data(), environ);
-  posix_spawnattr_destroy(&attr);
-  posix_spawn_file_actions_destroy(&actions);
-  ::close(fds[1]);
-  if (spawned != 0) {
-    ::close(fds[0]);
-    return result;
-  }
-  const auto deadline = std::chrono::steady_clock::now() + limit;
-  std::array<char, 4096> buf;
-  while (true) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-        deadline - std::chrono::steady_clock::now());
-    if (left.count() <= 0) {
-      result.timed_out = true;
-      break;
-    }
-    pollfd p{fds[0], POLLIN, 0};
-    const int ready = ::poll(&p, 1, static_cast<int>(std::min<int64_t>(left.count(), 1 << 30)));
-    if (ready < 0 && errno != EINTR) break;
-    if (ready <= 0) continue;
-    const ssize_t n = ::read(fds[0], buf.data(), buf.size());
-    if (n > 0)
-      result.output.append(buf.data(), static_cast<size_t>(n));
-    else if (n == 0 || errno != EINTR)
-      break;  // end of output: every writer has exited
-  }
-  ::close(fds[0]);
-  if (result.timed_out) ::kill(pid, SIGKILL);
-  // A child that closed its output may still run: it gets what is left of `limit` too.
-  int status = 0;
-  for (auto pause = std::chrono::microseconds(100);;) {
-    const pid_t done = ::waitpid(pid, &status, result.timed_out ? 0 : WNOHANG);
-    if (done == pid) break;
-    if (done < 0 && errno != EINTR) return result;
-    if (done == 0 && std::chrono::steady_clock::now() >= deadline) {
-      result.timed_out = true;
-      ::kill(pid, SIGKILL);
-    } else if (done == 0) {
-      std::this_thread::sleep_for(pause);
-      pause = std::min(pause * 2, std::chrono::microseconds(20000));
-    }
-  }
-  if (result.timed_out) return result;
-  if (WIFEXITED(status)) result.status = WEXITSTATUS(status);
-  return result;
-}
 
 // `text` split at spaces (the compile flags hold no quoted words).
 std::vector<std::string> words(std::string_view text) {
