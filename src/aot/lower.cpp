@@ -161,8 +161,12 @@ std::vector<bool> outputs_no_gradient_reaches(const ViewAndMutationMeta& meta,
     if (!o.requires_grad) continue;
     bool of_base = o.type == OutputType::alias_of_intermediate ||
                    o.type == OutputType::alias_of_intermediate_save_as_output;
-    if (of_base) base_reached.at(static_cast<size_t>(o.base)) = true;
-    if (o.history_base >= 0) base_reached.at(static_cast<size_t>(o.history_base)) = true;
+    // A detach()ed alias with a history of its own takes its gradient there: its data base is
+    // reached through the detach only (AliasedOutputs::Output::history).
+    if (o.history_base >= 0)
+      base_reached.at(static_cast<size_t>(o.history_base)) = true;
+    else if (of_base)
+      base_reached.at(static_cast<size_t>(o.base)) = true;
   }
   for (size_t k = 0; k < base_reached.size(); ++k)
     if (!base_reached[k]) none.at(first_base + k) = true;

@@ -1148,3 +1148,37 @@ TEST(ScenarioMutation, WriteThroughASelectOfADetachedExpandedView) {
       },
       "eager's backward raises there");
 }
+
+TEST(ScenarioMutation, DetachedAliasWrittenWithGradRunsNoVjpOfTheTensorItAliases) {
+  // Seed 2839395's shape: y's VJP would read x, which is then written in place, so a backward
+  // through y would fail eager's version check. The returned d = y.detach() takes its history
+  // from the copy_, never from y: eager's backward runs no VJP of y, and the compiled function
+  // must not either (it raised the version error: y's storage, an intermediate base, had counted
+  // as reached by the gradient of d).
+  run_scenario([] { return TensorList{leaf({2}, 891905)}; },
+               [](const TensorList& a) {
+                 Tensor x = a[0] * 1.5;
+                 Tensor w = a[0] + a[0];
+                 Tensor y = w.matmul(x);
+                 x.sub_(y);
+                 Tensor d = y.detach();
+                 d.copy_(w.select(0, 1));
+                 return TensorList{d, d};
+               });
+  // The same with the alias made under no_grad and a no-grad output beside it.
+  run_scenario([] { return TensorList{leaf({3}, 891906)}; },
+               [](const TensorList& a) {
+                 Tensor x = a[0].sub(a[0]);
+                 Tensor w = a[0].add(a[0]);
+                 Tensor y = w.matmul(x);
+                 x.sub_(y);
+                 Tensor s, d;
+                 {
+                   ag::NoGradGuard no_grad;
+                   s = y.sum();
+                   d = y.detach();
+                 }
+                 d.copy_(w.select(0, 1));
+                 return TensorList{d, d, s};
+               });
+}
