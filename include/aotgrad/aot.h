@@ -177,7 +177,8 @@ class CompiledFunction {
   // the flattened function only when it must be traced or run eagerly.
   std::vector<Tensor> call(std::vector<Tensor> inputs, const std::string& key_extra,
                            const std::function<FlatFunction()>& make_fn);
-  // The most recently used specialization; throws if nothing was compiled yet.
+  // The most recently used specialization, printed at each call (a compile prints nothing);
+  // throws if nothing was compiled yet.
   CompiledGraphs graphs() const;
   Artifact artifact() const;
   size_t num_compilations() const;  // specializations held (stats().entries)

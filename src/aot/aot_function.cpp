@@ -15,6 +15,7 @@
 // Thread-locals (aot/tracing_state.h) say whether this thread is tracing a compiled function
 // (nested calls are traced through) or is inside an aot_module's eager fallback.
 #include <atomic>
+#include <cstdlib>
 #include <future>
 #include <iostream>
 #include <mutex>
@@ -45,7 +46,6 @@ struct Entry {
   std::string reason;  // why it was compiled, in one line
   std::shared_ptr<const aot::Artifact> artifact;
   std::shared_ptr<const aot::Runtime> runtime;
-  CompiledGraphs text;  // for graphs(), printed once
 };
 using EntryPtr = std::shared_ptr<const Entry>;
 
@@ -137,30 +137,35 @@ std::string guards_line(const std::string& fn, size_t index, const aot::Guards& 
 }
 
 std::string partition_line(const std::string& fn, size_t index, const AotConfig& cfg,
-                           const CompiledGraphs& t, const aot::Artifact& a) {
+                           const aot::Artifact& a) {
+  size_t activation_bytes = 0;
+  for (const partition::SavedValue& s : a.saved)
+    if (s.primal_index < 0 && s.view_of_primal < 0) activation_bytes += s.bytes;
   return "partition fn=" + fn + " index=" + std::to_string(index) +
          " partitioner=" + cfg.partitioner +
          " budget=" + std::to_string(cfg.activation_memory_budget) +
          " forward_nodes=" + std::to_string(a.forward.nodes().size()) +
          " backward_nodes=" + std::to_string(a.backward.nodes().size()) +
-         " saved=" + std::to_string(t.num_saved) + " saved_bytes=" + std::to_string(t.saved_bytes) +
-         " activation_bytes=" + std::to_string(t.saved_activation_bytes);
+         " saved=" + std::to_string(a.saved.size()) +
+         " saved_bytes=" + std::to_string(partition::saved_bytes(a.saved)) +
+         " activation_bytes=" + std::to_string(activation_bytes);
 }
 
 // lower (or the on-disk cache's artifact) → Artifact → instantiate, dumping and logging each
-// graph as it is made.
+// graph as it is made. Nothing is printed otherwise: graphs() prints on demand, and an artifact
+// from the disk cache leaves its joint graph unparsed (aot::LazyGraph).
 cache::DiskEvent compile(const AotConfig& cfg, const FlatFunction& f,
                          const std::vector<Tensor>& inputs, size_t index, Entry& entry) {
   aot::TracedFunction traced{f.fn, inputs, entry.key_extra, input_descriptors(f, inputs.size())};
   cache::CachedLowering lowered = cache::ArtifactCache::from_environment().lower(
       traced, cfg, aot::dump_and_log_graphs(cfg.name, index));
   std::shared_ptr<const aot::Artifact> artifact = std::move(lowered.artifact);
-  entry.text = aot::compiled_graphs(*artifact);
-  aot::dump_text(cfg.name, index, "meta", entry.text.meta);
+  if (const char* dump = std::getenv("AOTGRAD_DUMP"); dump && *dump)
+    aot::dump_text(cfg.name, index, "meta", artifact->meta.to_string());
   if (aot::log_enabled(aot::LogTopic::guards))
     aot::log_line(guards_line(cfg.name, index, artifact->guards));
   if (!artifact->is_inference && aot::log_enabled(aot::LogTopic::partition))
-    aot::log_line(partition_line(cfg.name, index, cfg, entry.text, *artifact));
+    aot::log_line(partition_line(cfg.name, index, cfg, *artifact));
   aot::CompilingScope compiling(cfg.name, index);
   entry.runtime = aot::instantiate(*artifact, aot::named_compilers(cfg));
   entry.artifact = std::move(artifact);
@@ -394,7 +399,7 @@ CompiledGraphs CompiledFunction::graphs() const {
   if (!e)
     throw std::logic_error(impl_->config.name +
                            ": graphs() before anything was compiled; call the function first");
-  return e->text;
+  return aot::compiled_graphs(*e->artifact);  // printed now: a compile prints nothing
 }
 
 Artifact CompiledFunction::artifact() const {

@@ -20,6 +20,33 @@ ArtifactConfig artifact_config(const AotConfig& c) {
           c.fuse_attention.value_or(!c.fw_compiler_fn && c.fw_compiler == "cpp")};
 }
 
+LazyGraph::LazyGraph(graph::Graph g) : state_(std::make_shared<State>()) {
+  state_->graph = std::move(g);
+  state_->ready.store(true, std::memory_order_release);
+}
+
+LazyGraph LazyGraph::deferred(std::string text, Parse parse) {
+  LazyGraph lazy;
+  lazy.state_ = std::make_shared<State>();
+  lazy.state_->text = std::move(text);
+  lazy.state_->parse = std::move(parse);
+  return lazy;
+}
+
+const graph::Graph& LazyGraph::get() const {
+  State& s = *state_;
+  if (!s.ready.load(std::memory_order_acquire)) {
+    std::lock_guard lock(s.mutex);
+    if (!s.ready.load(std::memory_order_relaxed)) {
+      s.graph = s.parse(s.text);
+      s.text = std::string();
+      s.parse = nullptr;
+      s.ready.store(true, std::memory_order_release);
+    }
+  }
+  return s.graph;
+}
+
 std::string guard_key(const Guards& g) {
   return guard_key(g.inputs, g.plan, g.grad_mode, g.key_extra);
 }
@@ -33,10 +60,10 @@ CompiledGraphs compiled_graphs(const Artifact& a) {
   } else {
     g.forward = graph::print_graph(a.forward);
     g.backward = graph::print_graph(a.backward);
-    g.joint = graph::print_graph(a.joint);
+    g.joint = graph::print_graph(a.joint.get());
     g.forward_descriptors = a.forward.descriptors();
     g.backward_descriptors = a.backward.descriptors();
-    g.joint_descriptors = a.joint.descriptors();
+    g.joint_descriptors = a.joint.get().descriptors();
     g.saved_report = partition::saved_report(a.saved);
     g.num_saved = a.saved.size();
     g.saved_bytes = partition::saved_bytes(a.saved);

@@ -271,13 +271,10 @@ void write_graph(Writer& w, const graph::Graph& g, bool present) {
 
 // A present graph is the text print_graph writes for it (checked by printing it back), named
 // `name`, and verified; an absent one is the empty string.
-graph::Graph read_graph(Reader& r, const char* name, bool present, ArtifactSource source) {
-  std::string field = std::string(name) + " graph";
-  std::string text = r.str(field.c_str());
-  if (!present) {
-    if (!text.empty()) r.bad(field.c_str(), "must be empty in this kind of artifact");
-    return graph::Graph(name);
-  }
+// The graph `text` of field `name`, checked as `source` asks (ArtifactError naming the field).
+graph::Graph parse_field_graph(const std::string& text, const std::string& name,
+                               ArtifactSource source) {
+  const std::string field = name + " graph";
   graph::Graph g;
   try {
     g = graph::parse_graph(text);
@@ -289,6 +286,26 @@ graph::Graph read_graph(Reader& r, const char* name, bool present, ArtifactSourc
   if (source == ArtifactSource::foreign && graph::print_graph(g) != text)
     fail(field + ": not in the canonical printed form");
   return g;
+}
+
+graph::Graph read_graph(Reader& r, const char* name, bool present, ArtifactSource source) {
+  std::string field = std::string(name) + " graph";
+  std::string text = r.str(field.c_str());
+  if (!present) {
+    if (!text.empty()) r.bad(field.c_str(), "must be empty in this kind of artifact");
+    return graph::Graph(name);
+  }
+  return parse_field_graph(text, name, source);
+}
+
+// The joint graph: from this build's own cache it is parsed when first read (LazyGraph); a warm
+// start never reads it. A foreign artifact's is checked now, as every other field.
+LazyGraph read_joint(Reader& r, bool present, ArtifactSource source) {
+  if (!present || source == ArtifactSource::foreign) return read_graph(r, "joint", present, source);
+  std::string text = r.str("joint graph");
+  return LazyGraph::deferred(std::move(text), [source](const std::string& t) {
+    return parse_field_graph(t, "joint", source);
+  });
 }
 
 // ---- view chains ----
@@ -585,7 +602,7 @@ void write_body(Writer& w, const Artifact& a) {
   w.boolean(a.is_inference);
   write_graph(w, a.forward, !a.is_inference);
   write_graph(w, a.backward, !a.is_inference);
-  write_graph(w, a.joint, !a.is_inference);
+  write_graph(w, a.joint.get(), !a.is_inference);
   write_graph(w, a.inference, a.is_inference);
   write_meta(w, a.meta);
   w.indices(a.tangent_of_output);
@@ -601,7 +618,7 @@ Artifact read_body(Reader& r, ArtifactSource source) {
   a.is_inference = r.boolean("is_inference");
   a.forward = read_graph(r, "forward", !a.is_inference, source);
   a.backward = read_graph(r, "backward", !a.is_inference, source);
-  a.joint = read_graph(r, "joint", !a.is_inference, source);
+  a.joint = read_joint(r, !a.is_inference, source);
   a.inference = read_graph(r, "inference", a.is_inference, source);
   a.meta = read_meta(r);
   a.tangent_of_output = r.indices("tangent_of_output");

@@ -177,7 +177,8 @@ size_t check_loss(const aot::Artifact& a, const std::vector<Descriptor>& descs,
                      ") does not require gradients: no parameter or input that requires grad "
                      "reaches it");
   size_t at = num_written_back(a.meta) + static_cast<size_t>(outs[loss].graph_output);
-  const ops::TensorMeta& m = a.joint.value(a.joint.outputs()[at]).meta;
+  const graph::Graph& joint = a.joint.get();
+  const ops::TensorMeta& m = joint.value(joint.outputs()[at]).meta;
   if (numel_of(m.sizes) != 1)
     fail(o.name, "the loss (output " + std::to_string(loss) + ") must be a scalar, got " +
                      std::string(dtype_name(m.dtype)) + shape_to_string(m.sizes));
@@ -211,7 +212,8 @@ ExportedGraph export_joint(const ModuleCall& call, const ExportOptions& o) {
   std::vector<Descriptor> descs = input_descriptors(call);
   check_exportable(a, descs, o.name);
   size_t loss = check_loss(a, descs, o);
-  graph::Graph g = seed_loss_tangent(a.joint, a.joint.inputs().size() - a.tangent_of_output.size());
+  const graph::Graph& joint = a.joint.get();
+  graph::Graph g = seed_loss_tangent(joint, joint.inputs().size() - a.tangent_of_output.size());
   ExportedGraph e;
   e.graph = graph::print_graph(g);
   e.descriptors = g.descriptors();
@@ -294,7 +296,7 @@ ExportedGraph aot_export_joint_simple(const FlatFn& fn, const std::vector<Tensor
     fail(who,
          "trace_joint: no output requires gradients (no input that requires grad reaches an "
          "output)");
-  const graph::Graph& g = trace_joint ? a.joint : a.inference;
+  const graph::Graph& g = trace_joint ? a.joint.get() : a.inference;
   ExportedGraph e;
   e.graph = graph::print_graph(g);
   e.descriptors = g.descriptors();
@@ -304,12 +306,12 @@ ExportedGraph aot_export_joint_simple(const FlatFn& fn, const std::vector<Tensor
 
 std::string JointWithDescriptors::graph() const {
   const aot::Artifact& a = artifact_.data();
-  return graph::print_graph(a.is_inference ? a.inference : a.joint);
+  return graph::print_graph(a.is_inference ? a.inference : a.joint.get());
 }
 
 GraphDescriptors JointWithDescriptors::descriptors() const {
   const aot::Artifact& a = artifact_.data();
-  return (a.is_inference ? a.inference : a.joint).descriptors();
+  return (a.is_inference ? a.inference : a.joint.get()).descriptors();
 }
 
 std::vector<std::string> JointWithDescriptors::parameters() const {
@@ -333,10 +335,11 @@ CompiledArtifact aot_compile_joint_with_descriptors(const JointWithDescriptors& 
                      config.partitioner != a.config.partitioner ||
                      config.activation_memory_budget != a.config.activation_memory_budget;
   if (!a.is_inference && repartition) {
-    partition::JointInfo info{a.joint.inputs().size() - a.tangent_of_output.size(),
-                              a.joint.outputs().size() - a.grad_of_primal.size(),
+    const graph::Graph& joint = a.joint.get();
+    partition::JointInfo info{joint.inputs().size() - a.tangent_of_output.size(),
+                              joint.outputs().size() - a.grad_of_primal.size(),
                               {}};
-    partition::Partition part = aot::run_partition(config, a.joint, info);
+    partition::Partition part = aot::run_partition(config, joint, info);
     mark_recomputed(part.backward);
     a.forward = std::move(part.forward);
     a.backward = std::move(part.backward);

@@ -346,7 +346,7 @@ std::string GraphProgram::show(const GraphRunOptions& options) const {
        << graph::print_graph(a.inference);
     return os.str();
   }
-  os << "\n# joint graph\n" << graph::print_graph(a.joint);
+  os << "\n# joint graph\n" << graph::print_graph(a.joint.get());
   os << "\n# forward graph (partitioner " << options.partitioner << ", activation_memory_budget "
      << options.activation_memory_budget << ")\n"
      << graph::print_graph(a.forward);

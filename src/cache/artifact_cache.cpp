@@ -90,7 +90,7 @@ void replay(const aot::Artifact& a, const aot::GraphHook& on_graph) {
     on_graph("inference", a.inference);
     return;
   }
-  on_graph("joint", a.joint);
+  on_graph("joint", a.joint.get());
   on_graph("forward", a.forward);
   on_graph("backward", a.backward);
 }

@@ -7,11 +7,15 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "aot/runtime.h"
 #include "aotgrad/aotgrad.h"
+#include "graph/parser.h"
 #include "graph/printer.h"
 #include "testing/exactness.h"
 #include "testing/gradcheck.h"
@@ -146,6 +150,60 @@ TEST(Artifact, OwnCacheEntriesReadBackTheSameAndDamageIsStillRefused) {
   }
 }
 
+TEST(Artifact, AnOwnCacheEntrysJointIsParsedWhenFirstReadAndMatchesTheCheckedOne) {
+  namespace aot = ag::aot;
+  std::string bytes = ag::serialize_artifact(compiled_artifact());
+  const aot::Artifact own = aot::deserialize_artifact(bytes, aot::ArtifactSource::own_cache);
+  const aot::Artifact copy = own;  // shares the parse
+  const aot::Artifact checked = aot::deserialize_artifact(bytes);
+  const std::string want = ag::graph::print_graph(checked.joint.get());
+  EXPECT_EQ(ag::graph::print_graph(copy.joint.get()), want);
+  EXPECT_EQ(&copy.joint.get(), &own.joint.get());
+  EXPECT_NE(want.find("graph joint("), std::string::npos) << want;
+  // What aot_function runs needs no joint: instantiate and call before anyone reads it.
+  const aot::Artifact fresh = aot::deserialize_artifact(bytes, aot::ArtifactSource::own_cache);
+  ag::CompiledArtifact run = ag::instantiate(ag::Artifact(std::make_shared<aot::Artifact>(fresh)));
+  EXPECT_EQ(ag::graph::print_graph(fresh.joint.get()), want);
+}
+
+TEST(LazyGraph, ParsesOnceOnFirstReadAndRetriesAParseThatThrew) {
+  namespace aot = ag::aot;
+  int calls = 0;
+  const std::string text = ag::graph::print_graph(compiled_artifact().data().forward);
+  aot::LazyGraph lazy = aot::LazyGraph::deferred(text, [&calls](const std::string& t) {
+    if (++calls == 1) throw ag::ArtifactError("joint graph: the first parse fails");
+    return ag::graph::parse_graph(t);
+  });
+  EXPECT_EQ(calls, 0);
+  EXPECT_THROW(lazy.get(), ag::ArtifactError);
+  EXPECT_EQ(ag::graph::print_graph(lazy.get()), text);
+  EXPECT_EQ(ag::graph::print_graph(lazy.get()), text);
+  EXPECT_EQ(calls, 2);
+  const aot::LazyGraph built(ag::graph::parse_graph(text));  // a graph lowering made
+  EXPECT_EQ(ag::graph::print_graph(built.get()), text);
+}
+
+TEST(ConcurrencyLazyGraph, ThreadsReadingAtOnceShareOneParse) {
+  namespace aot = ag::aot;
+  const std::string text = ag::graph::print_graph(compiled_artifact().data().backward);
+  std::atomic<int> calls{0};
+  const aot::LazyGraph lazy = aot::LazyGraph::deferred(text, [&calls](const std::string& t) {
+    ++calls;
+    return ag::graph::parse_graph(t);
+  });
+  std::vector<const ag::graph::Graph*> seen(8, nullptr);
+  std::vector<std::thread> threads;
+  for (size_t i = 0; i < seen.size(); ++i)
+    threads.emplace_back([&, i] {
+      const aot::LazyGraph copy = lazy;
+      seen[i] = &copy.get();
+    });
+  for (std::thread& t : threads) t.join();
+  EXPECT_EQ(calls.load(), 1);
+  for (const ag::graph::Graph* g : seen) EXPECT_EQ(g, &lazy.get());
+  EXPECT_EQ(ag::graph::print_graph(lazy.get()), text);
+}
+
 TEST(Artifact, ACallOutsideItsGuardsIsRefusedByName) {
   ag::CompiledArtifact run = ag::instantiate(compiled_artifact());
   try {
@@ -171,7 +229,7 @@ TEST(Artifact, BackwardNodesNameTheForwardValueTheyCameFrom) {
   const ag::aot::Artifact& d = a.data();
   ASSERT_FALSE(d.backward.nodes().empty());
   std::vector<std::string> forward_names;
-  for (const auto& v : d.joint.values()) forward_names.push_back(v.name);
+  for (const auto& v : d.joint.get().values()) forward_names.push_back(v.name);
   for (const ag::graph::Node& n : d.backward.nodes()) {
     EXPECT_FALSE(n.origin.empty()) << "a backward node without an origin";
     EXPECT_NE(std::find(forward_names.begin(), forward_names.end(), n.origin), forward_names.end())
