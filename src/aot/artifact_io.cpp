@@ -269,8 +269,6 @@ void write_graph(Writer& w, const graph::Graph& g, bool present) {
   w.str(present ? graph::print_graph(g) : std::string());
 }
 
-// A present graph is the text print_graph writes for it (checked by printing it back), named
-// `name`, and verified; an absent one is the empty string.
 // The graph `text` of field `name`, checked as `source` asks (ArtifactError naming the field).
 graph::Graph parse_field_graph(const std::string& text, const std::string& name,
                                ArtifactSource source) {
@@ -288,6 +286,8 @@ graph::Graph parse_field_graph(const std::string& text, const std::string& name,
   return g;
 }
 
+// A present graph is the text print_graph writes for it (from a foreign source: checked by
+// printing it back, and verified), named `name`; an absent one is the empty string.
 graph::Graph read_graph(Reader& r, const char* name, bool present, ArtifactSource source) {
   std::string field = std::string(name) + " graph";
   std::string text = r.str(field.c_str());
