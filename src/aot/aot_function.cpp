@@ -138,9 +138,6 @@ std::string guards_line(const std::string& fn, size_t index, const aot::Guards& 
 
 std::string partition_line(const std::string& fn, size_t index, const AotConfig& cfg,
                            const aot::Artifact& a) {
-  size_t activation_bytes = 0;
-  for (const partition::SavedValue& s : a.saved)
-    if (s.primal_index < 0 && s.view_of_primal < 0) activation_bytes += s.bytes;
   return "partition fn=" + fn + " index=" + std::to_string(index) +
          " partitioner=" + cfg.partitioner +
          " budget=" + std::to_string(cfg.activation_memory_budget) +
@@ -148,7 +145,7 @@ std::string partition_line(const std::string& fn, size_t index, const AotConfig&
          " backward_nodes=" + std::to_string(a.backward.nodes().size()) +
          " saved=" + std::to_string(a.saved.size()) +
          " saved_bytes=" + std::to_string(partition::saved_bytes(a.saved)) +
-         " activation_bytes=" + std::to_string(activation_bytes);
+         " activation_bytes=" + std::to_string(partition::saved_activation_bytes(a.saved));
 }
 
 // lower (or the on-disk cache's artifact) → Artifact → instantiate, dumping and logging each

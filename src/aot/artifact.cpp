@@ -67,8 +67,7 @@ CompiledGraphs compiled_graphs(const Artifact& a) {
     g.saved_report = partition::saved_report(a.saved);
     g.num_saved = a.saved.size();
     g.saved_bytes = partition::saved_bytes(a.saved);
-    for (const partition::SavedValue& s : a.saved)
-      if (s.primal_index < 0 && s.view_of_primal < 0) g.saved_activation_bytes += s.bytes;
+    g.saved_activation_bytes = partition::saved_activation_bytes(a.saved);
   }
   g.meta = a.meta.to_string();
   return g;

@@ -16,6 +16,13 @@ size_t saved_bytes(const std::vector<SavedValue>& saved) {
   return total;
 }
 
+size_t saved_activation_bytes(const std::vector<SavedValue>& saved) {
+  size_t total = 0;
+  for (const SavedValue& s : saved)
+    if (s.primal_index < 0 && s.view_of_primal < 0) total += s.bytes;
+  return total;
+}
+
 size_t Partition::saved_bytes() const {
   return partition::saved_bytes(saved);
 }

@@ -37,6 +37,8 @@ struct Partition {
 // totals, split into activations and graph inputs (views of graph inputs count as inputs).
 std::string saved_report(const std::vector<SavedValue>& saved);
 size_t saved_bytes(const std::vector<SavedValue>& saved);
+// The bytes of the saved values that are neither graph inputs nor views of them.
+size_t saved_activation_bytes(const std::vector<SavedValue>& saved);
 
 struct JointInfo {
   size_t num_primals = 0;

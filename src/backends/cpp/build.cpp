@@ -209,16 +209,15 @@ std::string compile(const Toolchain& tc, const std::string& source, std::chrono:
   std::vector<std::string> argv = {tc.compiler, src.string(), "-o", so.string()};
   for (std::string& flag : words(compile_flags())) argv.push_back(std::move(flag));
   const ProcessResult run = run_process(argv, /*with_stderr=*/true, limit);
-  if (run.timed_out) {
-    std::ofstream(log, std::ios::binary) << run.output;
+  const bool failed = run.timed_out || run.status != 0 || !fs::exists(so);
+  if (failed) std::ofstream(log, std::ios::binary) << run.output;  // kept beside the source
+  if (run.timed_out)
     throw std::runtime_error("cpp backend: '" + tc.compiler + "' was still compiling after " +
                              std::to_string(limit.count()) +
                              " s and was stopped (raise AOTGRAD_CXX_TIMEOUT, in seconds, for "
                              "larger graphs); source kept at " +
                              src.string());
-  }
-  if (run.status != 0 || !fs::exists(so)) {
-    std::ofstream(log, std::ios::binary) << run.output;  // kept beside the source
+  if (failed) {
     const std::string why =
         run.status < 0 && run.output.empty() ? "it could not be started" : first_error(run.output);
     throw std::runtime_error("cpp backend: '" + tc.compiler + "' failed on generated code (" + why +

@@ -25,7 +25,37 @@ namespace fs = std::filesystem;
 
 namespace {
 
-class CppAsyncBuildTest : public ag::testing::CacheTest {};
+class CppAsyncBuildTest : public ag::testing::CacheTest {
+ protected:
+  // Writes a compiler script `name` into `bin` that answers --version with a line naming `bin`
+  // (not `name`, which may hold a quote) and runs `body` for a source, and makes it AOTGRAD_CXX for
+  // this test.
+  void use_fake_compiler(const fs::path& bin, const std::string& name, const std::string& body) {
+    const fs::path cc = bin / name;
+    write_file(cc, "#!/bin/sh\nif [ \"$1\" = --version ]; then echo 'fake cc for " + bin.string() +
+                       "'; exit 0; fi\n" + body);
+    fs::permissions(cc, fs::perms::owner_all);
+    restore_at_teardown("AOTGRAD_CXX");
+    ::setenv("AOTGRAD_CXX", cc.c_str(), 1);
+  }
+};
+
+// `run`'s result for `g` on inputs of `seed` is the interpreter's, to rounding.
+void expect_matches_interpreter(const ag::backends::CompiledGraph& run, const ag::graph::Graph& g,
+                                uint64_t seed) {
+  const std::vector<ag::Tensor> in = ag::testing::graph_inputs(g, seed);
+  const std::vector<double> got = run(std::vector<ag::Tensor>(in))[0].to_vector<double>();
+  const std::vector<double> want =
+      ag::backends::compile_interpreter(g)(std::vector<ag::Tensor>(in))[0].to_vector<double>();
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-12 * std::abs(want[i]));
+}
+
+// The source path a compile error names ("source kept at PATH", at the end).
+fs::path kept_source(const std::string& err) {
+  const size_t at = err.find("source kept at ");
+  return at == std::string::npos ? fs::path() : fs::path(err.substr(at + 15));
+}
 
 // A graph of one fused kernel that no other test compiles.
 constexpr const char* kGraph = R"(graph async_kernel(%x: f64[3,4]) {
@@ -38,15 +68,8 @@ constexpr const char* kGraph = R"(graph async_kernel(%x: f64[3,4]) {
 
 TEST_F(CppAsyncBuildTest, ACompilerFailureIsThrownByEveryCallNotByCompileCpp) {
   // A compiler that answers --version and fails on every source.
-  const fs::path bin = scratch_dir("bin");
-  const fs::path cc = bin / "failing-cc";
-  write_file(cc,
-             "#!/bin/sh\nif [ \"$1\" = --version ]; then echo 'failing-cc for " + bin.string() +
-                 "'; exit 0; fi\necho 'kernels.cpp:1:1: error: this compiler always fails' >&2\n"
-                 "exit 1\n");
-  fs::permissions(cc, fs::perms::owner_all);
-  restore_at_teardown("AOTGRAD_CXX");
-  ::setenv("AOTGRAD_CXX", cc.c_str(), 1);
+  use_fake_compiler(scratch_dir("bin"), "failing-cc",
+                    "echo 'kernels.cpp:1:1: error: this compiler always fails' >&2\nexit 1\n");
   ag::graph::Graph g = ag::graph::parse_graph(kGraph);
   std::optional<ag::backends::CompiledGraph> run;
   ASSERT_NO_THROW(run = ag::backends::compile_cpp(g));
@@ -56,9 +79,8 @@ TEST_F(CppAsyncBuildTest, ACompilerFailureIsThrownByEveryCallNotByCompileCpp) {
     EXPECT_TRUE(ag::testing::contains(err, "failed on generated code")) << err;
     EXPECT_TRUE(ag::testing::contains(err, "this compiler always fails")) << err;
     EXPECT_EQ(err.find('\n'), std::string::npos) << err;
-    const size_t at = err.find("source kept at ");
-    ASSERT_NE(at, std::string::npos) << err;
-    const fs::path kept = err.substr(at + std::string("source kept at ").size());
+    const fs::path kept = kept_source(err);
+    ASSERT_FALSE(kept.empty()) << err;
     if (i == 0 && kept.parent_path().filename().string().rfind("aotgrad-cpp-", 0) == 0)
       fs::remove_all(kept.parent_path());
   }
@@ -68,12 +90,7 @@ TEST_F(CppAsyncBuildTest, ACompilerFailureIsThrownByEveryCallNotByCompileCpp) {
 TEST_F(CppAsyncBuildTest, AGraphCalledBeforeItsBuildEndsWaitsForIt) {
   ag::graph::Graph g = ag::graph::parse_graph(kGraph);
   ag::backends::CompiledGraph run = ag::backends::compile_cpp(g);  // returns while compiling
-  const std::vector<ag::Tensor> in = ag::testing::graph_inputs(g, 3);
-  const std::vector<double> got = run(std::vector<ag::Tensor>(in))[0].to_vector<double>();
-  const std::vector<double> want =
-      ag::backends::compile_interpreter(g)(std::vector<ag::Tensor>(in))[0].to_vector<double>();
-  ASSERT_EQ(got.size(), want.size());
-  for (size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-12 * std::abs(want[i]));
+  expect_matches_interpreter(run, g, 3);
   EXPECT_EQ(entries("cpp").size(), 1u);  // stored by the build thread
 }
 
@@ -84,14 +101,10 @@ TEST_F(CppAsyncBuildTest, TheCompilerRunsWithoutAShellAndLeavesThisProcessesSign
   // space and a quote: no shell reads it.
   const fs::path bin = scratch_dir("bin");
   const fs::path go = bin / "go", started = bin / "started";
-  const fs::path cc = bin / "it's a cc";
-  write_file(cc, "#!/bin/sh\nif [ \"$1\" = --version ]; then echo 'waiting cc for " + bin.string() +
-                     "'; exit 0; fi\n: > '" + started.string() + "'\ni=0\nwhile [ ! -e '" +
-                     go.string() +
-                     "' ] && [ $i -lt 400 ]; do sleep 0.05; i=$((i+1)); done\nexec c++ \"$@\"\n");
-  fs::permissions(cc, fs::perms::owner_all);
-  restore_at_teardown("AOTGRAD_CXX");
-  ::setenv("AOTGRAD_CXX", cc.c_str(), 1);
+  use_fake_compiler(bin, "it's a cc",
+                    ": > '" + started.string() + "'\ni=0\nwhile [ ! -e '" + go.string() +
+                        "' ] && [ $i -lt 400 ]; do sleep 0.05; i=$((i+1)); done\n"
+                        "exec c++ \"$@\"\n");
   struct sigaction before_int {
   }, before_quit{};
   ASSERT_EQ(::sigaction(SIGINT, nullptr, &before_int), 0);
@@ -113,12 +126,7 @@ TEST_F(CppAsyncBuildTest, TheCompilerRunsWithoutAShellAndLeavesThisProcessesSign
   EXPECT_EQ(during_int.sa_handler, before_int.sa_handler);
   EXPECT_EQ(during_quit.sa_handler, before_quit.sa_handler);
   EXPECT_NE(during_int.sa_handler, SIG_IGN);
-  const std::vector<ag::Tensor> in = ag::testing::graph_inputs(g, 4);
-  const std::vector<double> got = run(std::vector<ag::Tensor>(in))[0].to_vector<double>();
-  const std::vector<double> want =
-      ag::backends::compile_interpreter(g)(std::vector<ag::Tensor>(in))[0].to_vector<double>();
-  ASSERT_EQ(got.size(), want.size());
-  for (size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-12 * std::abs(want[i]));
+  expect_matches_interpreter(run, g, 4);
   EXPECT_EQ(entries("cpp").size(), 1u);
 }
 
@@ -127,13 +135,8 @@ TEST_F(CppAsyncBuildTest, ACompilerPastItsTimeLimitIsStoppedAndEveryCallSaysSo) 
   // kills it, rather than leaving the graph's first call waiting for ever.
   const fs::path bin = scratch_dir("bin");
   const fs::path pid_file = bin / "pid";
-  const fs::path cc = bin / "hanging-cc";
-  write_file(cc, "#!/bin/sh\nif [ \"$1\" = --version ]; then echo 'hanging cc for " + bin.string() +
-                     "'; exit 0; fi\necho $$ > '" + pid_file.string() + "'\nexec sleep 1000\n");
-  fs::permissions(cc, fs::perms::owner_all);
-  restore_at_teardown("AOTGRAD_CXX");
+  use_fake_compiler(bin, "hanging-cc", "echo $$ > '" + pid_file.string() + "'\nexec sleep 1000\n");
   restore_at_teardown("AOTGRAD_CXX_TIMEOUT");
-  ::setenv("AOTGRAD_CXX", cc.c_str(), 1);
   ::setenv("AOTGRAD_CXX_TIMEOUT", "1", 1);
   ag::graph::Graph g = ag::graph::parse_graph(R"(graph hanging_kernel(%x: f64[6]) {
   %a: f64[6] = aten.mul.Scalar(%x, 0.6875)
@@ -147,9 +150,8 @@ TEST_F(CppAsyncBuildTest, ACompilerPastItsTimeLimitIsStoppedAndEveryCallSaysSo) 
     EXPECT_TRUE(ag::testing::contains(err, "still compiling after 1 s")) << err;
     EXPECT_TRUE(ag::testing::contains(err, "AOTGRAD_CXX_TIMEOUT")) << err;
     EXPECT_EQ(err.find('\n'), std::string::npos) << err;
-    const size_t at = err.find("source kept at ");
-    ASSERT_NE(at, std::string::npos) << err;
-    const fs::path kept = err.substr(at + std::string("source kept at ").size());
+    const fs::path kept = kept_source(err);
+    ASSERT_FALSE(kept.empty()) << err;
     if (i == 0) {  // each call throws the same message
       EXPECT_TRUE(fs::exists(kept)) << kept;
       if (kept.parent_path().filename().string().rfind("aotgrad-cpp-", 0) == 0)
