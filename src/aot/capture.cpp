@@ -511,20 +511,34 @@ void add_forward_outputs(CapturedForward& c, const std::vector<graph::ValueId>& 
 // coordinates, the graph's in the old ones (AotProgramFuzz, seed 704161). Its data written under
 // no_grad as well is no longer refused: the input's own geometry step is marked, so its value
 // read again after the write takes the gradient as it is (Tracer::functionalize_metadata, seed
-// 926919).
+// 926919). Refused also when the leaf was used with grad in other sizes than it ends with, even
+// if it ends in the caller's (t_ of a non-square leaf, a use, t_ again): eager's AccumulateGrad,
+// made at a use, fits the gradient to the sizes then (AotProgramFuzz, seed 2923634).
 void check_metadata_mutations_of_leaves(const ViewAndMutationMeta& meta,
                                         const std::vector<Tensor>& inputs, const InputPlan& plan,
+                                        const trace::Tracer& tracer,
+                                        const std::vector<Tensor>& user_fakes,
                                         const std::string& fn_name) {
-  for (const MetadataMutation& m : meta.metadata_mutations)
-    if (m.changed && !m.under_grad && inputs[m.input].is_leaf() &&
-        inputs[m.input].requires_grad() &&
-        (inputs[m.input].sizes() != m.sizes || plan.inputs[m.input].kind != InputPlan::Kind::plain))
+  for (const MetadataMutation& m : meta.metadata_mutations) {
+    const Tensor& input = inputs[m.input];
+    if (m.under_grad || !input.is_leaf() || !input.requires_grad()) continue;
+    const bool other_sizes = input.sizes() != m.sizes ||
+                             plan.inputs[m.input].kind != InputPlan::Kind::plain;
+    if (m.changed && other_sizes)
       throw trace::UnsupportedError(
           fn_name + ": input " + std::to_string(m.input) +
           " is a leaf that requires grad "
           "and had its geometry changed in place under no_grad (t_, transpose_, as_strided_, ...); "
           "aot_function cannot give its gradient the new geometry. Change the geometry before "
           "the call.");
+    if (tracer.metadata_touch(user_fakes[m.input]).read_in_other_sizes)
+      throw trace::UnsupportedError(
+          fn_name + ": input " + std::to_string(m.input) +
+          " is a leaf that requires grad, used with grad while its sizes were changed in place "
+          "under no_grad (t_, transpose_, as_strided_, ...) and changed again after; "
+          "aot_function cannot give its gradient the sizes of that use. Change the geometry "
+          "before the call.");
+  }
 }
 
 }  // namespace
@@ -556,7 +570,8 @@ CapturedForward capture_forward(const FlatFn& fn, const std::vector<Tensor>& inp
       record_input_mutations(tracer, graph_inputs, plan, meta);
   record_metadata_mutations(tracer, inputs, plan, user_fakes, meta);
   c.needs_autograd = needs_autograd(meta, rg, mutated_values, out_plan);
-  if (c.needs_autograd) check_metadata_mutations_of_leaves(meta, inputs, plan, config.name);
+  if (c.needs_autograd)
+    check_metadata_mutations_of_leaves(meta, inputs, plan, tracer, user_fakes, config.name);
   add_forward_outputs(c, mutated_values, out_plan,
                       config.keep_inference_input_mutations && !c.needs_autograd);
   // The last effect token is the last forward output (include/aotgrad/effects.h).

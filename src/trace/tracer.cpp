@@ -117,6 +117,8 @@ Tracer::MetadataTouch Tracer::metadata_touch(const Tensor& t) const {
   MetadataTouch m;
   for (const Touch& touch : metadata_touches_)
     if (touch.tensor == t.impl()) m = {true, m.under_grad || touch.grad_on, true};
+  for (const auto& [tensor, sizes] : grad_reads_of_touched_)
+    m.read_in_other_sizes |= tensor == t.impl() && sizes != t.impl()->sizes;
   if (const TensorState* ts = state_of(t))
     for (size_t s : metadata_touched_storages_) m.storage_touched |= s == ts->storage;
   return m;
@@ -341,12 +343,31 @@ std::vector<double> Tracer::node_budgets() const {
 
 // ---- recording ----
 
+void Tracer::note_grad_reads(const ops::OpDef& op, const ops::OpArgs& args) {
+  if (metadata_touches_.empty() || !op.vjp || op.is_inplace() || !autograd::grad_mode_enabled())
+    return;
+  auto note = [&](const Tensor& t) {
+    if (!t.defined()) return;
+    for (const Touch& touch : metadata_touches_)
+      if (touch.tensor == t.impl()) {
+        grad_reads_of_touched_.emplace_back(t.impl(), t.sizes());
+        return;
+      }
+  };
+  for (const ops::Arg& a : args) {
+    if (const auto* t = std::get_if<Tensor>(&a)) note(*t);
+    if (const auto* list = std::get_if<std::vector<Tensor>>(&a))
+      for (const Tensor& t : *list) note(t);
+  }
+}
+
 std::vector<Tensor> Tracer::call(const ops::OpDef& op, ops::OpArgs& args) {
   if (const DecompositionFn* d = decomposition_for(op)) return run_decomposition(op, *d, args);
   lift_real_tensors(args);
   check_view_rules(op, args);
   sync_args(args);
   bind_no_grad_views(op, args);
+  note_grad_reads(op, args);
   if (ops::is_effectful(op)) return thread_effect(op, args);
   if (op.recompute == ops::Recompute::random)
     if (std::optional<std::vector<Tensor>> r = functionalize_random(op, args)) return std::move(*r);

@@ -102,10 +102,14 @@ class Tracer final : public ops::Interpreter, public autograd::TracedAutograd {
   // grad mode on (the runtime then replays the change where autograd sees it). storage_touched:
   // one was applied to `t` or to another tensor sharing its storage (a view, a detach()): the
   // version counter lives on the storage, so eager bumps `t`'s too.
+  // `read_in_other_sizes`: after an op changed `t` itself, an op with a VJP read `t` with grad on
+  // while it had other sizes than it has now (t_ of a non-square tensor, a use, t_ again): eager
+  // made its edge to `t`'s node, an AccumulateGrad for a leaf, in those sizes.
   struct MetadataTouch {
     bool touched = false;
     bool under_grad = false;
     bool storage_touched = false;
+    bool read_in_other_sizes = false;
   };
   MetadataTouch metadata_touch(const Tensor& t) const;
   // The geometry `t` (a tensor a metadata-mutating op touched) had when the last write with grad
@@ -281,6 +285,9 @@ class Tracer final : public ops::Interpreter, public autograd::TracedAutograd {
     size_t storage;
   };
   std::vector<Touch> metadata_touches_;
+  // A touched tensor read by an op with a VJP with grad on, and its sizes then.
+  std::vector<std::pair<const TensorImpl*, IntList>> grad_reads_of_touched_;
+  void note_grad_reads(const ops::OpDef& op, const ops::OpArgs& args);
   std::vector<std::pair<const TensorImpl*, bool>> caller_views_;      // (user input, eager view)
   std::map<size_t, size_t> caller_base_of_storage_;  // note_caller_base, by storage
   std::set<size_t> caller_bases_with_history_;       // written through with grad on

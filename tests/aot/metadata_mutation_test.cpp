@@ -314,6 +314,45 @@ TEST(MetadataMutation, LeafGeometryChangedUnderNoGradThenUsedWithGradIsRefused) 
   EXPECT_THROW(f(test_input({2, 3}), y), ag::trace::UnsupportedError);
 }
 
+TEST(MetadataMutation, LeafSizesChangedUnderNoGradAndBackAroundAUseWithGradAreRefused) {
+  // AotProgramFuzz, seed 2923634: a [3, 4] leaf transposed under no_grad, used with grad, then
+  // transposed back. Eager's AccumulateGrad, made at the use, takes a [4, 3] gradient; the
+  // compiled backward gave one too, and its check against the leaf's [3, 4] raised where eager
+  // did not. The trace cannot tell when eager made the accumulator: refused, in one line.
+  auto fn = [](Tensor w, const Tensor& y) {
+    {
+      ag::NoGradGuard no_grad;
+      ag::t_(w);
+    }
+    Tensor out = (w.unsqueeze(2) * y).sum();
+    {
+      ag::NoGradGuard no_grad;
+      ag::t_(w);
+    }
+    return out;
+  };
+  Tensor y = test_input({4, 3, 2}, -1, 1, 2, false);
+  Tensor eager = test_input({3, 4});
+  std::vector<Tensor> g = ag::autograd::grad({fn(eager, y)}, {eager});
+  EXPECT_EQ(g[0].sizes(), (ag::IntList{4, 3}));  // the sizes of the use, not the leaf's
+  auto f = ag::aot_function(fn);
+  try {
+    f(test_input({3, 4}), y);
+    ADD_FAILURE() << "not refused";
+  } catch (const ag::trace::UnsupportedError& e) {
+    const std::string what = e.what();
+    EXPECT_TRUE(contains(what, "input 0 is a leaf that requires grad")) << what;
+    EXPECT_TRUE(contains(what, "used with grad while its sizes were changed")) << what;
+    EXPECT_EQ(what.find('\n'), std::string::npos) << what;
+  }
+  // A square leaf keeps its sizes throughout: not refused, and like eager.
+  Tensor square = test_input({3, 3}), square_eager = test_input({3, 3});
+  Tensor ys = test_input({3, 3, 2}, -1, 1, 3, false);
+  fn(square_eager, ys).backward();
+  f(square, ys).backward();
+  EXPECT_TRUE(allclose(square.grad(), square_eager.grad(), 1e-12, 1e-12));
+}
+
 TEST(MetadataMutation, LeafGeometryChangedUnderNoGradKeepingItsSizesTakesTheGradientAsIs) {
   // PyTorch 1.13: x = leaf (3, 3); with no_grad: x.t_(); (x * y).sum().backward() gives
   // x.grad == y: the leaf's AccumulateGrad takes the new geometry's gradient as it is, whether it
