@@ -524,20 +524,20 @@ void check_metadata_mutations_of_leaves(const ViewAndMutationMeta& meta,
     if (m.under_grad || !input.is_leaf() || !input.requires_grad()) continue;
     const bool other_sizes = input.sizes() != m.sizes ||
                              plan.inputs[m.input].kind != InputPlan::Kind::plain;
+    const char* what = nullptr;
     if (m.changed && other_sizes)
-      throw trace::UnsupportedError(
-          fn_name + ": input " + std::to_string(m.input) +
-          " is a leaf that requires grad "
-          "and had its geometry changed in place under no_grad (t_, transpose_, as_strided_, ...); "
-          "aot_function cannot give its gradient the new geometry. Change the geometry before "
-          "the call.");
-    if (tracer.metadata_touch(user_fakes[m.input]).read_in_other_sizes)
-      throw trace::UnsupportedError(
-          fn_name + ": input " + std::to_string(m.input) +
-          " is a leaf that requires grad, used with grad while its sizes were changed in place "
-          "under no_grad (t_, transpose_, as_strided_, ...) and changed again after; "
-          "aot_function cannot give its gradient the sizes of that use. Change the geometry "
-          "before the call.");
+      what =
+          " and had its geometry changed in place under no_grad (t_, transpose_, as_strided_, "
+          "...); aot_function cannot give its gradient the new geometry.";
+    else if (tracer.metadata_touch(user_fakes[m.input]).read_in_other_sizes)
+      what =
+          ", used with grad while its sizes were changed in place under no_grad (t_, transpose_, "
+          "as_strided_, ...) and changed again after; aot_function cannot give its gradient the "
+          "sizes of that use.";
+    if (what)
+      throw trace::UnsupportedError(fn_name + ": input " + std::to_string(m.input) +
+                                    " is a leaf that requires grad" + what +
+                                    " Change the geometry before the call.");
   }
 }
 

@@ -91,6 +91,19 @@ void Tracer::bind_no_grad_views(const ops::OpDef& op, const ops::OpArgs& args) {
   }
 }
 
+// Each read, by an op with a VJP and grad on, of a tensor a metadata op changed, with its sizes
+// then (MetadataTouch::read_in_other_sizes).
+void Tracer::note_grad_reads(const ops::OpDef& op, const ops::OpArgs& args) {
+  if (metadata_touches_.empty() || !op.vjp || op.is_inplace() || !autograd::grad_mode_enabled())
+    return;
+  for (const Tensor& t : flat_tensors(args))
+    for (const Touch& touch : metadata_touches_)
+      if (touch.tensor == t.impl()) {
+        grad_reads_of_touched_.emplace_back(t.impl(), t.sizes());
+        break;
+      }
+}
+
 // A detach() of `v` that requires grad: the joint graph runs no VJP through detach(), so a
 // gradient reaching it stops there.
 graph::ValueId Tracer::detached_requiring_grad(graph::ValueId v) {

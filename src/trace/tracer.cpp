@@ -343,24 +343,6 @@ std::vector<double> Tracer::node_budgets() const {
 
 // ---- recording ----
 
-void Tracer::note_grad_reads(const ops::OpDef& op, const ops::OpArgs& args) {
-  if (metadata_touches_.empty() || !op.vjp || op.is_inplace() || !autograd::grad_mode_enabled())
-    return;
-  auto note = [&](const Tensor& t) {
-    if (!t.defined()) return;
-    for (const Touch& touch : metadata_touches_)
-      if (touch.tensor == t.impl()) {
-        grad_reads_of_touched_.emplace_back(t.impl(), t.sizes());
-        return;
-      }
-  };
-  for (const ops::Arg& a : args) {
-    if (const auto* t = std::get_if<Tensor>(&a)) note(*t);
-    if (const auto* list = std::get_if<std::vector<Tensor>>(&a))
-      for (const Tensor& t : *list) note(t);
-  }
-}
-
 std::vector<Tensor> Tracer::call(const ops::OpDef& op, ops::OpArgs& args) {
   if (const DecompositionFn* d = decomposition_for(op)) return run_decomposition(op, *d, args);
   lift_real_tensors(args);
