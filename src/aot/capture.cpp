@@ -131,9 +131,16 @@ void find_own_views(const trace::Tracer& tracer, const std::vector<Tensor>& user
     trace::Tracer::MetadataTouch touch = tracer.metadata_touch(user_fakes[u]);
     if (!touch.touched || touch.under_grad) continue;
     const trace::TensorState* ancestor = nullptr;
-    for (const trace::TensorState& a : tracer.tensor_states()) {
+    const std::vector<trace::TensorState>& states = tracer.tensor_states();
+    for (const trace::TensorState& a : states) {
+      // Only a tensor's current state: its geometry is the tensor's now. A state left behind by
+      // a later in-place geometry op on that tensor describes the geometry before it, which the
+      // tensor no longer has (AotProgramFuzz, seed 3023376: `v = a1.t()`, then `a1.unsqueeze_(0)`;
+      // v's output started from a1's new sizes).
+      const size_t index = static_cast<size_t>(&a - states.data());
       if (&a == &ts || a.storage != ts.storage || a.chain.empty() || !a.keep || a.hidden ||
-          a.chain.size() >= ts.chain.size() || !tracer.made_before_metadata_mutation(a) ||
+          a.keep->trace.alias != index || a.chain.size() >= ts.chain.size() ||
+          !tracer.made_before_metadata_mutation(a) ||
           (ancestor && ancestor->chain.size() >= a.chain.size()) ||
           !std::equal(a.chain.begin(), a.chain.end(), ts.chain.begin(), same_step))
         continue;

@@ -1266,3 +1266,60 @@ TEST(MetadataMutation, ViewOfAnInputMadeBeforeItsSizesChangedUnderNoGradIsRefuse
   EXPECT_EQ(x.sizes(), (ag::IntList{3, 1, 3}));
   EXPECT_TRUE(allclose(out, l.detach().unsqueeze(1) * 2.0, 0, 0)) << out;
 }
+
+TEST(MetadataMutation, ViewOfAnInputMadeBeforeThatInputsOwnSizesChangeKeepsItsSizes) {
+  // AotProgramFuzz, seeds 3023376 and 3043700 (below). 3023376: two overlapping views of one caller
+  // tensor (one synthetic base); under no_grad v = a1.t() and a0.unsqueeze_(1); then
+  // a1.unsqueeze_(0) and a write through a0, and v.expand({2}) returned. v keeps eager's sizes [1];
+  // the runtime rebuilt the output from a view made before a0's change, with the geometry a1 has
+  // *after* its own change
+  // ([1, 1]), and the expand raised where eager did not.
+  auto make = [] {
+    Tensor r = plain({5}, 3);
+    return OracleSetup{{r.slice(0, 2, 5, 2).view({2, 1}), r.slice(0, 4, 5, 1)}, {}};
+  };
+  expect_like_eager(make, [](std::vector<Tensor> a) {
+    Tensor v;
+    {
+      ag::NoGradGuard no_grad;
+      v = a[1].t();
+      ag::unsqueeze_(a[0], 1);
+    }
+    ag::unsqueeze_(a[1], 0);
+    ag::sigmoid_(a[0]);
+    return std::vector<Tensor>{v.expand({2}), v};
+  });
+  // The same with a non-leaf base that requires grad, v made with grad on: gradients as eager's.
+  auto make_grad = [] {
+    Tensor l = test_input({5});
+    Tensor r = l * 1.0;
+    return OracleSetup{{r.slice(0, 2, 5, 2).view({2, 1}), r.slice(0, 4, 5, 1)}, {l}};
+  };
+  expect_like_eager(make_grad, [](std::vector<Tensor> a) {
+    Tensor v = a[1].t();
+    {
+      ag::NoGradGuard no_grad;
+      ag::unsqueeze_(a[0], 1);
+    }
+    ag::unsqueeze_(a[1], 0);
+    ag::sigmoid_(a[0]);
+    return std::vector<Tensor>{v.expand({2}) * 3.0, v, a[1] * 2.0};
+  });
+  // Seed 3043700: one caller tensor passed as three inputs; under no_grad a write through one and
+  // v = a1.permute({0, 1}), then a1.t_(): v keeps [5, 3], which the expand needs.
+  auto make_three = [] {
+    Tensor r = plain({5, 3}, 3);
+    return OracleSetup{{r.unsqueeze(2), r, r.unsqueeze(1)}, {}};
+  };
+  expect_like_eager(make_three, [](std::vector<Tensor> a) {
+    Tensor s = a[0].squeeze(2);
+    Tensor v;
+    {
+      ag::NoGradGuard no_grad;
+      s.add_(0.5);
+      v = a[1].permute({0, 1});
+      ag::t_(a[1]);
+    }
+    return std::vector<Tensor>{s, v.expand({2, 5, 3}), a[1]};
+  });
+}
