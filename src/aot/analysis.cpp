@@ -120,6 +120,15 @@ std::string ViewAndMutationMeta::to_string() const {
     os << "  requires_grad_(" << (c.requires_grad ? "true" : "false") << ") on user input "
        << c.input << "\n";
   for (const MetadataMutation& m : metadata_mutations) {
+    if (!m.runs.empty()) {
+      os << "  metadata mutation of user input " << m.input << " in runs:";
+      for (const MetadataMutation::Run& run : m.runs)
+        os << " sizes " << shape_to_string(run.sizes) << " strides " << shape_to_string(run.strides)
+           << " storage_offset " << run.storage_offset
+           << (run.under_grad ? " (seen by autograd);" : " (under no_grad);");
+      os << "\n";
+      continue;
+    }
     if (!m.changed) {
       os << "  metadata ops without effect on user input " << m.input << " (version bump only)\n";
       continue;

@@ -128,6 +128,17 @@ struct MetadataMutation {
   bool written_in_other_geometry = false;
   IntList written_sizes, written_strides;
   int64_t written_storage_offset = 0;
+  // Set only when the changes mixed grad modes (t_ with grad on, then transpose_ under no_grad):
+  // each run of one mode, in order, with the geometry it left (the last is the one above). Eager
+  // recorded the runs made with grad on on the tensor's node and not the others, whose node then
+  // takes the gradient of the new geometry as it is; the runtime replays each run in its mode
+  // (AotProgramFuzz, seed 3147838). Empty: one mode, replayed at once (`under_grad`).
+  struct Run {
+    IntList sizes, strides;
+    int64_t storage_offset = 0;
+    bool under_grad = false;
+  };
+  std::vector<Run> runs;
 };
 
 struct ViewAndMutationMeta {

@@ -208,6 +208,13 @@ void check_meta(const Artifact& a, size_t num_graph_outputs) {
       fail("a metadata mutation's sizes and strides differ in length");
     if (mm.written_sizes.size() != mm.written_strides.size())
       fail("a metadata mutation's written sizes and strides differ in length");
+    for (const MetadataMutation::Run& run : mm.runs)
+      if (run.sizes.size() != run.strides.size())
+        fail("a metadata mutation's run has sizes and strides of different lengths");
+    if (!mm.runs.empty() &&
+        (mm.runs.back().sizes != mm.sizes || mm.runs.back().strides != mm.strides ||
+         mm.runs.back().storage_offset != mm.storage_offset))
+      fail("a metadata mutation's last run does not end in its geometry");
   }
   for (const RequiresGradChange& c : m.input_requires_grad_changes)
     check_index(c.input, num_user, "a requires_grad change's input");

@@ -488,6 +488,13 @@ void write_meta(Writer& w, const ViewAndMutationMeta& m) {
     w.ints(mm.written_sizes);
     w.ints(mm.written_strides);
     w.i64(mm.written_storage_offset);
+    w.u64(mm.runs.size());
+    for (const MetadataMutation::Run& run : mm.runs) {
+      w.ints(run.sizes);
+      w.ints(run.strides);
+      w.i64(run.storage_offset);
+      w.boolean(run.under_grad);
+    }
   }
   w.u64(m.input_requires_grad_changes.size());
   for (const RequiresGradChange& c : m.input_requires_grad_changes) {
@@ -549,6 +556,13 @@ ViewAndMutationMeta read_meta(Reader& r) {
     mm.written_sizes = r.ints("metadata mutation written_sizes");
     mm.written_strides = r.ints("metadata mutation written_strides");
     mm.written_storage_offset = r.i64("metadata mutation written_storage_offset");
+    mm.runs.resize(r.count("metadata mutation runs", 17));
+    for (MetadataMutation::Run& run : mm.runs) {
+      run.sizes = r.ints("metadata mutation run sizes");
+      run.strides = r.ints("metadata mutation run strides");
+      run.storage_offset = r.i64("metadata mutation run storage_offset");
+      run.under_grad = r.boolean("metadata mutation run under_grad");
+    }
   }
   m.input_requires_grad_changes.resize(r.count("meta requires_grad changes", 9));
   for (RequiresGradChange& c : m.input_requires_grad_changes) {

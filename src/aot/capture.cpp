@@ -377,6 +377,15 @@ void record_metadata_mutations(const trace::Tracer& tracer, const std::vector<Te
     bool changed = f.sizes() != inputs[i].sizes() || f.strides() != inputs[i].strides() ||
                    f.storage_offset() != inputs[i].storage_offset();
     MetadataMutation m{i, changed, f.sizes(), f.strides(), f.storage_offset(), touch.under_grad};
+    // Not where a write with grad on reached the storage after a change: the runtime writes the
+    // new value before it replays the geometry, and with runs in both modes the geometry eager
+    // recorded that write in is not one replay (MutationEpilogue's written_in_other_geometry
+    // covers the no_grad-only case).
+    std::vector<trace::Tracer::GeometryRun> runs = tracer.metadata_runs(f);
+    if (runs.size() > 1 && !tracer.geometry_at_last_visible_write(f))
+      for (const trace::Tracer::GeometryRun& run : runs)
+        m.runs.push_back(
+            {run.after.sizes, run.after.strides, run.after.storage_offset, run.grad_on});
     const Tensor& caller = inputs[i];
     if (std::optional<trace::Tracer::Geometry> at = tracer.geometry_at_last_visible_write(f);
         at && e.kind == InputPlan::Kind::plain && !caller.is_view() && !touch.under_grad &&

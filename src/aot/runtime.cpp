@@ -222,7 +222,19 @@ void MetadataMutations::after(CallFrame& f) const {
   for (const MetadataMutation& m : mutations_) {
     Tensor target = f.inputs[m.input];
     uint64_t before = target.version();
-    if (!m.changed) {
+    if (!m.runs.empty()) {
+      // Changes in both modes: each run as eager recorded it (or did not).
+      if (f.node) f.node->keep_geometry_of(target.impl());
+      for (const MetadataMutation::Run& run : m.runs) {
+        std::optional<NoGradGuard> no_grad;
+        std::optional<EnableGradGuard> grad;
+        if (run.under_grad)
+          grad.emplace();
+        else
+          no_grad.emplace();
+        as_strided_(target, run.sizes, run.strides, run.storage_offset);
+      }
+    } else if (!m.changed) {
       target.storage()->bump_version();
     } else {
       if (f.node) f.node->keep_geometry_of(target.impl());

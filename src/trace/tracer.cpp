@@ -124,6 +124,16 @@ Tracer::MetadataTouch Tracer::metadata_touch(const Tensor& t) const {
   return m;
 }
 
+std::vector<Tracer::GeometryRun> Tracer::metadata_runs(const Tensor& t) const {
+  std::vector<GeometryRun> runs;
+  for (const Touch& touch : metadata_touches_) {
+    if (touch.tensor != t.impl()) continue;
+    if (runs.empty() || runs.back().grad_on != touch.grad_on) runs.push_back({touch.grad_on, {}});
+    runs.back().after = touch.after;
+  }
+  return runs;
+}
+
 std::optional<Tracer::Geometry> Tracer::geometry_at_last_visible_write(const Tensor& t) const {
   auto it = visible_write_geometries_.find(t.impl());
   if (it == visible_write_geometries_.end()) return std::nullopt;
@@ -801,7 +811,8 @@ std::vector<Tensor> Tracer::functionalize_metadata(const ops::OpDef& op, ops::Op
   impl.trace.value = value;
   impl.trace.alias = v.impl()->trace.alias;
   tensors_[impl.trace.alias].keep = self.impl_ptr();
-  metadata_touches_.push_back({&impl, grad_on, ts_storage});
+  metadata_touches_.push_back(
+      {&impl, grad_on, ts_storage, {impl.sizes, impl.strides, impl.storage_offset}});
   return {self};
 }
 

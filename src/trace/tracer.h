@@ -120,6 +120,16 @@ class Tracer final : public ops::Interpreter, public autograd::TracedAutograd {
     int64_t storage_offset = 0;
   };
   std::optional<Geometry> geometry_at_last_visible_write(const Tensor& t) const;
+  // The metadata-mutating ops applied to `t` itself, in order, as runs of one grad mode: each
+  // run's mode and the geometry `t` had after its last op. Eager records a run made with grad on
+  // on `t`'s node and leaves a run made under no_grad unrecorded (the node then takes the
+  // gradient of the new geometry as it is), so replaying `t`'s final geometry in one mode is
+  // exact only when there is one run.
+  struct GeometryRun {
+    bool grad_on = false;
+    Geometry after;
+  };
+  std::vector<GeometryRun> metadata_runs(const Tensor& t) const;
   // Whether the view `ts` was made after the last metadata-mutating op on its storage and before
   // any write after it: eager made its history after that op's version bump, so the history is
   // current, not stale.
@@ -283,6 +293,7 @@ class Tracer final : public ops::Interpreter, public autograd::TracedAutograd {
     const TensorImpl* tensor;  // alive while tracing: the state it took holds it (`keep`)
     bool grad_on;
     size_t storage;
+    Geometry after;  // the tensor's geometry after the op
   };
   std::vector<Touch> metadata_touches_;
   // A touched tensor read by an op with a VJP with grad on, and its sizes then.

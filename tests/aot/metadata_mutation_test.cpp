@@ -1323,3 +1323,76 @@ TEST(MetadataMutation, ViewOfAnInputMadeBeforeThatInputsOwnSizesChangeKeepsItsSi
     return std::vector<Tensor>{s, v.expand({2, 5, 3}), a[1]};
   });
 }
+TEST(MetadataMutation, InputGeometryChangedInBothGradModesReplaysEachRunInItsMode) {
+  // AotProgramFuzz, seed 3147838: a non-leaf input transposed with grad on, then transposed again
+  // (sizes kept) and written under no_grad. Eager records the first transpose_ on the input's
+  // node and not the second, so the gradient of the final geometry reaches TransposeBackward as
+  // it is laid out; the runtime replayed the whole change with grad on, which maps it back
+  // through both: another gradient for the leaf.
+  auto make = [] { return non_leaf({3, 4, 4}); };
+  expect_like_eager(make, [](std::vector<Tensor> a) {
+    Tensor s = a[0].sigmoid();
+    ag::transpose_(a[0], 2, 0);
+    Tensor v = s.reshape({3, 2, 2, 4});
+    {
+      ag::NoGradGuard no_grad;
+      ag::transpose_(a[0], 0, 1);
+      ag::sigmoid_(a[0]);
+    }
+    return std::vector<Tensor>{v};
+  });
+  // Under no_grad first, then with grad on.
+  expect_like_eager(
+      [] {
+        return non_leaf({4, 4, 3});
+      },
+      [](std::vector<Tensor> a) {
+        {
+          ag::NoGradGuard no_grad;
+          ag::transpose_(a[0], 0, 1);
+        }
+        ag::transpose_(a[0], 2, 0);
+        return std::vector<Tensor>{a[0].sigmoid()};
+      });
+  // A square input back in the caller's geometry: not a change, but eager's node transposes the
+  // gradient once.
+  expect_like_eager(
+      [] {
+        return non_leaf({3, 3});
+      },
+      [](std::vector<Tensor> a) {
+        ag::t_(a[0]);
+        {
+          ag::NoGradGuard no_grad;
+          ag::t_(a[0]);
+        }
+        return std::vector<Tensor>{a[0] * 2.0};
+      });
+  // The no_grad run changed the sizes the recorded run's node expects: eager's backward raises,
+  // and so does the compiled function's.
+  auto fn = [](std::vector<Tensor> a) {
+    ag::transpose_(a[0], 2, 0);
+    {
+      ag::NoGradGuard no_grad;
+      ag::transpose_(a[0], 0, 1);
+    }
+    return std::vector<Tensor>{a[0] * 2.0};
+  };
+  OracleSetup e = non_leaf({4, 4, 3}), c = non_leaf({4, 4, 3});
+  std::string eager_error, compiled_error;
+  try {
+    fn(e.inputs)[0].sum().backward();
+  } catch (const std::exception& x) {
+    eager_error = x.what();
+  }
+  try {
+    ag::aot_function(fn)(c.inputs)[0].sum().backward();
+  } catch (const std::exception& x) {
+    compiled_error = x.what();
+  }
+  const char* expected =
+      "invalid gradient at index 0 - got [4, 3, 4] but expected shape "
+      "compatible with [3, 4, 4]";
+  EXPECT_TRUE(contains(eager_error, expected)) << eager_error;  // from MulBackward0
+  EXPECT_TRUE(contains(compiled_error, expected)) << compiled_error;
+}
