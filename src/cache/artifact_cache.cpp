@@ -150,11 +150,11 @@ ArtifactCache ArtifactCache::from_environment() {
 }
 
 std::string ArtifactCache::key(const aot::Captured& c) const {
-  std::string k = "aotgrad artifact cache key 1";
+  std::string k = "aotgrad artifact cache key 2";
   field(k, versions_.aotgrad_version);
   field(k, std::to_string(versions_.artifact_format));
   field(k, versions_.build_id);
-  // Config, guards, meta and backward error in the artifact's own exact byte form.
+  // Config, guards and meta in the artifact's own exact byte form.
   field(k, aot::serialize_artifact(c.artifact));
   field(k, graph::print_graph(c.forward.graph));
   std::string flags;
@@ -165,6 +165,13 @@ std::string ArtifactCache::key(const aot::Captured& c) const {
   for (double b : c.forward.node_budgets)
     budgets.append(reinterpret_cast<const char*>(&b), sizeof b);
   field(k, budgets);
+  // The errors eager's backward would raise (an inner autograd::grad without retain_graph freed
+  // what a later backward reads): tracer state the graph text does not show, set on the artifact
+  // only after this key is made.
+  std::string errors;
+  for (const aot::BackwardError& e : c.forward.backward_errors)
+    errors += std::to_string(e.at.index) + ':' + std::to_string(e.message.size()) + ':' + e.message;
+  field(k, errors);
   return k;
 }
 

@@ -131,6 +131,31 @@ TEST_F(ArtifactCacheTest, ACapturedNumberThatChangesTheGraphMisses) {
   EXPECT_EQ(thrice_again.stats().disk_hits, 1u);
 }
 
+TEST_F(ArtifactCacheTest, AnInnerGradsRetainGraphChangesTheKey) {
+  // The two functions trace the same graph; only the tracer knows that the second one's inner
+  // grad frees what the outer backward reads. Sharing one entry, the second would not raise
+  // where eager does (or, stored first, the first would raise on valid code).
+  auto make = [](bool retain) {
+    return ag::aot_function([retain](const Tensor& x) {
+      Tensor y = x.sin();
+      Tensor g = ag::autograd::grad({y.sum()}, {x}, {}, retain)[0];
+      return y.sum() + g.sum();
+    });
+  };
+  for (bool retain_first : {true, false}) {
+    SCOPED_TRACE(retain_first ? "retain_graph stored first" : "retain_graph stored second");
+    ag::cache::DiskCache::from_environment().clear();
+    auto first = make(retain_first), second = make(!retain_first);
+    Tensor a = leaf({4}, 9), b = leaf({4}, 9);
+    Tensor la = first(a), lb = second(b);
+    EXPECT_EQ(second.stats().disk_hits, 0u);
+    Tensor& kept = retain_first ? la : lb;
+    Tensor& freed = retain_first ? lb : la;
+    EXPECT_NO_THROW(kept.backward());
+    EXPECT_THROW(freed.backward(), std::runtime_error);
+  }
+}
+
 namespace {
 
 ag::aot::TracedFunction traced_mlp(std::vector<Tensor> inputs) {
