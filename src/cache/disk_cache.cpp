@@ -176,6 +176,22 @@ bool is_namespace_name(const char* name) {
   return true;
 }
 
+// An entry's file name: the 32 hex digits of its key's hash (DiskCache::entry_path), or, in
+// `cpp`, a `k*.so` / `k*.cpp` object of the builds before the checked store (docs/caching.md),
+// left to age out. Anything else in the directory is not the cache's: never counted, evicted or
+// cleared (a cache directory set to ~/.cache or a project directory by mistake).
+bool is_entry_name(std::string_view ns, std::string_view name) {
+  if (name.size() == 32 && std::all_of(name.begin(), name.end(), [](char c) {
+        return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+      }))
+    return true;
+  auto ends_with = [&](std::string_view tail) {
+    return name.size() > tail.size() && name.substr(name.size() - tail.size()) == tail;
+  };
+  return ns == "cpp" && name.size() > 1 && name[0] == 'k' &&
+         (ends_with(".so") || ends_with(".cpp"));
+}
+
 // ---- directory scans ----
 
 struct EntryFile {
@@ -194,6 +210,9 @@ std::vector<EntryFile> scan(const std::filesystem::path& dir) {
   while (dirent* d = ::readdir(top)) {
     if (!is_namespace_name(d->d_name)) continue;
     std::string ns_dir = (dir / d->d_name).string();
+    struct stat ns_st {};
+    // A directory of its own, not a link to one elsewhere.
+    if (::lstat(ns_dir.c_str(), &ns_st) != 0 || !S_ISDIR(ns_st.st_mode)) continue;
     DIR* sub = ::opendir(ns_dir.c_str());
     if (!sub) continue;
     while (dirent* e = ::readdir(sub)) {
@@ -205,7 +224,9 @@ std::vector<EntryFile> scan(const std::filesystem::path& dir) {
           ::unlink(path.c_str());
         continue;
       }
-      if (::lstat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
+      if (!is_entry_name(d->d_name, e->d_name) || ::lstat(path.c_str(), &st) != 0 ||
+          !S_ISREG(st.st_mode))
+        continue;
       out.push_back({path, d->d_name, static_cast<uint64_t>(st.st_size), st.st_mtim});
     }
     ::closedir(sub);

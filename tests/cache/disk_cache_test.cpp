@@ -54,6 +54,28 @@ TEST_F(DiskCacheTest, RoundTripsBytesAndCountsThem) {
   EXPECT_EQ(disk().get("artifacts", "key-1").status, LookupStatus::miss);
 }
 
+TEST_F(DiskCacheTest, FilesThatAreNotEntriesAreNeverCountedEvictedOrCleared) {
+  // AOTGRAD_CACHE_DIR set to ~/.cache or a project directory by mistake: clear and eviction
+  // remove the cache's own entries only (review of 2026-11-28: they removed every regular file
+  // of every lowercase subdirectory, and followed a linked one).
+  fs::create_directories(dir_ / "notes");
+  write_file(dir_ / "notes" / "todo.txt", "mine");
+  fs::create_directories(dir_ / "cpp");
+  write_file(dir_ / "cpp" / "README", "mine too");
+  write_file(dir_ / "cpp" / "k0123abcd.so", "an object of an older build");
+  fs::path outside = dir_.parent_path() / (dir_.filename().string() + "-outside");
+  fs::create_directories(outside);
+  write_file(outside / "0123456789abcdef0123456789abcdef", "not under the cache directory");
+  fs::create_directory_symlink(outside, dir_ / "linked");
+  ASSERT_TRUE(disk().put("artifacts", "k", "x"));
+  EXPECT_EQ(disk().clear(), 2u);  // the entry and the old object
+  EXPECT_TRUE(fs::exists(dir_ / "notes" / "todo.txt"));
+  EXPECT_TRUE(fs::exists(dir_ / "cpp" / "README"));
+  EXPECT_FALSE(fs::exists(dir_ / "cpp" / "k0123abcd.so"));
+  EXPECT_TRUE(fs::exists(outside / "0123456789abcdef0123456789abcdef"));
+  fs::remove_all(outside);
+}
+
 TEST_F(DiskCacheTest, OpenFileKeepsTheCheckedBytesWhenTheEntryIsReplaced) {
   disk().put("cpp", "k", "first payload");
   std::optional<ag::cache::CachedFile> f = disk().open_file("cpp", "k");
