@@ -381,14 +381,14 @@ void record_metadata_mutations(const trace::Tracer& tracer, const std::vector<Te
     // new value before it replays the geometry, and with runs in both modes the geometry eager
     // recorded that write in is not one replay (MutationEpilogue's written_in_other_geometry
     // covers the no_grad-only case).
+    std::optional<trace::Tracer::Geometry> at = tracer.geometry_at_last_visible_write(f);
     std::vector<trace::Tracer::GeometryRun> runs = tracer.metadata_runs(f);
-    if (runs.size() > 1 && !tracer.geometry_at_last_visible_write(f))
+    if (runs.size() > 1 && !at)
       for (const trace::Tracer::GeometryRun& run : runs)
         m.runs.push_back(
             {run.after.sizes, run.after.strides, run.after.storage_offset, run.grad_on});
     const Tensor& caller = inputs[i];
-    if (std::optional<trace::Tracer::Geometry> at = tracer.geometry_at_last_visible_write(f);
-        at && e.kind == InputPlan::Kind::plain && !caller.is_view() && !touch.under_grad &&
+    if (at && e.kind == InputPlan::Kind::plain && !caller.is_view() && !touch.under_grad &&
         (at->sizes != caller.sizes() || at->strides != caller.strides() ||
          at->storage_offset != caller.storage_offset())) {
       m.written_in_other_geometry = true;

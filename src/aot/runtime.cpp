@@ -6,7 +6,6 @@
 
 #include <algorithm>
 #include <numeric>
-#include <optional>
 #include <span>
 #include <stdexcept>
 #include <vector>
@@ -15,6 +14,7 @@
 #include "aotgrad/autograd.h"
 #include "aotgrad/inplace_view.h"
 #include "aotgrad/ops.h"
+#include "autograd/grad_mode_scope.h"
 #include "autograd/nodes.h"
 #include "backends/small_buffer.h"
 #include "kernels/copy.h"
@@ -222,29 +222,20 @@ void MetadataMutations::after(CallFrame& f) const {
   for (const MetadataMutation& m : mutations_) {
     Tensor target = f.inputs[m.input];
     uint64_t before = target.version();
-    if (!m.runs.empty()) {
-      // Changes in both modes: each run as eager recorded it (or did not).
-      if (f.node) f.node->keep_geometry_of(target.impl());
-      for (const MetadataMutation::Run& run : m.runs) {
-        std::optional<NoGradGuard> no_grad;
-        std::optional<EnableGradGuard> grad;
-        if (run.under_grad)
-          grad.emplace();
-        else
-          no_grad.emplace();
-        as_strided_(target, run.sizes, run.strides, run.storage_offset);
-      }
-    } else if (!m.changed) {
+    if (!m.changed && m.runs.empty()) {
       target.storage()->bump_version();
     } else {
       if (f.node) f.node->keep_geometry_of(target.impl());
-      std::optional<NoGradGuard> no_grad;
-      std::optional<EnableGradGuard> grad;
-      if (m.under_grad)
-        grad.emplace();
-      else
-        no_grad.emplace();
-      as_strided_(target, m.sizes, m.strides, m.storage_offset);
+      // One change in one mode, or (changes in both modes) each run as eager recorded it or
+      // did not.
+      if (m.runs.empty()) {
+        GradModeScope mode(m.under_grad);
+        as_strided_(target, m.sizes, m.strides, m.storage_offset);
+      }
+      for (const MetadataMutation::Run& run : m.runs) {
+        GradModeScope mode(run.under_grad);
+        as_strided_(target, run.sizes, run.strides, run.storage_offset);
+      }
     }
     if (f.node) f.node->forgive_version_bump(target.storage().get(), before, target.version());
     keep_view_creation_current(f.result, f.inputs, target.storage().get(), before,
@@ -360,12 +351,7 @@ void MutationEpilogue::after(CallFrame& f) const {
     const Tensor& value = f.outs[w.output];
     // Eager autograd records the write only when it was made with grad on, not through detach().
     bool recorded = w.visible && value.requires_grad();
-    std::optional<NoGradGuard> no_grad;
-    std::optional<EnableGradGuard> grad;
-    if (recorded)
-      grad.emplace();
-    else
-      no_grad.emplace();
+    GradModeScope mode(recorded);
     Tensor target = f.graph_inputs[w.graph_input];
     if (recorded && w.in_other_geometry && !target.is_view())
       write_in_other_geometry(target, value, w);
