@@ -319,12 +319,15 @@ void emit_kernel(std::ostream& o, const graph::Graph& g, const Kernel& k) {
   o << "extern \"C\" void " << k.name
     << "(const char* const* in, char* const* out, const int64_t* sizes, const int64_t* strides, "
        "const double* scalars) {\n";
-  // An output planned to take an input's buffer (memory_plan.h) may alias it: neither pointer
-  // of that pair is __restrict.
+  // An output planned to take an input's buffer (memory_plan.h) aliases it: neither that output's
+  // pointer nor any input pointer into the same buffer (the input itself, and a folded identity
+  // expand of it, whose `read_from` is that input) is __restrict.
   std::vector<bool> in_shared(k.inputs.size(), false);
   auto restrict_out = [&](size_t j) { return j >= k.reuse.size() || k.reuse[j] < 0; };
   for (size_t j = 0; j < k.outputs.size(); ++j)
-    if (!restrict_out(j)) in_shared[k.reuse[j]] = true;
+    if (!restrict_out(j))
+      for (size_t i = 0; i < k.inputs.size(); ++i)
+        if (k.inputs[i].read_from == k.inputs[k.reuse[j]].read_from) in_shared[i] = true;
   for (size_t i = 0; i < k.inputs.size(); ++i)
     o << "  const " << storage_type(k.inputs[i].value) << "*"
       << (in_shared[i] ? " " : " __restrict ") << "in" << i << " = (const "

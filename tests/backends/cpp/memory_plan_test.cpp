@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "aotgrad/memory.h"
+#include "backends/cpp/codegen.h"
 #include "backends/cpp/cpp_test_util.h"
 #include "backends/liveness.h"
 #include "testing/values.h"
@@ -107,4 +108,34 @@ TEST(CppMemoryPlan, AnInputStillHeldElsewhereIsNotWrittenOver) {
   std::vector<ag::Tensor> inputs = ag::testing::graph_inputs(g, 6);
   std::vector<ag::Tensor> out = ag::backends::compile_cpp(g)(std::vector<ag::Tensor>(inputs));
   EXPECT_EQ(out[0].neg().reshape({64}).to_vector<float>(), out[1].to_vector<float>());
+}
+
+TEST(CppMemoryPlan, AnInputReadAgainThroughAFoldedExpandLosesRestrictWhenItsBufferIsTaken) {
+  // %e is an identity expand of %a, folded into the kernel (read from %a's buffer). %r takes
+  // %a's buffer, so both input pointers alias the output: none of the three may be __restrict.
+  ag::graph::Graph g = ag::graph::parse_graph(R"(graph twice(%x: f32[8,8], %w: f32[8,8]) {
+  %a: f32[8,8] = aten.mm.default(%x, %w)
+  %e: f32[8,8] = aten.expand.default(%a, [8, 8])
+  %r: f32[8,8] = aten.add.Tensor(%a, %e)
+  return (%r)
+})");
+  ag::backends::cpp::Schedule s = ag::backends::cpp::schedule_graph(g);
+  ag::backends::cpp::plan_memory(g, s);
+  ASSERT_EQ(s.kernels.size(), 1u);
+  const ag::backends::cpp::Kernel& k = s.kernels[0];
+  ASSERT_EQ(k.inputs.size(), 2u);
+  EXPECT_EQ(k.inputs[0].read_from, k.inputs[1].read_from);  // one buffer, read twice
+  EXPECT_EQ(k.reuse, (std::vector<int32_t>{0}));
+  const std::string code = ag::backends::cpp::generate_source(g, s);
+  EXPECT_NE(code.find("const float* in0 = "), std::string::npos) << code;
+  EXPECT_NE(code.find("const float* in1 = "), std::string::npos) << code;
+  EXPECT_NE(code.find("float* out0 = "), std::string::npos) << code;
+  EXPECT_EQ(code.find("__restrict"), std::string::npos) << code;
+
+  std::vector<ag::Tensor> inputs = ag::testing::graph_inputs(g, 7);
+  std::vector<ag::Tensor> got = ag::backends::compile_cpp(g)(std::vector<ag::Tensor>(inputs));
+  std::vector<ag::Tensor> want =
+      ag::backends::compile_interpreter(g)(std::vector<ag::Tensor>(inputs));
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0].to_vector<float>(), want[0].to_vector<float>());
 }
