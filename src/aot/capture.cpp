@@ -377,18 +377,57 @@ void record_metadata_mutations(const trace::Tracer& tracer, const std::vector<Te
     bool changed = f.sizes() != inputs[i].sizes() || f.strides() != inputs[i].strides() ||
                    f.storage_offset() != inputs[i].storage_offset();
     MetadataMutation m{i, changed, f.sizes(), f.strides(), f.storage_offset(), touch.under_grad};
-    // Not where a write with grad on reached the storage after a change: the runtime writes the
-    // new value before it replays the geometry, and with runs in both modes the geometry eager
-    // recorded that write in is not one replay (MutationEpilogue's written_in_other_geometry
-    // covers the no_grad-only case).
     std::optional<trace::Tracer::Geometry> at = tracer.geometry_at_last_visible_write(f);
-    std::vector<trace::Tracer::GeometryRun> runs = tracer.metadata_runs(f);
-    if (runs.size() > 1 && !at)
+    const Tensor& caller = inputs[i];
+    const bool plain_tensor = e.kind == InputPlan::Kind::plain && !caller.is_view();
+    auto add_runs = [&m](const std::vector<trace::Tracer::GeometryRun>& runs) {
       for (const trace::Tracer::GeometryRun& run : runs)
         m.runs.push_back(
             {run.after.sizes, run.after.strides, run.after.storage_offset, run.grad_on});
-    const Tensor& caller = inputs[i];
-    if (at && e.kind == InputPlan::Kind::plain && !caller.is_view() && !touch.under_grad &&
+    };
+    std::vector<trace::Tracer::GeometryRun> runs = tracer.metadata_runs(f);
+    if (runs.size() > 1 && !at) add_runs(runs);
+    // Changes in both modes and a write with grad on among them: eager's node is the write's,
+    // at the geometry the input had then, plus the runs after it made with grad on; a change
+    // under no_grad after the write is not recorded. The runtime writes the value in that
+    // geometry and replays the runs after it, each in its mode. When every change after the
+    // write was made with grad on, replaying the final geometry at once with grad on maps the
+    // gradient as eager's nodes do.
+    std::vector<trace::Tracer::GeometryRun> after_write =
+        at && touch.under_grad ? tracer.metadata_runs_after_last_visible_write(f)
+                               : std::vector<trace::Tracer::GeometryRun>{};
+    const bool unrecorded_after_write =
+        std::any_of(after_write.begin(), after_write.end(),
+                    [](const trace::Tracer::GeometryRun& r) { return !r.grad_on; });
+    if (unrecorded_after_write) {
+      if (!plain_tensor)
+        throw trace::UnsupportedError(
+            "input " + std::to_string(i) +
+            " is a view (or shares its storage with another input) whose geometry was changed in "
+            "place both with grad on and under no_grad, with a write with grad on between; "
+            "aot_function cannot replay that history on it. Change the geometry before the call "
+            "or pass a tensor that is not a view.");
+      // The write's backward passes the previous history a gradient in the write's sizes:
+      // eager's history had them when the changes before the write that changed sizes were
+      // recorded. Otherwise eager fits (or refuses) it in sizes the runtime's history lacks.
+      IntList recorded_sizes = caller.sizes();
+      for (const trace::Tracer::GeometryRun& run :
+           tracer.metadata_runs_before_last_visible_write(f))
+        if (run.grad_on) recorded_sizes = run.after.sizes;
+      if (recorded_sizes != at->sizes)
+        throw trace::UnsupportedError(
+            "input " + std::to_string(i) + " was written with grad on in sizes " +
+            shape_to_string(at->sizes) + " that a change under no_grad gave it (its history has " +
+            shape_to_string(recorded_sizes) +
+            "), between changes of its geometry with grad on and under no_grad; aot_function "
+            "cannot replay that history. Change the geometry before the call.");
+      add_runs(after_write);
+      m.written_in_other_geometry = true;
+      m.written_sizes = at->sizes;
+      m.written_strides = at->strides;
+      m.written_storage_offset = at->storage_offset;
+    }
+    if (at && plain_tensor && !touch.under_grad &&
         (at->sizes != caller.sizes() || at->strides != caller.strides() ||
          at->storage_offset != caller.storage_offset())) {
       m.written_in_other_geometry = true;

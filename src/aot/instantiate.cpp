@@ -56,6 +56,7 @@ std::vector<MutationEpilogue::Write> mutation_writes(const ViewAndMutationMeta& 
       if (!mm.written_in_other_geometry || e.kind != InputPlan::Kind::plain || e.index != g)
         continue;
       w.in_other_geometry = true;
+      w.geometry_recorded = !mm.runs.empty();
       w.sizes = mm.written_sizes;
       w.strides = mm.written_strides;
       w.storage_offset = mm.written_storage_offset;

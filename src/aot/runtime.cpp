@@ -232,6 +232,15 @@ void MetadataMutations::after(CallFrame& f) const {
         GradModeScope mode(m.under_grad);
         as_strided_(target, m.sizes, m.strides, m.storage_offset);
       }
+      // Runs after a write with grad on in another geometry (MutationEpilogue wrote there and
+      // gave the tensor its geometry back): they start from the geometry of that write, which
+      // the tensor takes without a version bump, as eager's had it when it wrote.
+      if (m.written_in_other_geometry && !m.runs.empty()) {
+        TensorImpl& impl = *target.impl();
+        impl.sizes = m.written_sizes;
+        impl.strides = m.written_strides;
+        impl.storage_offset = m.written_storage_offset;
+      }
       for (const MetadataMutation::Run& run : m.runs) {
         GradModeScope mode(run.under_grad);
         as_strided_(target, run.sizes, run.strides, run.storage_offset);
@@ -327,7 +336,10 @@ void write_in_other_geometry(Tensor& target, const Tensor& value,
   copy_(staged, value);
   Tensor src = as_strided(buffer, w.sizes, w.strides, w.storage_offset);
   // The geometry is swapped without a version bump (eager's change bumped it once, as the
-  // caller's as_strided_ in MetadataMutations does) and restored however the copy ends.
+  // caller's as_strided_ in MetadataMutations does) and restored however the copy ends. Where
+  // eager recorded the changes that led there (geometry_recorded), the swap is an as_strided_
+  // with grad on: the copy's backward passes the history before it a gradient in the caller's
+  // geometry, as eager's passes its history one in the geometry it recorded.
   struct Restore {
     TensorImpl& impl;
     IntList sizes, strides;
@@ -338,9 +350,13 @@ void write_in_other_geometry(Tensor& target, const Tensor& value,
       impl.storage_offset = offset;
     }
   } restore{impl, sizes, strides, offset};
-  impl.sizes = w.sizes;
-  impl.strides = w.strides;
-  impl.storage_offset = w.storage_offset;
+  if (w.geometry_recorded) {
+    as_strided_(target, w.sizes, w.strides, w.storage_offset);
+  } else {
+    impl.sizes = w.sizes;
+    impl.strides = w.strides;
+    impl.storage_offset = w.storage_offset;
+  }
   copy_(target, src);
 }
 

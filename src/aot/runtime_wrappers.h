@@ -124,6 +124,10 @@ class MutationEpilogue final : public RuntimeWrapper {
     // MetadataMutation::written_in_other_geometry: the caller's tensor takes this geometry for
     // the write (autograd records the copy in it) and gets its own back after.
     bool in_other_geometry = false;
+    // The caller's tensor reached that geometry through changes autograd recorded (runs in both
+    // modes, MetadataMutation::runs): the switch is recorded too (an as_strided_ with grad on),
+    // so the write's backward passes its previous history a gradient it can take.
+    bool geometry_recorded = false;
     IntList sizes, strides;
     int64_t storage_offset = 0;
   };

@@ -125,8 +125,27 @@ Tracer::MetadataTouch Tracer::metadata_touch(const Tensor& t) const {
 }
 
 std::vector<Tracer::GeometryRun> Tracer::metadata_runs(const Tensor& t) const {
+  return metadata_runs_in(t, 0, metadata_touches_.size());
+}
+
+std::vector<Tracer::GeometryRun> Tracer::metadata_runs_after_last_visible_write(
+    const Tensor& t) const {
+  auto it = touches_at_last_visible_write_.find(t.impl());
+  return metadata_runs_in(t, it == touches_at_last_visible_write_.end() ? 0 : it->second,
+                          metadata_touches_.size());
+}
+
+std::vector<Tracer::GeometryRun> Tracer::metadata_runs_before_last_visible_write(
+    const Tensor& t) const {
+  auto it = touches_at_last_visible_write_.find(t.impl());
+  return metadata_runs_in(t, 0, it == touches_at_last_visible_write_.end() ? 0 : it->second);
+}
+
+std::vector<Tracer::GeometryRun> Tracer::metadata_runs_in(const Tensor& t, size_t first_touch,
+                                                          size_t end_touch) const {
   std::vector<GeometryRun> runs;
-  for (const Touch& touch : metadata_touches_) {
+  for (size_t k = first_touch; k < end_touch; ++k) {
+    const Touch& touch = metadata_touches_[k];
     if (touch.tensor != t.impl()) continue;
     if (runs.empty() || runs.back().grad_on != touch.grad_on) runs.push_back({touch.grad_on, {}});
     runs.back().after = touch.after;
@@ -638,9 +657,11 @@ std::vector<Tensor> Tracer::functionalize_inplace(const ops::OpDef& op, ops::OpA
   ++s.generation;
   if (!hidden)
     for (const Touch& touch : metadata_touches_)
-      if (touch.storage == tensors_[state_index].storage)
+      if (touch.storage == tensors_[state_index].storage) {
         visible_write_geometries_[touch.tensor] = {touch.tensor->sizes, touch.tensor->strides,
                                                    touch.tensor->storage_offset};
+        touches_at_last_visible_write_[touch.tensor] = metadata_touches_.size();
+      }
   s.mutated = true;
   s.all_mutations_under_no_grad = s.all_mutations_under_no_grad && !grad_on;
   s.all_mutations_hidden = s.all_mutations_hidden && hidden;

@@ -130,6 +130,12 @@ class Tracer final : public ops::Interpreter, public autograd::TracedAutograd {
     Geometry after;
   };
   std::vector<GeometryRun> metadata_runs(const Tensor& t) const;
+  // The runs of the ops applied to `t` after the last write with grad on reached its storage
+  // (geometry_at_last_visible_write), all of them when none did. Eager's node for `t` is that
+  // write's, at that geometry, plus the runs after it made with grad on.
+  std::vector<GeometryRun> metadata_runs_after_last_visible_write(const Tensor& t) const;
+  // The runs before that write (empty when there was none).
+  std::vector<GeometryRun> metadata_runs_before_last_visible_write(const Tensor& t) const;
   // Whether the view `ts` was made after the last metadata-mutating op on its storage and before
   // any write after it: eager made its history after that op's version bump, so the history is
   // current, not stale.
@@ -310,6 +316,10 @@ class Tracer final : public ops::Interpreter, public autograd::TracedAutograd {
   // By metadata-touched tensor: its geometry at the last visible write to its storage made
   // after it was touched (geometry_at_last_visible_write).
   std::map<const TensorImpl*, Geometry> visible_write_geometries_;
+  // By the same tensor: how many entries metadata_touches_ had at that write.
+  std::map<const TensorImpl*, size_t> touches_at_last_visible_write_;
+  std::vector<GeometryRun> metadata_runs_in(const Tensor& t, size_t first_touch,
+                                            size_t end_touch) const;
   // By aotgrad.geometry_update result: the value whose node eager's tensor still has (changed
   // again under no_grad, the gradient is fitted to that value's shape once, not step by step).
   std::map<uint32_t, graph::ValueId> geometry_origins_;

@@ -1396,3 +1396,103 @@ TEST(MetadataMutation, InputGeometryChangedInBothGradModesReplaysEachRunInItsMod
   EXPECT_TRUE(contains(eager_error, expected)) << eager_error;  // from MulBackward0
   EXPECT_TRUE(contains(compiled_error, expected)) << compiled_error;
 }
+
+TEST(MetadataMutation, InputChangedInBothGradModesAndWrittenWithGradOnBetween) {
+  // Runs in both modes with a write with grad on among them: eager's node is the write's (at the
+  // geometry the input had then), plus the changes with grad on after it; a change under no_grad
+  // after the write is not recorded, so the final geometry's gradient reaches the write's node as
+  // it is laid out.
+  using Step = std::function<void(Tensor&)>;
+  const Step t_grad = [](Tensor& x) { ag::t_(x); };
+  const Step t_no_grad = [](Tensor& x) {
+    ag::NoGradGuard no_grad;
+    ag::t_(x);
+  };
+  const Step write = [](Tensor& x) { x.mul_(2.0); };
+  const Step write_no_grad = [](Tensor& x) {
+    ag::NoGradGuard no_grad;
+    x.add_(1.0);
+  };
+  const std::vector<std::vector<Step>> programs = {
+      {t_grad, write, t_no_grad},                 // back to the caller's geometry
+      {t_no_grad, write, t_grad},                 // likewise
+      {t_grad, t_no_grad, write},                 // written after both
+      {t_grad, write, t_no_grad, write},          // written again after the no_grad change
+      {t_no_grad, write, t_grad, t_no_grad},      // transposed once in the end
+      {t_grad, write_no_grad, t_no_grad, write},  // a no_grad write among them
+      {write, t_grad, t_no_grad, t_grad},         // written first
+  };
+  for (size_t p = 0; p < programs.size(); ++p) {
+    SCOPED_TRACE("program " + std::to_string(p));
+    expect_like_eager(
+        [] {
+          return non_leaf({3, 3});
+        },
+        [steps = programs[p]](std::vector<Tensor> a) {
+          for (const Step& s : steps) s(a[0]);
+          return std::vector<Tensor>{a[0] * plain({3, 3}, 4)};
+        });
+  }
+  // Sizes that change after the write: the write's node fits the gradient to its sizes as
+  // eager's does (a leading 1 summed away).
+  const Step unsqueeze_no_grad = [](Tensor& x) {
+    ag::NoGradGuard no_grad;
+    ag::unsqueeze_(x, 0);
+  };
+  const Step squeeze_grad = [](Tensor& x) { ag::squeeze_(x, 0); };
+  const std::vector<std::vector<Step>> resized = {
+      {t_grad, write, unsqueeze_no_grad},
+      {t_grad, write, t_grad, unsqueeze_no_grad},
+      {t_grad, write, unsqueeze_no_grad, squeeze_grad},
+  };
+  for (size_t p = 0; p < resized.size(); ++p) {
+    SCOPED_TRACE("resized program " + std::to_string(p));
+    expect_like_eager(
+        [] {
+          return non_leaf({3, 4});
+        },
+        [steps = resized[p]](std::vector<Tensor> a) {
+          for (const Step& s : steps) s(a[0]);
+          return std::vector<Tensor>{a[0].sin()};
+        });
+  }
+  // Written in sizes a change under no_grad gave it: eager's write passes its history a gradient
+  // in other sizes, and its backward raises. Refused.
+  auto written_in_unrecorded_sizes = [&](std::vector<Tensor> a) {
+    for (const Step& s : {t_no_grad, write, t_grad, unsqueeze_no_grad}) s(a[0]);
+    return std::vector<Tensor>{a[0].sin()};
+  };
+  OracleSetup e = non_leaf({3, 4});
+  EXPECT_THROW(written_in_unrecorded_sizes(e.inputs)[0].sum().backward(), std::exception);
+  try {
+    ag::aot_function(written_in_unrecorded_sizes)(non_leaf({3, 4}).inputs);
+    ADD_FAILURE() << "not refused";
+  } catch (const ag::trace::UnsupportedError& x) {
+    EXPECT_TRUE(contains(x.what(), "input 0 was written with grad on in sizes [4, 3]")) << x.what();
+  }
+}
+
+TEST(MetadataMutation, ViewChangedInBothGradModesAndWrittenWithGradOnBetweenIsRefused) {
+  // The caller's tensor is a view: its write rebases its base's history, which the runtime does
+  // not replay in another geometry. Refused with one line, not run with another gradient.
+  auto fn = [](std::vector<Tensor> a) {
+    ag::t_(a[0]);
+    a[0].mul_(2.0);
+    {
+      ag::NoGradGuard no_grad;
+      ag::t_(a[0]);
+    }
+    return std::vector<Tensor>{a[0] * plain({3, 3}, 4)};
+  };
+  Tensor leaf = test_input({4, 3});
+  Tensor base = leaf * 2.0;
+  try {
+    ag::aot_function(fn)(std::vector<Tensor>{base.slice(0, 1, 4)});
+    ADD_FAILURE() << "not refused";
+  } catch (const ag::trace::UnsupportedError& e) {
+    const std::string what = e.what();
+    EXPECT_TRUE(contains(what, "input 0 is a view")) << what;
+    EXPECT_TRUE(contains(what, "Change the geometry before the call")) << what;
+    EXPECT_EQ(what.find('\n'), std::string::npos) << what;
+  }
+}
