@@ -126,20 +126,19 @@ std::string ViewAndMutationMeta::to_string() const {
         os << " sizes " << shape_to_string(run.sizes) << " strides " << shape_to_string(run.strides)
            << " storage_offset " << run.storage_offset
            << (run.under_grad ? " (seen by autograd);" : " (under no_grad);");
-      os << "\n";
-      continue;
-    }
-    if (!m.changed) {
+    } else if (!m.changed) {
       os << "  metadata ops without effect on user input " << m.input << " (version bump only)\n";
       continue;
+    } else {
+      os << "  metadata mutation of user input " << m.input << ": sizes "
+         << shape_to_string(m.sizes) << " strides " << shape_to_string(m.strides)
+         << " storage_offset " << m.storage_offset
+         << (m.under_grad ? " (seen by autograd)" : " (under no_grad)");
     }
-    os << "  metadata mutation of user input " << m.input << ": sizes " << shape_to_string(m.sizes)
-       << " strides " << shape_to_string(m.strides) << " storage_offset " << m.storage_offset
-       << (m.under_grad ? " (seen by autograd)" : " (under no_grad)");
     if (m.written_in_other_geometry)
-      os << ", last written with grad on in sizes " << shape_to_string(m.written_sizes)
-         << " strides " << shape_to_string(m.written_strides) << " storage_offset "
-         << m.written_storage_offset;
+      os << (m.runs.empty() ? ", last written" : " after the last write, made")
+         << " with grad on in sizes " << shape_to_string(m.written_sizes) << " strides "
+         << shape_to_string(m.written_strides) << " storage_offset " << m.written_storage_offset;
     os << "\n";
   }
   os << "  mutated inputs: " << mutated_inputs.size()

@@ -1424,7 +1424,7 @@ TEST(MetadataMutation, InputChangedInBothGradModesAndWrittenWithGradOnBetween) {
   };
   for (size_t p = 0; p < programs.size(); ++p) {
     SCOPED_TRACE("program " + std::to_string(p));
-    expect_like_eager(
+    auto g = expect_like_eager(
         [] {
           return non_leaf({3, 3});
         },
@@ -1432,6 +1432,13 @@ TEST(MetadataMutation, InputChangedInBothGradModesAndWrittenWithGradOnBetween) {
           for (const Step& s : steps) s(a[0]);
           return std::vector<Tensor>{a[0] * plain({3, 3}, 4)};
         });
+    if (p == 0) {
+      EXPECT_TRUE(contains(g.meta,
+                           "metadata mutation of user input 0 in runs: sizes [3, 3] strides [3, 1] "
+                           "storage_offset 0 (under no_grad); after the last write, made with grad "
+                           "on in sizes [3, 3] strides [1, 3] storage_offset 0"))
+          << g.meta;
+    }
   }
   // Sizes that change after the write: the write's node fits the gradient to its sizes as
   // eager's does (a leading 1 summed away).
