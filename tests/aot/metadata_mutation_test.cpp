@@ -1409,6 +1409,7 @@ TEST(MetadataMutation, InputChangedInBothGradModesAndWrittenWithGradOnBetween) {
     ag::t_(x);
   };
   const Step write = [](Tensor& x) { x.mul_(2.0); };
+  const Step write_row = [](Tensor& x) { x.select(0, 1).mul_(3.0); };
   const Step write_no_grad = [](Tensor& x) {
     ag::NoGradGuard no_grad;
     x.add_(1.0);
@@ -1421,6 +1422,8 @@ TEST(MetadataMutation, InputChangedInBothGradModesAndWrittenWithGradOnBetween) {
       {t_no_grad, write, t_grad, t_no_grad},      // transposed once in the end
       {t_grad, write_no_grad, t_no_grad, write},  // a no_grad write among them
       {write, t_grad, t_no_grad, t_grad},         // written first
+      {t_grad, write_row, t_no_grad},             // written through a view of it
+      {t_no_grad, write_row, t_grad, t_no_grad},
   };
   for (size_t p = 0; p < programs.size(); ++p) {
     SCOPED_TRACE("program " + std::to_string(p));
