@@ -12,6 +12,7 @@
 #include "aotgrad/autograd.h"
 #include "aotgrad/ops.h"
 #include "autograd/custom_function.h"
+#include "trace/functionalize.h"
 #include "trace/tracer.h"
 
 namespace aotgrad::aot {
@@ -153,7 +154,18 @@ class JointBuilder {
     }
     for (graph::ValueId o : n.outputs) j_.vjp_ran[o.index] = true;
     ops::VjpContext ctx{*n.op, args, outs, out_grads, needs_grad};
-    std::vector<Tensor> in_grads = n.op->vjp(ctx);
+    std::vector<Tensor> in_grads;
+    try {
+      in_grads = n.op->vjp(ctx);
+    } catch (const trace::UnsupportedError&) {
+      throw;
+    } catch (const std::exception& e) {
+      // Eager's engine raises this when its backward reaches the node, not in the forward: the
+      // compiled backward raises it (Artifact::backward_error); no gradient flows on from here.
+      if (j_.vjp_error.empty())
+        j_.vjp_error = std::string(e.what()) + " (in the backward of " + std::string(n.op->name) + ")";
+      return;
+    }
     size_t k = 0;
     for (const graph::NodeArg& a : n.args)
       for (graph::ValueId v : graph::arg_values(a, /*keep_none=*/true)) {

@@ -13,6 +13,7 @@
 // under no_grad; an intermediate base whose aliases are views made under no_grad).
 #pragma once
 
+#include <string>
 #include <vector>
 
 #include "graph/graph.h"
@@ -30,6 +31,9 @@ struct JointGraph {
   // By forward value index: whether the VJP of the node that made it ran (a gradient reached one
   // of its results and one of its inputs needs one), as eager's engine would run it.
   std::vector<bool> vjp_ran;
+  // The first error a VJP raised (a gradient whose shape the node cannot take, as PyTorch's
+  // validate_outputs refuses it), in backward order; empty when none did.
+  std::string vjp_error;
 };
 
 JointGraph build_joint(const graph::Graph& forward, const std::vector<bool>& value_requires_grad,

@@ -182,6 +182,7 @@ void lower_training(const CapturedForward& c, const AotConfig& config, Artifact&
       a.backward_error = e.message;
       break;
     }
+  if (a.backward_error.empty()) a.backward_error = joint.vjp_error;
   if (on_graph) on_graph("joint", joint.graph);
   partition::Partition part =
       run_partition(config, joint.graph, {joint.num_primals, joint.num_fw_outputs, c.node_budgets});

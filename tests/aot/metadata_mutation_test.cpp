@@ -1506,3 +1506,32 @@ TEST(MetadataMutation, ViewChangedInBothGradModesAndWrittenWithGradOnBetweenIsRe
     EXPECT_EQ(what.find('\n'), std::string::npos) << what;
   }
 }
+
+TEST(MetadataMutation, AGradientTheRecordedChangeCannotTakeRaisesInBackwardNotInTheCall) {
+  // unsqueeze_ with grad on, squeeze_ under no_grad: eager's node (UnsqueezeBackward) expects a
+  // [1, 3, 3] gradient and gets [3, 3]. Eager raises in backward; the call itself runs, and so
+  // does the compiled one (it raised at the call, building the joint graph, before).
+  auto fn = [](std::vector<Tensor> a) {
+    ag::unsqueeze_(a[0], 0);
+    {
+      ag::NoGradGuard no_grad;
+      ag::squeeze_(a[0], 0);
+    }
+    return std::vector<Tensor>{a[0].cos()};
+  };
+  OracleSetup e = non_leaf({3, 3}), c = non_leaf({3, 3});
+  std::vector<Tensor> eager_out = fn(e.inputs);
+  std::vector<Tensor> compiled_out = ag::aot_function(fn)(c.inputs);
+  EXPECT_TRUE(allclose(compiled_out[0], eager_out[0]));
+  EXPECT_EQ(c.inputs[0].sizes(), (ag::IntList{3, 3}));
+  const char* expected = "invalid gradient at index 0 - got [3, 3] but expected shape compatible "
+                         "with [1, 3, 3]";
+  for (Tensor* out : {&eager_out[0], &compiled_out[0]}) {
+    try {
+      out->sum().backward();
+      ADD_FAILURE() << "backward did not raise";
+    } catch (const std::exception& x) {
+      EXPECT_TRUE(contains(x.what(), expected)) << x.what();
+    }
+  }
+}
