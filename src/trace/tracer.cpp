@@ -656,6 +656,10 @@ std::vector<Tensor> Tracer::functionalize_inplace(const ops::OpDef& op, ops::OpA
         for (ViewStep& step : other.chain) step.geometry = SIZE_MAX;
   ++s.generation;
   if (!hidden)
+    std::erase_if(no_grad_origins_, [&](const auto& entry) {
+      return entry.second.storage == tensors_[state_index].storage;
+    });
+  if (!hidden)
     for (const Touch& touch : metadata_touches_)
       if (touch.storage == tensors_[state_index].storage) {
         visible_write_geometries_[touch.tensor] = {touch.tensor->sizes, touch.tensor->strides,
@@ -763,6 +767,16 @@ std::vector<Tensor> Tracer::functionalize_metadata(const ops::OpDef& op, ops::Op
     if (input == self.impl()) eager_view = is_view;
   graph::ValueId old{self.impl()->trace.value};
   if (auto it = geometry_origins_.find(old.index); it != geometry_origins_.end()) old = it->second;
+  // Changed under no_grad before and written under no_grad since (a write eager does not record
+  // either): the tensor read again after the write is a new value, but eager's node is the one
+  // of the first change's origin still (t_, add_, t_, all under no_grad: the gradient of the
+  // final geometry reaches the input's node as it is).
+  if (auto it = no_grad_origins_.find(self.impl()); it != no_grad_origins_.end()) {
+    if (grad_on)
+      no_grad_origins_.erase(it);
+    else
+      old = it->second.value;
+  }
   if (!grad_on && requires_grad(old) && !eager_view) {
     // Eager records nothing under no_grad: the tensor keeps its node, which receives the
     // gradient of the new geometry as it is, not mapped back through the view (seeds 105659,
@@ -777,6 +791,7 @@ std::vector<Tensor> Tracer::functionalize_metadata(const ops::OpDef& op, ops::Op
                 .impl()
                 ->trace.value;
     geometry_origins_[value] = old;
+    no_grad_origins_[self.impl()] = {old, ts_storage};
     // Views of it made later, and its replays after writes, start from that history too
     // (AotProgramFuzz, seed 836425: select of it returned twice, regenerated at run time).
     // An input's views are left as they were: the runtime regenerates its returned views from

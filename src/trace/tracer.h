@@ -323,6 +323,14 @@ class Tracer final : public ops::Interpreter, public autograd::TracedAutograd {
   // By aotgrad.geometry_update result: the value whose node eager's tensor still has (changed
   // again under no_grad, the gradient is fitted to that value's shape once, not step by step).
   std::map<uint32_t, graph::ValueId> geometry_origins_;
+  // By tensor changed in place under no_grad: the value whose node eager's tensor has, and its
+  // storage, until a write with grad on to that storage or a change with grad on gives it
+  // another node.
+  struct NoGradOrigin {
+    graph::ValueId value;
+    size_t storage;
+  };
+  std::map<const TensorImpl*, NoGradOrigin> no_grad_origins_;
   // By ViewStep::geometry: the value whose node eager's tensor kept, which replays of the step
   // pass the gradient of its result to (aotgrad.geometry_update).
   std::vector<graph::ValueId> geometry_updates_;

@@ -1535,3 +1535,23 @@ TEST(MetadataMutation, AGradientTheRecordedChangeCannotTakeRaisesInBackwardNotIn
     }
   }
 }
+
+TEST(MetadataMutation, ChangedWrittenAndChangedBackUnderNoGradKeepsTheInputsNode) {
+  // All three under no_grad: eager records none of them, so the gradient of the final geometry
+  // (the caller's) reaches the input's node as it is. The value read after the write was a new
+  // one, whose change back was fitted to the changed geometry's shape: its backward raised.
+  for (bool transpose : {false, true})
+    expect_like_eager(
+        [] {
+          return non_leaf({3, 4});
+        },
+        [transpose](std::vector<Tensor> a) {
+          {
+            ag::NoGradGuard no_grad;
+            transpose ? ag::t_(a[0]) : ag::unsqueeze_(a[0], 0);
+            a[0].add_(1.0);
+            transpose ? ag::t_(a[0]) : ag::squeeze_(a[0], 0);
+          }
+          return std::vector<Tensor>{a[0].sin() * plain({3, 4}, 3)};
+        });
+}
