@@ -163,7 +163,8 @@ class JointBuilder {
       // Eager's engine raises this when its backward reaches the node, not in the forward: the
       // compiled backward raises it (Artifact::backward_error); no gradient flows on from here.
       if (j_.vjp_error.empty())
-        j_.vjp_error = std::string(e.what()) + " (in the backward of " + std::string(n.op->name) + ")";
+        j_.vjp_error =
+            std::string(e.what()) + " (in the backward of " + std::string(n.op->name) + ")";
       return;
     }
     size_t k = 0;

@@ -1524,8 +1524,9 @@ TEST(MetadataMutation, AGradientTheRecordedChangeCannotTakeRaisesInBackwardNotIn
   std::vector<Tensor> compiled_out = ag::aot_function(fn)(c.inputs);
   EXPECT_TRUE(allclose(compiled_out[0], eager_out[0]));
   EXPECT_EQ(c.inputs[0].sizes(), (ag::IntList{3, 3}));
-  const char* expected = "invalid gradient at index 0 - got [3, 3] but expected shape compatible "
-                         "with [1, 3, 3]";
+  const char* expected =
+      "invalid gradient at index 0 - got [3, 3] but expected shape compatible "
+      "with [1, 3, 3]";
   for (Tensor* out : {&eager_out[0], &compiled_out[0]}) {
     try {
       out->sum().backward();

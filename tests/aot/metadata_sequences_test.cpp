@@ -151,9 +151,18 @@ OracleSetup non_leaf(const ag::IntList& sizes) {
 
 TEST(MetadataSequences, EveryShortProgramIsLikeEagerOrRefused) {
   const std::vector<std::pair<Input, size_t>> runs = {
-      {{"square non-leaf", [] { return non_leaf({3, 3}); }}, 3},
-      {{"non-square non-leaf", [] { return non_leaf({3, 4}); }}, 3},
-      {{"square leaf", [] {
+      {{"square non-leaf",
+        [] {
+          return non_leaf({3, 3});
+        }},
+       3},
+      {{"non-square non-leaf",
+        [] {
+          return non_leaf({3, 4});
+        }},
+       3},
+      {{"square leaf",
+        [] {
           Tensor leaf = test_input({3, 3});
           return OracleSetup{{leaf}, {leaf}};
         }},
