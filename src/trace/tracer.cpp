@@ -805,10 +805,13 @@ std::vector<Tensor> Tracer::functionalize_metadata(const ops::OpDef& op, ops::Op
     // An input's own chain is marked too, sizes kept: read again from its root after a write
     // under no_grad, its value still takes the gradient as it is (AotProgramFuzz, seeds 1516068:
     // t_, fill_ under no_grad, then tanh_ with grad on gave a non-leaf input's node a transposed
-    // gradient; 926919: a leaf transposed and written under no_grad, refused before). Where the
-    // sizes changed, eager's backward raises for a non-leaf, and a leaf's change is refused
-    // (capture.cpp).
-    if (!input || graph_.value(old).meta.sizes == v.sizes()) {
+    // gradient; 926919: a leaf transposed and written under no_grad, refused before). A
+    // non-leaf's is marked where the sizes changed too: eager's node, reached with the gradient
+    // of the new sizes, raises in backward, and so does the geometry_update (t_ of a [3, 4]
+    // input, add_, both under no_grad, then mul_: the replay passed the gradient back through
+    // the transpose). A leaf's change of sizes is refused (capture.cpp).
+    if (!input || graph_.value(old).meta.sizes == v.sizes() ||
+        !input_is_leaf_[storages_[ts_storage].input_index]) {
       tensors_[updated].chain.back().geometry = geometry_updates_.size();
       geometry_updates_.push_back(old);
     }

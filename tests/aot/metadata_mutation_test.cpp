@@ -1556,3 +1556,37 @@ TEST(MetadataMutation, ChangedWrittenAndChangedBackUnderNoGradKeepsTheInputsNode
           return std::vector<Tensor>{a[0].sin() * plain({3, 4}, 3)};
         });
 }
+
+TEST(MetadataMutation, SizesChangedAndWrittenUnderNoGradThenWrittenWithGradOnRaisesInBackward) {
+  // t_ of a [3, 4] non-leaf input and a write, both under no_grad, then a write with grad on:
+  // eager's MulBackward passes a [4, 3] gradient to the input's node, made for [3, 4], and its
+  // backward raises. The value read after the no_grad write was replayed through a plain
+  // transpose, whose VJP turned the gradient back: the compiled backward ran.
+  for (bool through_detach : {false, true}) {
+    auto fn = [through_detach](std::vector<Tensor> a) {
+      {
+        ag::NoGradGuard no_grad;
+        ag::t_(a[0]);
+        if (!through_detach) a[0].add_(1.0);
+      }
+      if (through_detach) a[0].detach().add_(1.0);
+      a[0].mul_(2.0);
+      return std::vector<Tensor>{a[0].sin()};
+    };
+    OracleSetup e = non_leaf({3, 4}), c = non_leaf({3, 4});
+    std::vector<Tensor> eager_out = fn(e.inputs);
+    std::vector<Tensor> compiled_out = ag::aot_function(fn)(c.inputs);
+    EXPECT_TRUE(allclose(compiled_out[0], eager_out[0]));
+    for (Tensor* out : {&eager_out[0], &compiled_out[0]}) {
+      try {
+        out->sum().backward();
+        ADD_FAILURE() << "backward did not raise";
+      } catch (const std::exception& x) {
+        EXPECT_TRUE(contains(x.what(),
+                             "invalid gradient at index 0 - got [4, 3] but expected "
+                             "shape compatible with [3, 4]"))
+            << x.what();
+      }
+    }
+  }
+}

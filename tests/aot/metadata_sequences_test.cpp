@@ -7,6 +7,7 @@
 // them.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <functional>
 #include <string>
 #include <vector>
@@ -40,6 +41,8 @@ const std::vector<Step>& steps() {
       {"mul_(2)", true, [](Tensor& x, auto&) { x.mul_(2.0); }},
       {"add_(1)", false, [](Tensor& x, auto&) { x.add_(1.0); }},
       {"select(-1, 1).mul_(3)", true, [](Tensor& x, auto&) { x.select(-1, 1).mul_(3.0); }},
+      {"t().mul_(2)", true, [](Tensor& x, auto&) { x.t().mul_(2.0); }},
+      {"detach().add_(1)", true, [](Tensor& x, auto&) { x.detach().add_(1.0); }},
       {"read sin()", true, [](Tensor& x, std::vector<Tensor>& reads) { reads.push_back(x.sin()); }},
   };
   return all;
@@ -148,6 +151,20 @@ OracleSetup non_leaf(const ag::IntList& sizes) {
 }
 
 }  // namespace
+
+// AOTGRAD_METADATA_SEQUENCES_LENGTH=n walks every program of n steps on each input (4: about
+// 20,000 programs, a minute; scripts/fuzz-style runs outside CI).
+TEST(MetadataSequences, LongerModeFromTheEnvironment) {
+  const char* env = std::getenv("AOTGRAD_METADATA_SEQUENCES_LENGTH");
+  if (!env) GTEST_SKIP() << "set AOTGRAD_METADATA_SEQUENCES_LENGTH to walk longer programs";
+  const size_t length = std::strtoul(env, nullptr, 10);
+  ASSERT_GT(length, 0u) << "AOTGRAD_METADATA_SEQUENCES_LENGTH must be a positive count";
+  Counts counts;
+  check_all({"square non-leaf", [] { return non_leaf({3, 3}); }}, length, counts);
+  check_all({"non-square non-leaf", [] { return non_leaf({3, 4}); }}, length, counts);
+  std::printf("programs compared with eager: %zu, refused: %zu, raised by eager: %zu\n",
+              counts.compared, counts.refused, counts.eager_raised);
+}
 
 TEST(MetadataSequences, EveryShortProgramIsLikeEagerOrRefused) {
   const std::vector<std::pair<Input, size_t>> runs = {
