@@ -422,14 +422,11 @@ void record_metadata_mutations(const trace::Tracer& tracer, const std::vector<Te
             "), between changes of its geometry with grad on and under no_grad; aot_function "
             "cannot replay that history. Change the geometry before the call.");
       add_runs(after_write);
-      m.written_in_other_geometry = true;
-      m.written_sizes = at->sizes;
-      m.written_strides = at->strides;
-      m.written_storage_offset = at->storage_offset;
     }
-    if (at && plain_tensor && !touch.under_grad &&
-        (at->sizes != caller.sizes() || at->strides != caller.strides() ||
-         at->storage_offset != caller.storage_offset())) {
+    if (unrecorded_after_write ||
+        (at && plain_tensor && !touch.under_grad &&
+         (at->sizes != caller.sizes() || at->strides != caller.strides() ||
+          at->storage_offset != caller.storage_offset()))) {
       m.written_in_other_geometry = true;
       m.written_sizes = at->sizes;
       m.written_strides = at->strides;

@@ -214,6 +214,15 @@ void keep_view_history_current(const std::vector<Tensor>& outputs,
   }
 }
 
+// Gives `impl` a geometry without autograd or a version bump (the switches eager's tensor made
+// in ops the runtime accounts for elsewhere).
+void take_geometry(TensorImpl& impl, const IntList& sizes, const IntList& strides,
+                   int64_t storage_offset) {
+  impl.sizes = sizes;
+  impl.strides = strides;
+  impl.storage_offset = storage_offset;
+}
+
 }  // namespace
 
 // Gives each caller's tensor the geometry the function left its input in (after the outputs
@@ -235,12 +244,8 @@ void MetadataMutations::after(CallFrame& f) const {
       // Runs after a write with grad on in another geometry (MutationEpilogue wrote there and
       // gave the tensor its geometry back): they start from the geometry of that write, which
       // the tensor takes without a version bump, as eager's had it when it wrote.
-      if (m.written_in_other_geometry && !m.runs.empty()) {
-        TensorImpl& impl = *target.impl();
-        impl.sizes = m.written_sizes;
-        impl.strides = m.written_strides;
-        impl.storage_offset = m.written_storage_offset;
-      }
+      if (m.written_in_other_geometry && !m.runs.empty())
+        take_geometry(*target.impl(), m.written_sizes, m.written_strides, m.written_storage_offset);
       for (const MetadataMutation::Run& run : m.runs) {
         GradModeScope mode(run.under_grad);
         as_strided_(target, run.sizes, run.strides, run.storage_offset);
@@ -350,13 +355,10 @@ void write_in_other_geometry(Tensor& target, const Tensor& value,
       impl.storage_offset = offset;
     }
   } restore{impl, sizes, strides, offset};
-  if (w.geometry_recorded) {
+  if (w.geometry_recorded)
     as_strided_(target, w.sizes, w.strides, w.storage_offset);
-  } else {
-    impl.sizes = w.sizes;
-    impl.strides = w.strides;
-    impl.storage_offset = w.storage_offset;
-  }
+  else
+    take_geometry(impl, w.sizes, w.strides, w.storage_offset);
   copy_(target, src);
 }
 

@@ -130,15 +130,15 @@ std::vector<Tracer::GeometryRun> Tracer::metadata_runs(const Tensor& t) const {
 
 std::vector<Tracer::GeometryRun> Tracer::metadata_runs_after_last_visible_write(
     const Tensor& t) const {
-  auto it = touches_at_last_visible_write_.find(t.impl());
-  return metadata_runs_in(t, it == touches_at_last_visible_write_.end() ? 0 : it->second,
+  auto it = last_visible_writes_.find(t.impl());
+  return metadata_runs_in(t, it == last_visible_writes_.end() ? 0 : it->second.touches,
                           metadata_touches_.size());
 }
 
 std::vector<Tracer::GeometryRun> Tracer::metadata_runs_before_last_visible_write(
     const Tensor& t) const {
-  auto it = touches_at_last_visible_write_.find(t.impl());
-  return metadata_runs_in(t, 0, it == touches_at_last_visible_write_.end() ? 0 : it->second);
+  auto it = last_visible_writes_.find(t.impl());
+  return metadata_runs_in(t, 0, it == last_visible_writes_.end() ? 0 : it->second.touches);
 }
 
 std::vector<Tracer::GeometryRun> Tracer::metadata_runs_in(const Tensor& t, size_t first_touch,
@@ -154,9 +154,9 @@ std::vector<Tracer::GeometryRun> Tracer::metadata_runs_in(const Tensor& t, size_
 }
 
 std::optional<Tracer::Geometry> Tracer::geometry_at_last_visible_write(const Tensor& t) const {
-  auto it = visible_write_geometries_.find(t.impl());
-  if (it == visible_write_geometries_.end()) return std::nullopt;
-  return it->second;
+  auto it = last_visible_writes_.find(t.impl());
+  if (it == last_visible_writes_.end()) return std::nullopt;
+  return it->second.geometry;
 }
 
 void Tracer::mark_requires_grad(graph::ValueId v, bool r) {
@@ -661,11 +661,10 @@ std::vector<Tensor> Tracer::functionalize_inplace(const ops::OpDef& op, ops::OpA
     });
   if (!hidden)
     for (const Touch& touch : metadata_touches_)
-      if (touch.storage == tensors_[state_index].storage) {
-        visible_write_geometries_[touch.tensor] = {touch.tensor->sizes, touch.tensor->strides,
-                                                   touch.tensor->storage_offset};
-        touches_at_last_visible_write_[touch.tensor] = metadata_touches_.size();
-      }
+      if (touch.storage == tensors_[state_index].storage)
+        last_visible_writes_[touch.tensor] = {
+            {touch.tensor->sizes, touch.tensor->strides, touch.tensor->storage_offset},
+            metadata_touches_.size()};
   s.mutated = true;
   s.all_mutations_under_no_grad = s.all_mutations_under_no_grad && !grad_on;
   s.all_mutations_hidden = s.all_mutations_hidden && hidden;

@@ -314,10 +314,13 @@ class Tracer final : public ops::Interpreter, public autograd::TracedAutograd {
   // no_grad).
   bool is_view_of_a_caller_base_given_a_history(const Tensor& t) const;
   // By metadata-touched tensor: its geometry at the last visible write to its storage made
-  // after it was touched (geometry_at_last_visible_write).
-  std::map<const TensorImpl*, Geometry> visible_write_geometries_;
-  // By the same tensor: how many entries metadata_touches_ had at that write.
-  std::map<const TensorImpl*, size_t> touches_at_last_visible_write_;
+  // after it was touched (geometry_at_last_visible_write),
+  // and how many entries metadata_touches_ had then.
+  struct VisibleWrite {
+    Geometry geometry;
+    size_t touches = 0;
+  };
+  std::map<const TensorImpl*, VisibleWrite> last_visible_writes_;
   std::vector<GeometryRun> metadata_runs_in(const Tensor& t, size_t first_touch,
                                             size_t end_touch) const;
   // By aotgrad.geometry_update result: the value whose node eager's tensor still has (changed
