@@ -3,7 +3,9 @@
 #include <gtest/gtest.h>
 
 #include <functional>
+#include <initializer_list>
 #include <optional>
+#include <string>
 
 #include "aot/eager_oracle.h"
 #include "aotgrad/aotgrad.h"
@@ -31,6 +33,28 @@ Tensor plain(const ag::IntList& sizes, uint64_t seed = 1) {
 OracleSetup non_leaf(const ag::IntList& sizes) {
   Tensor leaf = test_input(sizes);
   return {{leaf * 2.0}, {leaf}};
+}
+
+// `call` is refused in one line (trace::UnsupportedError) holding each of `parts`.
+void expect_refused(const std::function<void()>& call, std::initializer_list<const char*> parts) {
+  try {
+    call();
+    ADD_FAILURE() << "not refused";
+  } catch (const ag::trace::UnsupportedError& e) {
+    const std::string what = e.what();
+    for (const char* part : parts) EXPECT_TRUE(contains(what, part)) << what;
+    EXPECT_EQ(what.find('\n'), std::string::npos) << what;
+  }
+}
+
+// The backward of `out`'s sum raises an error holding `expected`.
+void expect_backward_raises(const Tensor& out, const std::string& expected) {
+  try {
+    out.sum().backward();
+    ADD_FAILURE() << "backward did not raise";
+  } catch (const std::exception& x) {
+    EXPECT_TRUE(contains(x.what(), expected)) << x.what();
+  }
 }
 
 }  // namespace
@@ -336,15 +360,11 @@ TEST(MetadataMutation, LeafSizesChangedUnderNoGradAndBackAroundAUseWithGradAreRe
   std::vector<Tensor> g = ag::autograd::grad({fn(eager, y)}, {eager});
   EXPECT_EQ(g[0].sizes(), (ag::IntList{4, 3}));  // the sizes of the use, not the leaf's
   auto f = ag::aot_function(fn);
-  try {
-    f(test_input({3, 4}), y);
-    ADD_FAILURE() << "not refused";
-  } catch (const ag::trace::UnsupportedError& e) {
-    const std::string what = e.what();
-    EXPECT_TRUE(contains(what, "input 0 is a leaf that requires grad")) << what;
-    EXPECT_TRUE(contains(what, "used with grad while its sizes were changed")) << what;
-    EXPECT_EQ(what.find('\n'), std::string::npos) << what;
-  }
+  expect_refused(
+      [&] {
+        f(test_input({3, 4}), y);
+      },
+      {"input 0 is a leaf that requires grad", "used with grad while its sizes were changed"});
   // A square leaf keeps its sizes throughout: not refused, and like eager.
   Tensor square = test_input({3, 3}), square_eager = test_input({3, 3});
   Tensor ys = test_input({3, 3, 2}, -1, 1, 3, false);
@@ -1474,12 +1494,11 @@ TEST(MetadataMutation, InputChangedInBothGradModesAndWrittenWithGradOnBetween) {
   };
   OracleSetup e = non_leaf({3, 4});
   EXPECT_THROW(written_in_unrecorded_sizes(e.inputs)[0].sum().backward(), std::exception);
-  try {
-    ag::aot_function(written_in_unrecorded_sizes)(non_leaf({3, 4}).inputs);
-    ADD_FAILURE() << "not refused";
-  } catch (const ag::trace::UnsupportedError& x) {
-    EXPECT_TRUE(contains(x.what(), "input 0 was written with grad on in sizes [4, 3]")) << x.what();
-  }
+  expect_refused(
+      [&] {
+        ag::aot_function(written_in_unrecorded_sizes)(non_leaf({3, 4}).inputs);
+      },
+      {"input 0 was written with grad on in sizes [4, 3]"});
 }
 
 TEST(MetadataMutation, ViewChangedInBothGradModesAndWrittenWithGradOnBetweenIsRefused) {
@@ -1496,15 +1515,8 @@ TEST(MetadataMutation, ViewChangedInBothGradModesAndWrittenWithGradOnBetweenIsRe
   };
   Tensor leaf = test_input({4, 3});
   Tensor base = leaf * 2.0;
-  try {
-    ag::aot_function(fn)(std::vector<Tensor>{base.slice(0, 1, 4)});
-    ADD_FAILURE() << "not refused";
-  } catch (const ag::trace::UnsupportedError& e) {
-    const std::string what = e.what();
-    EXPECT_TRUE(contains(what, "input 0 is a view")) << what;
-    EXPECT_TRUE(contains(what, "Change the geometry before the call")) << what;
-    EXPECT_EQ(what.find('\n'), std::string::npos) << what;
-  }
+  expect_refused([&] { ag::aot_function(fn)(std::vector<Tensor>{base.slice(0, 1, 4)}); },
+                 {"input 0 is a view", "Change the geometry before the call"});
 }
 
 TEST(MetadataMutation, AGradientTheRecordedChangeCannotTakeRaisesInBackwardNotInTheCall) {
@@ -1527,14 +1539,7 @@ TEST(MetadataMutation, AGradientTheRecordedChangeCannotTakeRaisesInBackwardNotIn
   const char* expected =
       "invalid gradient at index 0 - got [3, 3] but expected shape compatible "
       "with [1, 3, 3]";
-  for (Tensor* out : {&eager_out[0], &compiled_out[0]}) {
-    try {
-      out->sum().backward();
-      ADD_FAILURE() << "backward did not raise";
-    } catch (const std::exception& x) {
-      EXPECT_TRUE(contains(x.what(), expected)) << x.what();
-    }
-  }
+  for (const Tensor& out : {eager_out[0], compiled_out[0]}) expect_backward_raises(out, expected);
 }
 
 TEST(MetadataMutation, ChangedWrittenAndChangedBackUnderNoGradKeepsTheInputsNode) {
@@ -1577,16 +1582,9 @@ TEST(MetadataMutation, SizesChangedAndWrittenUnderNoGradThenWrittenWithGradOnRai
     std::vector<Tensor> eager_out = fn(e.inputs);
     std::vector<Tensor> compiled_out = ag::aot_function(fn)(c.inputs);
     EXPECT_TRUE(allclose(compiled_out[0], eager_out[0]));
-    for (Tensor* out : {&eager_out[0], &compiled_out[0]}) {
-      try {
-        out->sum().backward();
-        ADD_FAILURE() << "backward did not raise";
-      } catch (const std::exception& x) {
-        EXPECT_TRUE(contains(x.what(),
-                             "invalid gradient at index 0 - got [4, 3] but expected "
-                             "shape compatible with [3, 4]"))
-            << x.what();
-      }
-    }
+    for (const Tensor& out : {eager_out[0], compiled_out[0]})
+      expect_backward_raises(out,
+                             "invalid gradient at index 0 - got [4, 3] but expected shape "
+                             "compatible with [3, 4]");
   }
 }
