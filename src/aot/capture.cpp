@@ -554,18 +554,21 @@ void add_forward_outputs(CapturedForward& c, const std::vector<graph::ValueId>& 
   meta.num_intermediate_bases = out_plan.bases.size();
 }
 
-// Eager's leaf takes the gradient of its new geometry as it is (aotgrad.geometry_update), which
-// the training graph gives the input when the sizes stayed (t_ of a square, transpose_ of two
-// equal dims). When they changed, eager fits the gradient to the shape the leaf's AccumulateGrad
-// recorded when it was made, before or after the change, which the graph cannot know: refused
-// rather than accumulated with the wrong shape. Refused too when other inputs view the leaf
-// (a synthetic base): eager's regenerated views give it their gradient in the new geometry's
-// coordinates, the graph's in the old ones (AotProgramFuzz, seed 704161). Its data written under
-// no_grad as well is no longer refused: the input's own geometry step is marked, so its value
-// read again after the write takes the gradient as it is (Tracer::functionalize_metadata, seed
-// 926919). Refused also when the leaf was used with grad in other sizes than it ends with, even
-// if it ends in the caller's (t_ of a non-square leaf, a use, t_ again): eager's AccumulateGrad,
-// made at a use, fits the gradient to the sizes then (AotProgramFuzz, seed 2923634).
+// Eager's leaf takes the gradient of its new geometry as it is (aotgrad.geometry_update with
+// fit=False), fitted by its AccumulateGrad to the sizes it recorded when made: at the first use
+// with grad inside the function, whose sizes the runtime gives an accumulator the call makes
+// (AutogradBody), or before the call, which the engine fits to alike. Refused:
+// - when other inputs view the leaf (a synthetic base): eager's regenerated views give it their
+//   gradient in the new geometry's coordinates, the graph's in the old ones (AotProgramFuzz,
+//   seed 704161);
+// - when the leaf was used with grad in several sizes (t_ of a non-square leaf between two
+//   uses): eager fits each gradient to the accumulator's sizes before adding them, the joint
+//   graph would add them first (AotProgramFuzz, seed 2923634);
+// - when the gradient has other sizes than the caller's and the data was written as well: the
+//   runtime passes the graph a recorded clone, whose node takes the caller's (lower.cpp).
+// Its data written under no_grad in the caller's sizes is not refused: the input's own geometry
+// step is marked, so its value read again after the write takes the gradient as it is
+// (Tracer::functionalize_metadata, seed 926919).
 void check_metadata_mutations_of_leaves(const ViewAndMutationMeta& meta,
                                         const std::vector<Tensor>& inputs, const InputPlan& plan,
                                         const trace::Tracer& tracer,
@@ -574,18 +577,19 @@ void check_metadata_mutations_of_leaves(const ViewAndMutationMeta& meta,
   for (const MetadataMutation& m : meta.metadata_mutations) {
     const Tensor& input = inputs[m.input];
     if (m.under_grad || !input.is_leaf() || !input.requires_grad()) continue;
-    const bool other_sizes = input.sizes() != m.sizes ||
-                             plan.inputs[m.input].kind != InputPlan::Kind::plain;
+    const std::vector<IntList> reads = tracer.metadata_touch(user_fakes[m.input]).grad_read_sizes;
+    const bool plain = plan.inputs[m.input].kind == InputPlan::Kind::plain;
+    const bool read_in_other_sizes = !reads.empty() && reads[0] != input.sizes();
     const char* what = nullptr;
-    if (m.changed && other_sizes)
+    if (!plain && (m.changed || read_in_other_sizes))
       what =
-          " and had its geometry changed in place under no_grad (t_, transpose_, as_strided_, "
-          "...); aot_function cannot give its gradient the new geometry.";
-    else if (tracer.metadata_touch(user_fakes[m.input]).read_in_other_sizes)
+          ", another input views it, and it had its geometry changed in place under no_grad (t_, "
+          "transpose_, as_strided_, ...); aot_function cannot give its gradient the new geometry.";
+    else if (reads.size() > 1)
       what =
-          ", used with grad while its sizes were changed in place under no_grad (t_, transpose_, "
-          "as_strided_, ...) and changed again after; aot_function cannot give its gradient the "
-          "sizes of that use.";
+          ", used with grad in several sizes while its sizes were changed in place under no_grad "
+          "(t_, transpose_, as_strided_, ...); aot_function cannot fit each use's gradient to "
+          "the sizes of the first.";
     if (what)
       throw trace::UnsupportedError(fn_name + ": input " + std::to_string(m.input) +
                                     " is a leaf that requires grad" + what +

@@ -125,6 +125,11 @@ std::unique_ptr<AutogradBody> autograd_body(const Artifact& a, const Compilers& 
   s.num_outputs = a.forward.outputs().size() - a.saved.size();
   s.tangent_of_output = a.tangent_of_output;
   s.grad_of_primal = a.grad_of_primal;
+  for (size_t k = 0; k < a.grad_of_primal.size(); ++k) {
+    const IntList& grad = a.backward.value(a.backward.outputs()[k]).meta.sizes;
+    if (grad != a.forward.value(a.forward.inputs()[a.grad_of_primal[k]]).meta.sizes)
+      s.accumulator_sizes.emplace_back(k, grad);
+  }
   for (size_t g : a.meta.mutated_inputs)
     if (!a.meta.input_info[g].keep_in_graph) {
       s.written_inputs.push_back(g);

@@ -508,6 +508,11 @@ Tensor clone_laid_out_as(const Tensor& t) {
 void AutogradBody::call(CallFrame& f) const {
   std::vector<Tensor> args =
       s_.keep_graph_inputs ? std::vector<Tensor>(f.graph_inputs) : std::move(f.graph_inputs);
+  // A leaf's gradient in the sizes eager's accumulator recorded goes to it directly, not through
+  // the node of a clone made in the caller's sizes.
+  std::vector<autograd::Edge> sized_edges;
+  for (const auto& [k, sizes] : s_.accumulator_sizes)
+    sized_edges.push_back(autograd::gradient_edge(args[s_.grad_of_primal[k]], &sizes));
   if (!s_.written_inputs.empty()) {
     std::vector<const Storage*> written;
     for (size_t g : s_.written_inputs) written.push_back(args[g].storage().get());
@@ -522,7 +527,12 @@ void AutogradBody::call(CallFrame& f) const {
   NoGradGuard no_grad;  // the compiled graphs are not recorded by eager autograd
   std::vector<autograd::Edge> edges;
   edges.reserve(s_.grad_of_primal.size());
-  for (size_t p : s_.grad_of_primal) edges.push_back(autograd::gradient_edge(args[p]));
+  for (size_t k = 0, sized = 0; k < s_.grad_of_primal.size(); ++k) {
+    if (sized < sized_edges.size() && s_.accumulator_sizes[sized].first == k)
+      edges.push_back(std::move(sized_edges[sized++]));
+    else
+      edges.push_back(autograd::gradient_edge(args[s_.grad_of_primal[k]]));
+  }
   SmallBuffer<const TensorImpl*, 8> arg_impls(args.size());
   for (size_t i = 0; i < args.size(); ++i) arg_impls[i] = args[i].impl();
   std::vector<Tensor> outs = s_.forward(std::move(args));

@@ -230,6 +230,11 @@ class AutogradBody final : public CompiledBody {
     size_t num_outputs = 0;                    // forward outputs before the saved values
     std::vector<size_t> tangent_of_output;     // forward output of each tangent
     std::vector<size_t> grad_of_primal;        // graph input of each gradient
+    // By gradient (index into grad_of_primal) whose sizes are not its input's: a leaf whose sizes
+    // the function changed under no_grad before eager's first use of it with grad, which made its
+    // AccumulateGrad in these sizes (geometry_update, fit=False). An accumulator the call makes
+    // records them.
+    std::vector<std::pair<size_t, IntList>> accumulator_sizes;
     std::vector<size_t> written_inputs;        // graph inputs the epilogue writes
     std::vector<size_t> whole_storage_inputs;  // InputAliasInfo::read_in_place among them
     bool keep_graph_inputs = false;

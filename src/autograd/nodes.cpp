@@ -485,6 +485,10 @@ ViewHistory view_history(const Tensor& t) {
 }
 
 Edge gradient_edge(const Tensor& t) {
+  return gradient_edge(t, nullptr);
+}
+
+Edge gradient_edge(const Tensor& t, const IntList* accumulator_sizes) {
   if (!t.defined()) return {};
   adopt_base_history(t);
   if (!t.impl()->autograd) return {};
@@ -502,9 +506,12 @@ Edge gradient_edge(const Tensor& t) {
   std::lock_guard<std::mutex> lock(leaf_mutex(t.impl()));
   auto acc = m.grad_accumulator.lock();
   if (!acc) {
-    // No output_sizes: an accumulator has one output, and the engine materialises zeros only
-    // for nodes with several.
+    // The leaf's sizes now, as PyTorch's AccumulateGrad records its input metadata when made:
+    // the engine fits each gradient to them (fit_gradient), so a leaf whose sizes changed under
+    // no_grad after its accumulator was made gets a gradient of the old sizes, or an invalid-
+    // gradient error, as there. (An accumulator has one output: no zeros are made from them.)
     acc = std::make_shared<AccumulateGrad>(t.impl_ptr());
+    acc->output_sizes.push_back(accumulator_sizes ? *accumulator_sizes : t.sizes());
     m.grad_accumulator = acc;
   }
   return {acc, 0};

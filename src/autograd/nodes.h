@@ -140,6 +140,10 @@ class CopySlices : public Node {
 // history was recorded first gets a fresh history, as_strided of its base's current one (as
 // PyTorch regenerates a view's grad_fn when the base's version moved on).
 Edge gradient_edge(const Tensor& t);
+// The same, except that a leaf accumulator this call makes records `accumulator_sizes` (when not
+// null) instead of the leaf's sizes now: a compiled function's call stands for eager ops that
+// made it after the leaf's sizes changed in place under no_grad (AutogradBody).
+Edge gradient_edge(const Tensor& t, const IntList* accumulator_sizes);
 
 // A tensor over `t`'s storage with `t`'s geometry, and no autograd history or _base.
 Tensor detached_alias(const Tensor& t);

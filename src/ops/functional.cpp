@@ -107,7 +107,9 @@ std::vector<Tensor> hidden_update_vjp(const VjpContext& c) {
 // under no_grad. Eager records nothing there: the tensor keeps its node, and the gradient of its
 // new geometry reaches that node as it is (PyTorch's validate_outputs: taken when the shapes
 // agree, whatever layout it stands for; summed when the old shape broadcasts to the new one;
-// refused otherwise, as autograd's engine does).
+// refused otherwise, as autograd's engine does). With fit=False the gradient passes as it is,
+// whatever its sizes: `old` is a leaf's, whose AccumulateGrad fits it to the sizes it recorded when
+// it was made (the runtime gives one made by the call the sizes eager's saw: AutogradBody).
 std::vector<TensorMeta> geometry_update_meta(const OpArgs& a) {
   const Tensor& old = tensor_arg(a, 0);
   const Tensor& updated = tensor_arg(a, 1);
@@ -134,7 +136,8 @@ std::vector<Tensor> geometry_update_vjp(const VjpContext& c) {
   if (!c.needs(0) || !c.grad().defined()) return {Tensor(), Tensor()};
   const IntList& want = c.input(0).sizes();
   const Tensor& g = c.grad();
-  if (g.sizes() == want) return {g, Tensor()};
+  const bool fit = c.args.size() < 3 || bool_arg(c.args, 2);
+  if (g.sizes() == want || !fit) return {g, Tensor()};
   if (!expandable_to(want, g.sizes()))
     throw std::runtime_error("invalid gradient at index 0 - got " + shape_to_string(g.sizes()) +
                              " but expected shape compatible with " + shape_to_string(want));
@@ -275,7 +278,7 @@ const OpDef kRows[] = {
      .vjp = hidden_update_vjp,
      .recompute = Recompute::view},
     {.name = "aotgrad.geometry_update.default",
-     .schema = "geometry_update(Tensor old, Tensor(a) new) -> Tensor(a)",
+     .schema = "geometry_update(Tensor old, Tensor(a) new, bool fit=True) -> Tensor(a)",
      .meta = geometry_update_meta,
      .kernel = geometry_update_kernel,
      .vjp = geometry_update_vjp,

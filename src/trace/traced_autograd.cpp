@@ -91,17 +91,46 @@ void Tracer::bind_no_grad_views(const ops::OpDef& op, const ops::OpArgs& args) {
   }
 }
 
-// Each read, by an op with a VJP and grad on, of a tensor a metadata op changed, with its sizes
-// then (MetadataTouch::read_in_other_sizes).
+// Each read, by an op with a VJP and grad on, of a tensor a metadata op changed or of an input
+// leaf that requires grad, with its sizes then (MetadataTouch::grad_read_sizes).
 void Tracer::note_grad_reads(const ops::OpDef& op, const ops::OpArgs& args) {
-  if (metadata_touches_.empty() || !op.vjp || op.is_inplace() || !autograd::grad_mode_enabled())
+  if ((metadata_touches_.empty() && leaf_inputs_requiring_grad_.empty()) || !op.vjp ||
+      op.is_inplace() || !autograd::grad_mode_enabled())
     return;
-  for (const Tensor& t : flat_tensors(args))
+  auto noted = [&](const TensorImpl* t) {
+    if (std::find(leaf_inputs_requiring_grad_.begin(), leaf_inputs_requiring_grad_.end(), t) !=
+        leaf_inputs_requiring_grad_.end())
+      return true;
     for (const Touch& touch : metadata_touches_)
-      if (touch.tensor == t.impl()) {
-        grad_reads_of_touched_.emplace_back(t.impl(), t.sizes());
-        break;
-      }
+      if (touch.tensor == t) return true;
+    return false;
+  };
+  for (const Tensor& t : flat_tensors(args)) {
+    if (!noted(t.impl())) continue;
+    auto same = [&](const auto& read) {
+      return read.first == t.impl() && read.second == t.sizes();
+    };
+    if (std::none_of(grad_reads_.begin(), grad_reads_.end(), same))
+      grad_reads_.emplace_back(t.impl(), t.sizes());
+  }
+}
+
+ops::OpArgs Tracer::geometry_update_args(graph::ValueId old, const Tensor& updated) {
+  ops::OpArgs args{bind(old, true), updated};
+  // The leaf's own value, or one a write under no_grad made of it (hidden_update passes the
+  // gradient on as it is).
+  const ops::OpDef& hidden = ops::lookup("aotgrad.hidden_update.default");
+  graph::ValueId v = old;
+  while (std::find(leaf_input_values_.begin(), leaf_input_values_.end(), v) ==
+         leaf_input_values_.end()) {
+    const int32_t producer = graph_.value(v).producer;
+    if (producer < 0) return args;
+    const graph::Node& n = graph_.nodes()[static_cast<size_t>(producer)];
+    if (n.op != &hidden) return args;
+    v = std::get<graph::ValueId>(n.args.at(0));
+  }
+  args.emplace_back(false);
+  return args;
 }
 
 // A detach() of `v` that requires grad: the joint graph runs no VJP through detach(), so a

@@ -117,8 +117,8 @@ Tracer::MetadataTouch Tracer::metadata_touch(const Tensor& t) const {
   MetadataTouch m;
   for (const Touch& touch : metadata_touches_)
     if (touch.tensor == t.impl()) m = {true, m.under_grad || touch.grad_on, true};
-  for (const auto& [tensor, sizes] : grad_reads_of_touched_)
-    m.read_in_other_sizes |= tensor == t.impl() && sizes != t.impl()->sizes;
+  for (const auto& [tensor, sizes] : grad_reads_)
+    if (tensor == t.impl()) m.grad_read_sizes.push_back(sizes);
   if (const TensorState* ts = state_of(t))
     for (size_t s : metadata_touched_storages_) m.storage_touched |= s == ts->storage;
   return m;
@@ -222,6 +222,10 @@ Tensor Tracer::add_input(const Tensor& example, std::string_view name_hint, Desc
   int index = static_cast<int>(input_is_leaf_requiring_grad_.size());
   input_is_leaf_requiring_grad_.push_back(example.requires_grad() && example.is_leaf());
   input_is_leaf_.push_back(example.is_leaf());
+  if (example.requires_grad() && example.is_leaf()) {
+    leaf_inputs_requiring_grad_.push_back(fake.impl());
+    leaf_input_values_.push_back(v);
+  }
   track_root(fake, index);
   storages_.back().root_is_storage =
       example.is_contiguous() && static_cast<int64_t>(example.storage()->nbytes() /
@@ -784,7 +788,7 @@ std::vector<Tensor> Tracer::functionalize_metadata(const ops::OpDef& op, ops::Op
     // 304718: a view passed as an input, whose fake is a graph input's root). Changed again,
     // the gradient is still fitted to the shape of the value the node was made for (704750).
     EnableGradGuard grad;
-    ops::OpArgs gargs{bind(old, true), v};
+    ops::OpArgs gargs = geometry_update_args(old, v);
     value = record(ops::lookup("aotgrad.geometry_update.default"), gargs, /*track=*/false)
                 .at(0)
                 .impl()
@@ -808,12 +812,10 @@ std::vector<Tensor> Tracer::functionalize_metadata(const ops::OpDef& op, ops::Op
     // non-leaf's is marked where the sizes changed too: eager's node, reached with the gradient
     // of the new sizes, raises in backward, and so does the geometry_update (t_ of a [3, 4]
     // input, add_, both under no_grad, then mul_: the replay passed the gradient back through
-    // the transpose). A leaf's change of sizes is refused (capture.cpp).
-    if (!input || graph_.value(old).meta.sizes == v.sizes() ||
-        !input_is_leaf_[storages_[ts_storage].input_index]) {
-      tensors_[updated].chain.back().geometry = geometry_updates_.size();
-      geometry_updates_.push_back(old);
-    }
+    // the transpose). A leaf's too: its AccumulateGrad takes the gradient of the new sizes
+    // (geometry_update_args).
+    tensors_[updated].chain.back().geometry = geometry_updates_.size();
+    geometry_updates_.push_back(old);
     if (!input) {
       if (self_is_root) regenerate_views_of_changed_geometry(updated);
     } else if (self_is_root && !views_made_before(updated).empty()) {

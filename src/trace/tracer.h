@@ -102,14 +102,14 @@ class Tracer final : public ops::Interpreter, public autograd::TracedAutograd {
   // grad mode on (the runtime then replays the change where autograd sees it). storage_touched:
   // one was applied to `t` or to another tensor sharing its storage (a view, a detach()): the
   // version counter lives on the storage, so eager bumps `t`'s too.
-  // `read_in_other_sizes`: after an op changed `t` itself, an op with a VJP read `t` with grad on
-  // while it had other sizes than it has now (t_ of a non-square tensor, a use, t_ again): eager
-  // made its edge to `t`'s node, an AccumulateGrad for a leaf, in those sizes.
+  // `grad_read_sizes`: the sizes, each once, in which an op with a VJP read `t` with grad on
+  // after an op changed `t` itself, or at any time for an input that is a leaf requiring grad:
+  // eager made the edge to its node, an AccumulateGrad for such a leaf, in the sizes of the first.
   struct MetadataTouch {
     bool touched = false;
     bool under_grad = false;
     bool storage_touched = false;
-    bool read_in_other_sizes = false;
+    std::vector<IntList> grad_read_sizes;
   };
   MetadataTouch metadata_touch(const Tensor& t) const;
   // The geometry `t` (a tensor a metadata-mutating op touched) had when the last write with grad
@@ -302,8 +302,14 @@ class Tracer final : public ops::Interpreter, public autograd::TracedAutograd {
     Geometry after;  // the tensor's geometry after the op
   };
   std::vector<Touch> metadata_touches_;
-  // A touched tensor read by an op with a VJP with grad on, and its sizes then.
-  std::vector<std::pair<const TensorImpl*, IntList>> grad_reads_of_touched_;
+  // A touched tensor, or an input leaf requiring grad, read by an op with a VJP with grad on, and
+  // its sizes then: each pair once.
+  std::vector<std::pair<const TensorImpl*, IntList>> grad_reads_;
+  std::vector<const TensorImpl*> leaf_inputs_requiring_grad_;  // their fakes (add_input)
+  std::vector<graph::ValueId> leaf_input_values_;              // and their graph inputs
+  // The arguments of aotgrad.geometry_update(old, updated): fit=False where `old` is an input
+  // leaf's, whose AccumulateGrad takes the gradient of the new sizes (the runtime makes it so).
+  ops::OpArgs geometry_update_args(graph::ValueId old, const Tensor& updated);
   void note_grad_reads(const ops::OpDef& op, const ops::OpArgs& args);
   std::vector<std::pair<const TensorImpl*, bool>> caller_views_;      // (user input, eager view)
   std::map<size_t, size_t> caller_base_of_storage_;  // note_caller_base, by storage

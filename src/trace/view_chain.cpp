@@ -142,7 +142,7 @@ Tensor Tracer::apply_step(const ViewStep& step, const Tensor& base) {
   }
   if (step.geometry != SIZE_MAX) {
     EnableGradGuard grad;
-    ops::OpArgs gargs{bind(geometry_updates_[step.geometry], true), v};
+    ops::OpArgs gargs = geometry_update_args(geometry_updates_[step.geometry], v);
     return record(ops::lookup("aotgrad.geometry_update.default"), gargs, /*track=*/false).at(0);
   }
   if (step.detached == SIZE_MAX || detached_histories_[step.detached] == graph::kNoValue) return v;

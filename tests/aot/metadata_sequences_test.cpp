@@ -135,6 +135,7 @@ void check(const Input& in, const std::vector<size_t>& program, Counts& counts) 
     ASSERT_EQ(cg.defined(), eg.defined()) << where << ": grad of leaf " << l;
     if (eg.defined()) {
       EXPECT_EQ(ag::shape_to_string(cg.sizes()), ag::shape_to_string(eg.sizes())) << where;
+      EXPECT_EQ(ag::shape_to_string(cg.strides()), ag::shape_to_string(eg.strides())) << where;
       if (cg.sizes() == eg.sizes()) {
         EXPECT_TRUE(close_values(cg, eg)) << where << ": grad of leaf " << l;
       }
@@ -158,10 +159,16 @@ OracleSetup non_leaf(const ag::IntList& sizes) {
   return {{leaf * 2.0}, {leaf}};
 }
 
+// A leaf that requires grad, passed itself.
+OracleSetup leaf(const ag::IntList& sizes) {
+  Tensor t = test_input(sizes);
+  return {{t}, {t}};
+}
+
 }  // namespace
 
 // AOTGRAD_METADATA_SEQUENCES_LENGTH=n walks every program of n steps on each input (4: about
-// 20,000 programs, a minute; scripts/fuzz-style runs outside CI).
+// 83,000 programs, a few minutes; scripts/fuzz-style runs outside CI).
 TEST(MetadataSequences, LongerModeFromTheEnvironment) {
   const char* env = std::getenv("AOTGRAD_METADATA_SEQUENCES_LENGTH");
   if (!env) GTEST_SKIP() << "set AOTGRAD_METADATA_SEQUENCES_LENGTH to walk longer programs";
@@ -170,6 +177,8 @@ TEST(MetadataSequences, LongerModeFromTheEnvironment) {
   Counts counts;
   check_all({"square non-leaf", [] { return non_leaf({3, 3}); }}, length, counts);
   check_all({"non-square non-leaf", [] { return non_leaf({3, 4}); }}, length, counts);
+  check_all({"square leaf", [] { return leaf({3, 3}); }}, length, counts);
+  check_all({"non-square leaf", [] { return leaf({3, 4}); }}, length, counts);
   std::printf("programs compared with eager: %zu, refused: %zu, raised by eager: %zu\n",
               counts.compared, counts.refused, counts.eager_raised);
 }
@@ -188,10 +197,14 @@ TEST(MetadataSequences, EveryShortProgramIsLikeEagerOrRefused) {
        3},
       {{"square leaf",
         [] {
-          Tensor leaf = test_input({3, 3});
-          return OracleSetup{{leaf}, {leaf}};
+          return leaf({3, 3});
         }},
-       2},
+       3},
+      {{"non-square leaf",
+        [] {
+          return leaf({3, 4});
+        }},
+       3},
   };
   Counts counts;
   for (const auto& [input, longest] : runs)
