@@ -3,6 +3,7 @@
 
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -35,6 +36,10 @@ class Node : public std::enable_shared_from_this<Node> {
   // raises this reason if a gradient ever flows through them (as PyTorch's DelayedError), so a
   // second derivative through this node is an error, never a silent zero.
   virtual std::string double_backward_error() const;
+  // The sizes the engine fits a gradient reaching output `slot` to (PyTorch's input metadata:
+  // taken when equal, summed when they broadcast to the gradient's, refused otherwise); false
+  // when it fits none. By default output_sizes[slot].
+  virtual bool fitted_sizes(uint32_t slot, std::span<const int64_t>& sizes) const;
 
   std::vector<Edge> next_edges;
   // Metadata of each output, used to materialise a zero gradient where none flowed.

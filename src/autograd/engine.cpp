@@ -53,9 +53,10 @@ std::string shown_name(const Node& n) {
 // to that shape when the recorded one broadcasts to it, and refused otherwise. Of the same shape,
 // it is taken as it is, whatever the layout it stands for.
 Tensor fit_gradient(const Node& to, uint32_t slot, Tensor g, const Node* from, size_t index) {
-  if (slot >= to.output_sizes.size() || !g.defined()) return g;
-  const IntList& want = to.output_sizes[slot];
-  if (g.sizes() == want) return g;
+  std::span<const int64_t> fitted;
+  if (!g.defined() || !to.fitted_sizes(slot, fitted)) return g;
+  if (std::ranges::equal(g.sizes(), fitted)) return g;
+  const IntList want(fitted.begin(), fitted.end());
   if (!expandable_to(want, g.sizes()))
     throw std::runtime_error((from ? "Function " + shown_name(*from) + " returned an " : std::string()) +
                              "invalid gradient at index " + std::to_string(index) + " - got " +

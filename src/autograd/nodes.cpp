@@ -25,6 +25,12 @@ Node::Node() : sequence_nr(next_sequence_nr()) {}
 
 // A node type that does not say otherwise computes its gradients outside autograd (kernels, a
 // compiled program): differentiating through it again must fail, not give zero.
+bool Node::fitted_sizes(uint32_t slot, std::span<const int64_t>& sizes) const {
+  if (slot >= output_sizes.size()) return false;
+  sizes = output_sizes[slot];
+  return true;
+}
+
 std::string Node::double_backward_error() const {
   return name() +
          "'s backward is not differentiable; differentiating it twice (create_graph=true) is not "
@@ -342,6 +348,19 @@ std::vector<Tensor> accumulate_recorded(TensorImpl& leaf, Tensor g) {
 
 }  // namespace
 
+AccumulateGrad::AccumulateGrad(const std::shared_ptr<TensorImpl>& leaf, const IntList& sizes)
+    : leaf_(leaf), rank_(sizes.size()) {
+  if (rank_ <= inline_sizes_.size())
+    std::copy(sizes.begin(), sizes.end(), inline_sizes_.begin());
+  else
+    heap_sizes_ = sizes;
+}
+
+bool AccumulateGrad::fitted_sizes(uint32_t, std::span<const int64_t>& sizes) const {
+  sizes = {rank_ <= inline_sizes_.size() ? inline_sizes_.data() : heap_sizes_.data(), rank_};
+  return true;
+}
+
 std::vector<Tensor> AccumulateGrad::apply(std::vector<Tensor>&& grad_outputs) {
   auto leaf = leaf_.lock();
   Tensor g = std::move(grad_outputs.at(0));
@@ -507,11 +526,11 @@ Edge gradient_edge(const Tensor& t, const IntList* accumulator_sizes) {
   auto acc = m.grad_accumulator.lock();
   if (!acc) {
     // The leaf's sizes now, as PyTorch's AccumulateGrad records its input metadata when made:
-    // the engine fits each gradient to them (fit_gradient), so a leaf whose sizes changed under
+    // the engine fits each gradient to them (fitted_sizes), so a leaf whose sizes changed under
     // no_grad after its accumulator was made gets a gradient of the old sizes, or an invalid-
-    // gradient error, as there. (An accumulator has one output: no zeros are made from them.)
-    acc = std::make_shared<AccumulateGrad>(t.impl_ptr());
-    acc->output_sizes.push_back(accumulator_sizes ? *accumulator_sizes : t.sizes());
+    // gradient error, as there.
+    acc = std::make_shared<AccumulateGrad>(t.impl_ptr(),
+                                           accumulator_sizes ? *accumulator_sizes : t.sizes());
     m.grad_accumulator = acc;
   }
   return {acc, 0};

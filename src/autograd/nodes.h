@@ -6,6 +6,7 @@
 // for the viewed region (with recorded ops under create_graph, so it differentiates twice).
 #pragma once
 
+#include <array>
 #include <memory>
 #include <optional>
 #include <string>
@@ -105,14 +106,20 @@ class OpNode : public Node {
 
 class AccumulateGrad : public Node {
  public:
-  explicit AccumulateGrad(const std::shared_ptr<TensorImpl>& leaf) : leaf_(leaf) {}
+  // `sizes`: the leaf's when the accumulator is made (gradient_edge), which the engine fits every
+  // gradient to. Kept in the node up to rank 6, so the per-call path allocates nothing for them.
+  AccumulateGrad(const std::shared_ptr<TensorImpl>& leaf, const IntList& sizes);
   std::string name() const override { return "AccumulateGrad"; }
   std::vector<Tensor> apply(std::vector<Tensor>&& grad_outputs) override;
   std::shared_ptr<TensorImpl> leaf() const { return leaf_.lock(); }
   std::string double_backward_error() const override { return {}; }
+  bool fitted_sizes(uint32_t slot, std::span<const int64_t>& sizes) const override;
 
  private:
   std::weak_ptr<TensorImpl> leaf_;
+  size_t rank_;
+  std::array<int64_t, 6> inline_sizes_;
+  IntList heap_sizes_;
 };
 
 class CopySlices : public Node {
