@@ -689,6 +689,11 @@ std::vector<size_t> Tracer::views_made_before(size_t updated) const {
     if (other.storage != storage || other.chain.empty() || other.hidden) continue;
     const std::shared_ptr<TensorImpl>& view = other.keep;
     if (!view || view->trace.alias != i) continue;
+    // A caller's tensor that is no view in eager (a member of a synthetic base) is none.
+    bool caller_non_view = false;
+    for (const auto& [input, is_view] : caller_views_)
+      caller_non_view = caller_non_view || (input == view.get() && !is_view);
+    if (caller_non_view) continue;
     bool plain = true;
     for (const ViewStep& step : other.chain)
       plain = plain && step.grad_mode && !step.piece_of && step.detached == SIZE_MAX;
@@ -766,8 +771,16 @@ std::vector<Tensor> Tracer::functionalize_metadata(const ops::OpDef& op, ops::Op
   if (plain) tensors_[v.impl()->trace.alias].chain.back().plain = true;
   uint32_t value = v.impl()->trace.value;
   bool eager_view = self.is_view();
+  bool caller_tensor = false;
   for (const auto& [input, is_view] : caller_views_)
-    if (input == self.impl()) eager_view = is_view;
+    if (input == self.impl()) {
+      eager_view = is_view;
+      caller_tensor = true;
+    }
+  // The tensor eager's views of this storage have as their _base: the input's root, or a
+  // caller's tensor that is no view but a member of a synthetic base with views of it (inputs
+  // r1 and r1.view(9); AotProgramFuzz, seed 3225134).
+  const bool eager_base = self_is_root || (caller_tensor && !eager_view);
   graph::ValueId old{self.impl()->trace.value};
   if (auto it = geometry_origins_.find(old.index); it != geometry_origins_.end()) old = it->second;
   // Changed under no_grad before and written under no_grad since (a write eager does not record
@@ -818,7 +831,7 @@ std::vector<Tensor> Tracer::functionalize_metadata(const ops::OpDef& op, ops::Op
     geometry_updates_.push_back(old);
     if (!input) {
       if (self_is_root) regenerate_views_of_changed_geometry(updated);
-    } else if (self_is_root && !views_made_before(updated).empty()) {
+    } else if (eager_base && !views_made_before(updated).empty()) {
       // An input that is no view in eager: its views made before the change are regenerated
       // from its node as an intermediate's are (`u = x.select(0, 1)`, then x.t_() under
       // no_grad: u's gradient lands in column 1 of x's), the geometry step marked in their
@@ -841,7 +854,7 @@ std::vector<Tensor> Tracer::functionalize_metadata(const ops::OpDef& op, ops::Op
       }
     }
   }
-  if (!grad_on && !eager_view && self_is_root && storages_[ts_storage].input_index >= 0 &&
+  if (!grad_on && !eager_view && eager_base && storages_[ts_storage].input_index >= 0 &&
       !views_made_before(v.impl()->trace.alias).empty())
     inputs_changed_under_views_.emplace(ts_storage, storages_[ts_storage].input_index);
   TensorImpl& impl = *self.impl();

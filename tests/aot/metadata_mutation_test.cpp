@@ -1734,3 +1734,40 @@ TEST(MetadataMutation, SizesChangedAndWrittenUnderNoGradThenWrittenWithGradOnRai
                              "compatible with [3, 4]");
   }
 }
+
+TEST(MetadataMutation, CallerViewOfAMemberChangedUnderNoGradTakesItsRegeneratedHistory) {
+  // AotProgramFuzz, seed 3225134: inputs r1 (a non-leaf) and r1.view({9}), a synthetic base
+  // whose member r1 is the view's _base in eager. r1.t_() under no_grad bumps the version, so
+  // eager regenerates the view's history at its next use as an as_strided of r1 in its new
+  // geometry, and r1's node takes that gradient as it is: transposed. The compiled graph read
+  // the view from the base in its old geometry: r0's gradient was not transposed.
+  auto setup = [] {
+    Tensor r0 = test_input({3, 3});
+    Tensor r1 = r0 * 1.0;
+    return OracleSetup{{r1, r1.view({9})}, {r0}};
+  };
+  expect_like_eager(setup, [](std::vector<Tensor> a) {
+    {
+      ag::NoGradGuard no_grad;
+      ag::transpose_(a[0], 0, 1);
+    }
+    return std::vector<Tensor>{a[1].relu()};
+  });
+  expect_like_eager(setup, [](std::vector<Tensor> a) {
+    {
+      ag::NoGradGuard no_grad;
+      ag::transpose_(a[0], 0, 1);
+    }
+    ag::unsqueeze_(a[0], 2);
+    return std::vector<Tensor>{a[1].relu(), a[0]};
+  });
+  // A view of the view made inside the function before the change: the same.
+  expect_like_eager(setup, [](std::vector<Tensor> a) {
+    Tensor part = a[1].slice(0, 2, 7);
+    {
+      ag::NoGradGuard no_grad;
+      ag::t_(a[0]);
+    }
+    return std::vector<Tensor>{part.exp(), a[0] * 2.0};
+  });
+}
