@@ -2,7 +2,8 @@
 // input, to a view of it) and reads, each with grad on or under no_grad, applied to one input:
 // aot_function must give eager's outputs, the input's geometry, values and version, and the
 // leaf's gradient, raise where eager's forward or backward raises, or refuse the program with
-// trace::UnsupportedError. The fuzzer (AotProgramFuzz) draws much larger programs at random; this
+// trace::UnsupportedError; the input is a non-leaf, a leaf, or a non-leaf passed with a view of
+// it. The fuzzer (AotProgramFuzz) draws much larger programs at random; this
 // walks the small ones where the grad modes of geometry changes and writes interleave, all of
 // them.
 #include <gtest/gtest.h>
@@ -159,6 +160,15 @@ OracleSetup non_leaf(const ag::IntList& sizes) {
   return {{leaf * 2.0}, {leaf}};
 }
 
+// A square non-leaf and a caller's view of it (its columns 1 and 2, as rows): a synthetic base
+// whose member x is the view's _base in eager. Square, so t_ keeps the sizes the view's
+// regenerated history passes on.
+OracleSetup with_view(const ag::IntList& sizes) {
+  Tensor leaf = test_input(sizes);
+  Tensor x = leaf * 2.0;
+  return {{x, x.t().slice(0, 1, sizes[1])}, {leaf}};
+}
+
 // A leaf that requires grad, passed itself.
 OracleSetup leaf(const ag::IntList& sizes) {
   Tensor t = test_input(sizes);
@@ -179,6 +189,7 @@ TEST(MetadataSequences, LongerModeFromTheEnvironment) {
   check_all({"non-square non-leaf", [] { return non_leaf({3, 4}); }}, length, counts);
   check_all({"square leaf", [] { return leaf({3, 3}); }}, length, counts);
   check_all({"non-square leaf", [] { return leaf({3, 4}); }}, length, counts);
+  check_all({"non-leaf and a view of it", [] { return with_view({3, 3}); }}, length, counts);
   std::printf("programs compared with eager: %zu, refused: %zu, raised by eager: %zu\n",
               counts.compared, counts.refused, counts.eager_raised);
 }
@@ -203,6 +214,11 @@ TEST(MetadataSequences, EveryShortProgramIsLikeEagerOrRefused) {
       {{"non-square leaf",
         [] {
           return leaf({3, 4});
+        }},
+       3},
+      {{"non-leaf and a view of it",
+        [] {
+          return with_view({3, 3});
         }},
        3},
   };
