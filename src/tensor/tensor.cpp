@@ -2,6 +2,7 @@
 #include "aotgrad/tensor.h"
 
 #include <algorithm>
+#include <array>
 #include <cstdlib>
 #include <cstring>
 #include <iomanip>
@@ -173,15 +174,28 @@ std::string shape_to_string(const IntList& sizes) {
 }
 
 bool is_dense(const IntList& sizes, const IntList& strides) {
-  std::vector<size_t> dims;
-  for (size_t d = 0; d < sizes.size(); ++d)
-    if (sizes[d] != 1) dims.push_back(d);
-  std::stable_sort(dims.begin(), dims.end(),
-                   [&](size_t a, size_t b) { return strides[a] < strides[b]; });
+  // Dims of size > 1 by stride, ties in order (an insertion sort in a stack array up to rank 8:
+  // a compiled call asks this of each leaf's first gradient, and a vector plus stable_sort's
+  // buffer were two allocations each time).
+  constexpr size_t kInline = 8;
+  std::array<size_t, kInline> inline_dims;
+  std::vector<size_t> heap_dims;
+  size_t* dims = inline_dims.data();
+  if (sizes.size() > kInline) {
+    heap_dims.resize(sizes.size());
+    dims = heap_dims.data();
+  }
+  size_t n = 0;
+  for (size_t d = 0; d < sizes.size(); ++d) {
+    if (sizes[d] == 1) continue;
+    size_t at = n++;
+    for (; at > 0 && strides[dims[at - 1]] > strides[d]; --at) dims[at] = dims[at - 1];
+    dims[at] = d;
+  }
   int64_t expected = 1;
-  for (size_t d : dims) {
-    if (strides[d] != expected) return false;
-    expected *= sizes[d];
+  for (size_t k = 0; k < n; ++k) {
+    if (strides[dims[k]] != expected) return false;
+    expected *= sizes[dims[k]];
   }
   return true;
 }
