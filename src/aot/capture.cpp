@@ -557,15 +557,15 @@ void add_forward_outputs(CapturedForward& c, const std::vector<graph::ValueId>& 
 // Eager's leaf takes the gradient of its new geometry as it is (aotgrad.geometry_update with
 // fit=False), fitted by its AccumulateGrad to the sizes it recorded when made: at the first use
 // with grad inside the function, whose sizes the runtime gives an accumulator the call makes
-// (AutogradBody), or before the call, which the engine fits to alike. Refused:
-// - when other inputs view the leaf (a synthetic base): eager's regenerated views give it their
-//   gradient in the new geometry's coordinates, the graph's in the old ones (AotProgramFuzz,
-//   seed 704161);
+// (AutogradBody), or before the call, which the engine fits to alike. A written leaf's edge is
+// taken before the runtime clones it. Refused:
+// - when other inputs view the leaf (a synthetic base) and its sizes changed, or it was used in
+//   other sizes than the caller's: the gradient would reach it through the base, in the caller's
+//   sizes. With its sizes kept, its views regenerated after the change read its new geometry as
+//   eager's do (Tracer::functionalize_metadata; AotProgramFuzz, seed 704161, refused until then);
 // - when the leaf was used with grad in several sizes (t_ of a non-square leaf between two
 //   uses): eager fits each gradient to the accumulator's sizes before adding them, the joint
-//   graph would add them first (AotProgramFuzz, seed 2923634);
-// - when the gradient has other sizes than the caller's and the data was written as well: the
-//   runtime passes the graph a recorded clone, whose node takes the caller's (lower.cpp).
+//   graph would add them first (AotProgramFuzz, seed 2923634).
 // Its data written under no_grad in the caller's sizes is not refused: the input's own geometry
 // step is marked, so its value read again after the write takes the gradient as it is
 // (Tracer::functionalize_metadata, seed 926919).
@@ -581,10 +581,10 @@ void check_metadata_mutations_of_leaves(const ViewAndMutationMeta& meta,
     const bool plain = plan.inputs[m.input].kind == InputPlan::Kind::plain;
     const bool read_in_other_sizes = !reads.empty() && reads[0] != input.sizes();
     const char* what = nullptr;
-    if (!plain && (m.changed || read_in_other_sizes))
+    if (!plain && ((m.changed && input.sizes() != m.sizes) || read_in_other_sizes))
       what =
-          ", another input views it, and it had its geometry changed in place under no_grad (t_, "
-          "transpose_, as_strided_, ...); aot_function cannot give its gradient the new geometry.";
+          ", another input views it, and its sizes were changed in place under no_grad (t_, "
+          "transpose_, as_strided_, ...); aot_function cannot give its gradient the new sizes.";
     else if (reads.size() > 1)
       what =
           ", used with grad in several sizes while its sizes were changed in place under no_grad "

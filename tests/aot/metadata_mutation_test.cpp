@@ -500,6 +500,36 @@ TEST(MetadataMutation, LeafSizesChangedUnderNoGradAndBackAroundAUseWithGradAsEag
   EXPECT_TRUE(allclose(square.grad(), square_eager.grad(), 1e-12, 1e-12));
 }
 
+TEST(MetadataMutation, LeafViewedByAnotherInputTransposedUnderNoGradAsEager) {
+  // AotProgramFuzz, seed 704161 (refused since then): a square leaf and a caller's view of it,
+  // the leaf transposed under no_grad, the view read after. Eager regenerates the view's history
+  // from the leaf in its new geometry; the graph does too since the leaf, a synthetic-base member
+  // that is the view's _base, is treated as the root input.
+  auto setup = [] {
+    Tensor leaf = test_input({4, 4});
+    return OracleSetup{{leaf, leaf.t().unsqueeze(2)}, {leaf}};
+  };
+  expect_like_eager(setup, [](std::vector<Tensor> a) {
+    {
+      ag::NoGradGuard no_grad;
+      ag::transpose_(a[0], 0, 1);
+    }
+    return std::vector<Tensor>{a[1].exp(), a[0] * a[0]};
+  });
+  // Its sizes changed and the view used after: refused, in one line (eager's backward through the
+  // view raises there).
+  auto fn = [](std::vector<Tensor> a) {
+    {
+      ag::NoGradGuard no_grad;
+      ag::unsqueeze_(a[0], 0);
+    }
+    return std::vector<Tensor>{a[1].exp()};
+  };
+  OracleSetup s = setup();
+  expect_refused([&] { ag::aot_function(fn)(s.inputs); },
+                 {"input 0 had its sizes changed in place under no_grad", "view is used after"});
+}
+
 TEST(MetadataMutation, LeafUsedWithGradInSeveralSizesIsRefused) {
   // Eager fits each use's gradient to the sizes of the accumulator (made at the first use)
   // before adding them; the joint graph adds them first: refused, in one line.

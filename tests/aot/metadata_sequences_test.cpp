@@ -169,6 +169,12 @@ OracleSetup with_view(const ag::IntList& sizes) {
   return {{x, x.t().slice(0, 1, sizes[1])}, {leaf}};
 }
 
+// A square leaf and a caller's view of it, as with_view.
+OracleSetup leaf_with_view(const ag::IntList& sizes) {
+  Tensor t = test_input(sizes);
+  return {{t, t.t().slice(0, 1, sizes[1])}, {t}};
+}
+
 // A leaf that requires grad, passed itself.
 OracleSetup leaf(const ag::IntList& sizes) {
   Tensor t = test_input(sizes);
@@ -219,6 +225,11 @@ TEST(MetadataSequences, EveryShortProgramIsLikeEagerOrRefused) {
       {{"non-leaf and a view of it",
         [] {
           return with_view({3, 3});
+        }},
+       3},
+      {{"leaf and a view of it",
+        [] {
+          return leaf_with_view({3, 3});
         }},
        3},
   };
