@@ -23,14 +23,14 @@ uint64_t next_sequence_nr() {
 
 Node::Node() : sequence_nr(next_sequence_nr()) {}
 
-// A node type that does not say otherwise computes its gradients outside autograd (kernels, a
-// compiled program): differentiating through it again must fail, not give zero.
 bool Node::fitted_sizes(uint32_t slot, std::span<const int64_t>& sizes) const {
   if (slot >= output_sizes.size()) return false;
   sizes = output_sizes[slot];
   return true;
 }
 
+// A node type that does not say otherwise computes its gradients outside autograd (kernels, a
+// compiled program): differentiating through it again must fail, not give zero.
 std::string Node::double_backward_error() const {
   return name() +
          "'s backward is not differentiable; differentiating it twice (create_graph=true) is not "
