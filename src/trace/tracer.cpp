@@ -259,6 +259,13 @@ void Tracer::note_caller_view(const Tensor& fake, bool is_view) {
   caller_views_.emplace_back(fake.impl(), is_view);
 }
 
+std::optional<bool> Tracer::caller_view(const TensorImpl* t) const {
+  std::optional<bool> is_view;
+  for (const auto& [input, view] : caller_views_)
+    if (input == t) is_view = view;
+  return is_view;
+}
+
 void Tracer::note_caller_base(const Tensor& fake, size_t base) {
   if (const TensorState* ts = state_of(fake)) caller_base_of_storage_[ts->storage] = base;
 }
@@ -690,10 +697,7 @@ std::vector<size_t> Tracer::views_made_before(size_t updated) const {
     const std::shared_ptr<TensorImpl>& view = other.keep;
     if (!view || view->trace.alias != i) continue;
     // A caller's tensor that is no view in eager (a member of a synthetic base) is none.
-    bool caller_non_view = false;
-    for (const auto& [input, is_view] : caller_views_)
-      caller_non_view = caller_non_view || (input == view.get() && !is_view);
-    if (caller_non_view) continue;
+    if (caller_view(view.get()) == false) continue;
     bool plain = true;
     for (const ViewStep& step : other.chain)
       plain = plain && step.grad_mode && !step.piece_of && step.detached == SIZE_MAX;
@@ -770,17 +774,12 @@ std::vector<Tensor> Tracer::functionalize_metadata(const ops::OpDef& op, ops::Op
   }
   if (plain) tensors_[v.impl()->trace.alias].chain.back().plain = true;
   uint32_t value = v.impl()->trace.value;
-  bool eager_view = self.is_view();
-  bool caller_tensor = false;
-  for (const auto& [input, is_view] : caller_views_)
-    if (input == self.impl()) {
-      eager_view = is_view;
-      caller_tensor = true;
-    }
+  const std::optional<bool> caller = caller_view(self.impl());
+  const bool eager_view = caller.value_or(self.is_view());
   // The tensor eager's views of this storage have as their _base: the input's root, or a
   // caller's tensor that is no view but a member of a synthetic base with views of it (inputs
   // r1 and r1.view(9); AotProgramFuzz, seed 3225134).
-  const bool eager_base = self_is_root || (caller_tensor && !eager_view);
+  const bool eager_base = self_is_root || caller == false;
   graph::ValueId old{self.impl()->trace.value};
   if (auto it = geometry_origins_.find(old.index); it != geometry_origins_.end()) old = it->second;
   // Changed under no_grad before and written under no_grad since (a write eager does not record

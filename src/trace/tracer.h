@@ -312,6 +312,9 @@ class Tracer final : public ops::Interpreter, public autograd::TracedAutograd {
   ops::OpArgs geometry_update_args(graph::ValueId old, const Tensor& updated);
   void note_grad_reads(const ops::OpDef& op, const ops::OpArgs& args);
   std::vector<std::pair<const TensorImpl*, bool>> caller_views_;      // (user input, eager view)
+  // Whether the caller's tensor a user input's fake `t` stands for is a view in eager
+  // (note_caller_view; the last note wins); nullopt for any other tensor.
+  std::optional<bool> caller_view(const TensorImpl* t) const;
   std::map<size_t, size_t> caller_base_of_storage_;  // note_caller_base, by storage
   std::set<size_t> caller_bases_with_history_;       // written through with grad on
   bool caller_base_has_history(size_t storage) const;
