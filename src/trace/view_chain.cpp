@@ -14,6 +14,7 @@
 #include "aotgrad/indexing.h"
 #include "aotgrad/ops.h"
 #include "autograd/grad_mode_scope.h"
+#include "kernels/scatter.h"
 #include "tensor/overlap.h"
 #include "trace/tracer.h"
 
@@ -367,6 +368,26 @@ Tracer::Scattered Tracer::scatter_into_root(size_t state_index, const Tensor& up
     if (!identity) u = call("aten.permute.default", {u, *order});
     u = call("aten.clone.default", {u});
     if (!identity) u = call("aten.permute.default", {u, inverse});
+  } else if (moved && old_root.numel() > 0 &&
+             kernels::is_non_overlapping(old_root.sizes(), old_root.strides())) {
+    // A root with gaps between its elements (an input that is a select or slice of the caller's
+    // tensor) keeps its exact strides too, from offset 0, so its views replayed from the new
+    // value have eager's strides: t().view(-1) of a slice of a (3, 15)-strided [5, 6] input is
+    // allowed in eager and was refused on a contiguous new value (AotProgramFuzz, seed 3325012).
+    // The new value is scattered into a zeroed buffer that spans the strides, then viewed.
+    int64_t extent = 1;
+    for (size_t d = 0; d < old_root.sizes().size(); ++d)
+      extent += (old_root.sizes()[d] - 1) * old_root.strides()[d];
+    auto call = [&](std::string_view name, ops::OpArgs args) {
+      const ops::OpDef& op = ops::lookup(name);
+      ops::normalize(op, args);
+      return record(op, args, /*track=*/false).at(0);
+    };
+    const IntList sizes = old_root.sizes(), strides = old_root.strides();
+    Tensor buffer = call("aten.new_zeros.default", {u, IntList{extent}});
+    Tensor laid_out =
+        call("aten.as_strided_scatter.default", {buffer, u, sizes, strides, int64_t{0}});
+    u = call("aten.as_strided.default", {laid_out, sizes, strides, int64_t{0}});
   }
   return {u, detached};
 }

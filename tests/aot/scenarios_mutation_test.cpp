@@ -1019,6 +1019,30 @@ TEST(ScenarioMutation, TransposedInputWrittenThenViewedRowMajor) {
       });
 }
 
+TEST(ScenarioMutation, InputWithGapsWrittenThenViewedAsEager) {
+  // Found by AotProgramFuzz (seed 3325012): an input that is not dense (strides (3, 15) on
+  // [5, 6], a select and t() of the caller's tensor) is written through a view, and views of it
+  // made after are viewed again. Eager's input keeps its strides, so t().view(-1) of a slice of it
+  // is allowed; the new value in the graph was contiguous, and the tracer refused the view.
+  auto setup = [] {
+    Tensor l = leaf({6, 5, 3}, 4, false);
+    return ScenarioInputs{{leaf({3, 6, 5}, 5), l.select(2, 1).t()}, {l}};
+  };
+  run_scenario(setup, [](const TensorList& a) {
+    Tensor v;
+    {
+      ag::NoGradGuard no_grad;
+      v = a[1].slice(1, 3, 5, 1);
+    }
+    Tensor flat = v.t().view({-1});
+    {
+      ag::NoGradGuard no_grad;
+      flat.unsqueeze(1).add_(2.0);
+    }
+    return TensorList{flat * 1.0, a[1].t().reshape({-1}) * a[0].sum()};
+  });
+}
+
 TEST(ScenarioMutation, WriteThroughDetachOfANoGradViewGivesTheAliasTheWritesHistory) {
   // Found by AotProgramFuzz (seed 707555): d = v.detach() of a view v made under no_grad of an
   // intermediate, written with grad on, is returned with the write's history (the gradient of
