@@ -86,16 +86,33 @@ std::vector<Tensor> select_scatter_vjp(const VjpContext& c) {
   return {g_self, g_src};
 }
 
+// A fresh tensor sharing `t`'s storage and geometry, with no _base: the result of the update ops
+// below, which schemas declare views of their `new` argument.
+Tensor alias_of(const Tensor& t) {
+  auto impl = std::make_shared<TensorImpl>();
+  impl->dtype = t.dtype();
+  impl->sizes = t.sizes();
+  impl->strides = t.strides();
+  impl->storage_offset = t.storage_offset();
+  impl->storage = t.storage();
+  return Tensor(std::move(impl));
+}
+
 std::vector<TensorMeta> hidden_update_meta(const OpArgs& a) {
   const Tensor& old = tensor_arg(a, 0);
   const Tensor& updated = tensor_arg(a, 1);
   if (old.sizes() != updated.sizes() || old.dtype() != updated.dtype())
     throw std::invalid_argument(
         "aotgrad.hidden_update: old and new values differ in shape or dtype");
-  return {TensorMeta{updated.dtype(), updated.sizes(), updated.strides(), 0}};
+  return {
+      TensorMeta{updated.dtype(), updated.sizes(), updated.strides(), updated.storage_offset()}};
 }
+// A view of `new`, at its offset (as geometry_update): an as_strided of the result addresses
+// `new`'s storage, as eager's of the tensor it stands for does (AotProgramFuzz, seed 3328589: an
+// as_strided at the offset of a detach()ed alias, written with grad on, whose gradient fell
+// between the elements of an offset-0 result).
 std::vector<Tensor> hidden_update_kernel(const OpArgs& a) {
-  return {tensor_arg(a, 1)};
+  return {alias_of(tensor_arg(a, 1))};
 }
 // The new value stands for the old one as far as autograd is concerned: the mutation that made it
 // happened under no_grad or through a detach()ed alias, which eager autograd does not record.
@@ -123,14 +140,7 @@ std::vector<TensorMeta> geometry_update_meta(const OpArgs& a) {
 // values, buffer lifetimes) must see that the result shares `new`'s storage. Recorded as a fresh
 // tensor, not a view with a _base, as `new` itself is not one of the tensor either.
 std::vector<Tensor> geometry_update_kernel(const OpArgs& a) {
-  const Tensor& updated = tensor_arg(a, 1);
-  auto impl = std::make_shared<TensorImpl>();
-  impl->dtype = updated.dtype();
-  impl->sizes = updated.sizes();
-  impl->strides = updated.strides();
-  impl->storage_offset = updated.storage_offset();
-  impl->storage = updated.storage();
-  return {Tensor(std::move(impl))};
+  return {alias_of(tensor_arg(a, 1))};
 }
 std::vector<Tensor> geometry_update_vjp(const VjpContext& c) {
   if (!c.needs(0) || !c.grad().defined()) return {Tensor(), Tensor()};
@@ -272,7 +282,7 @@ const OpDef kRows[] = {
      .vjp = select_scatter_vjp,
      .recompute = Recompute::pointwise},
     {.name = "aotgrad.hidden_update.default",
-     .schema = "hidden_update(Tensor old, Tensor new) -> Tensor",
+     .schema = "hidden_update(Tensor old, Tensor(a) new) -> Tensor(a)",
      .meta = hidden_update_meta,
      .kernel = hidden_update_kernel,
      .vjp = hidden_update_vjp,

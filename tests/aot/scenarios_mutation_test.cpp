@@ -1206,3 +1206,20 @@ TEST(ScenarioMutation, DetachedAliasWrittenWithGradRunsNoVjpOfTheTensorItAliases
                  return TensorList{d, d, s};
                });
 }
+TEST(ScenarioMutation, AsStridedOfADetachedAliasAtAnOffsetWrittenWithGradAsEager) {
+  // Found by AotProgramFuzz (seed 3328589): d = v.detach() of a caller's view at offset 1, an
+  // as_strided of d at its own offset written with grad on, then read. The graph stood for d's new
+  // value by aotgrad.hidden_update, whose result was laid out from offset 0: the as_strided after
+  // it addressed a gap between d's elements, and the gradient of r0 was lost.
+  auto setup = [] {
+    Tensor r0 = leaf({2, 2}, 1);
+    Tensor r1 = leaf({6}, 2);
+    return ScenarioInputs{{r0, r1, r1.slice(0, 1, 4, 2)}, {r0, r1}};
+  };
+  run_scenario(setup, [](const TensorList& a) {
+    Tensor d = a[2].detach();
+    Tensor w = d.as_strided({1, 1}, {1, 1});
+    w.add_(a[0].sum());
+    return TensorList{w * 1.0, d.as_strided({2}, {2}) * 2.0, a[1], a[2]};
+  });
+}
