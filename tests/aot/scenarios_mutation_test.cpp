@@ -1041,6 +1041,18 @@ TEST(ScenarioMutation, InputWithGapsWrittenThenViewedAsEager) {
     }
     return TensorList{flat * 1.0, a[1].t().reshape({-1}) * a[0].sum()};
   });
+  // The input requires grad (a non-leaf), written with grad on: the gradient passes the buffer's
+  // as_strided and as_strided_scatter back to the leaf, and to the other input.
+  run_scenario(
+      [] {
+        Tensor l = leaf({6, 5, 3}, 7);
+        return ScenarioInputs{{leaf({5}, 8), (l * 1.5).select(2, 1).t()}, {l}};
+      },
+      [](const TensorList& a) {
+        Tensor flat = a[1].slice(1, 3, 5, 1).t().view({-1});
+        flat.unsqueeze(1).mul_(a[0].sum());
+        return TensorList{flat * 1.0, a[1].t().reshape({-1}).sin(), a[1]};
+      });
 }
 
 TEST(ScenarioMutation, WriteThroughDetachOfANoGradViewGivesTheAliasTheWritesHistory) {
