@@ -63,6 +63,36 @@ TEST(AotBasic, InferenceGraphUnderNoGrad) {
   EXPECT_TRUE(f.graphs().is_inference);
 }
 
+// A call first tests the specialization used last (no key is built): one that differs from it
+// only in grad mode or in how its inputs alias must still find, or compile, its own.
+TEST(AotBasic, TheLastSpecializationServesOnlyCallsOfItsSignature) {
+  auto fn = [](const Tensor& a, const Tensor& b) { return (a * b).sum(); };
+  auto f = ag::aot_function(fn);
+  Tensor x = test_input({3, 3}), y = test_input({3, 3}, -1, 1, 2);
+  f(x, y);
+  f(x, y);
+  EXPECT_EQ(f.num_compilations(), 1u);
+  EXPECT_EQ(f.stats().hits, 1u);
+  {
+    ag::NoGradGuard no_grad;
+    Tensor out = f(x, y);
+    EXPECT_FALSE(out.requires_grad());
+    EXPECT_TRUE(f.graphs().is_inference);
+  }
+  EXPECT_EQ(f.num_compilations(), 2u);
+  Tensor same = f(x, x);  // one tensor twice: another input plan, same shapes
+  EXPECT_EQ(f.num_compilations(), 3u);
+  EXPECT_TRUE(allclose(same, fn(x, x), 1e-12, 1e-12));
+  same.backward();
+  Tensor want = x.detach().clone().requires_grad_();
+  fn(want, want).backward();
+  EXPECT_TRUE(allclose(x.grad(), want.grad(), 1e-12, 1e-12));
+  Tensor out = f(x, y);  // back to the first: found, not compiled
+  EXPECT_TRUE(out.requires_grad());
+  EXPECT_EQ(f.num_compilations(), 3u);
+  EXPECT_EQ(f.stats().hits, 2u);
+}
+
 TEST(AotBasic, RecompilesOnShapeDtypeAndRequiresGrad) {
   auto f = ag::aot_function(mlp_loss);
   f(test_input({4, 3}), test_input({3, 5}));
