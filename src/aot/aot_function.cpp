@@ -59,10 +59,11 @@ struct Pending {
 // Whether `e`, a specialization that serves any storage offsets, serves this call: what a lookup
 // under the call's key without offsets finds (the first it tries), compared without building the
 // key. Entries are never removed, so a call may test the last one used without the lock.
-bool serves_without_offsets(const Entry& e, const std::vector<Tensor>& inputs,
-                            const aot::InputPlan& plan, bool grad_mode,
+// Only for inputs of the trivial plan (aot::storages_all_distinct), which `e`'s must be too.
+bool serves_without_offsets(const Entry& e, const std::vector<Tensor>& inputs, bool grad_mode,
                             const std::string& key_extra) {
-  if (e.grad_mode != grad_mode || e.guards.size() != inputs.size() || e.key_extra != key_extra)
+  if (e.grad_mode != grad_mode || e.guards.size() != inputs.size() || e.key_extra != key_extra ||
+      !aot::is_trivial_plan(e.plan))
     return false;
   for (size_t i = 0; i < inputs.size(); ++i) {
     const InputGuard& g = e.guards[i];
@@ -71,7 +72,7 @@ bool serves_without_offsets(const Entry& e, const std::vector<Tensor>& inputs,
         g.requires_grad != t.requires_grad() || g.sizes != t.sizes() || g.strides != t.strides())
       return false;
   }
-  return e.plan == plan;
+  return true;
 }
 
 // A defined, real tensor for every input, or one line naming the argument and the fix.
@@ -398,14 +399,14 @@ std::vector<Tensor> CompiledFunction::call(std::vector<Tensor> inputs, const std
   // Called while another compiled function traces: its inputs are that trace's fakes. Traced
   // through, so its ops land in the outer graph (PyTorch inlines nested compiled calls too).
   if (tracing) return make_fn().fn(inputs);
-  aot::InputPlan plan = aot::plan_inputs(inputs, s.config.name);
   const bool grad_mode = autograd::grad_mode_enabled();
   if (const Entry* e = s.last.load(std::memory_order_acquire);
-      e && !s.log_cache.load(std::memory_order_relaxed) &&
-      serves_without_offsets(*e, inputs, plan, grad_mode, key_extra)) {
+      e && !s.log_cache.load(std::memory_order_relaxed) && aot::storages_all_distinct(inputs) &&
+      serves_without_offsets(*e, inputs, grad_mode, key_extra)) {
     ++s.hits;
     return s.run(*e, inputs);
   }
+  aot::InputPlan plan = aot::plan_inputs(inputs, s.config.name);
   Impl::CallKeys keys{inputs, plan, grad_mode, key_extra};
   const std::string* found_key = nullptr;
   if (const Entry* e = s.find(keys, &found_key)) {

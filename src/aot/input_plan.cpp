@@ -308,13 +308,6 @@ namespace {
 // Up to this many inputs, comparing every pair of storage pointers beats sorting them.
 constexpr size_t kFewInputs = 16;
 
-bool all_storages_distinct(const std::vector<Tensor>& inputs) {
-  for (size_t j = 1; j < inputs.size(); ++j)
-    for (size_t i = 0; i < j; ++i)
-      if (inputs[i].storage() == inputs[j].storage()) return false;
-  return true;
-}
-
 // What plan_from_aliasing gives when no two inputs share a storage: input i is graph input i.
 InputPlan trivial_plan(size_t n) {
   InputPlan plan;
@@ -329,13 +322,32 @@ InputPlan trivial_plan(size_t n) {
 
 }  // namespace
 
+bool storages_all_distinct(const std::vector<Tensor>& inputs) {
+  if (inputs.size() > kFewInputs) return false;
+  for (size_t j = 1; j < inputs.size(); ++j)
+    for (size_t i = 0; i < j; ++i)
+      if (inputs[i].storage() == inputs[j].storage()) return false;
+  return true;
+}
+
+bool is_trivial_plan(const InputPlan& plan) {
+  if (!plan.bases.empty() || !plan.unmergeable.empty() || !plan.same_base_as.empty() ||
+      plan.graph_inputs.size() != plan.inputs.size())
+    return false;
+  for (size_t i = 0; i < plan.inputs.size(); ++i)
+    if (plan.inputs[i] != InputPlan::Entry{InputPlan::Kind::plain, i} ||
+        plan.graph_inputs[i] != InputPlan::GraphInput{false, i})
+      return false;
+  return true;
+}
+
 // Only inputs that share a storage can repeat or overlap, so the pairwise search runs within each
 // storage's bucket (found by sorting the storage pointers), visiting the pairs in input order; a
 // call whose inputs all have storages of their own costs one sort (a few inputs: one pointer
 // comparison per pair, and no allocation beyond the plan).
 InputPlan plan_inputs(const std::vector<Tensor>& inputs, const std::string& fn_name) {
   size_t n = inputs.size();
-  if (n <= kFewInputs && all_storages_distinct(inputs)) return trivial_plan(n);
+  if (storages_all_distinct(inputs)) return trivial_plan(n);
   std::vector<std::pair<const Storage*, size_t>> by_storage(n);
   for (size_t i = 0; i < n; ++i) by_storage[i] = {inputs[i].storage().get(), i};
   std::sort(by_storage.begin(), by_storage.end());

@@ -61,6 +61,12 @@ struct InputPlan {
   std::string to_string() const;
 };
 
+// Whether plan_inputs gives `inputs` the trivial plan without searching (a few inputs, each with
+// a storage of its own), and whether `plan` is that plan: a call's fast path compares these
+// rather than building its plan.
+bool storages_all_distinct(const std::vector<Tensor>& inputs);
+bool is_trivial_plan(const InputPlan& plan);
+
 // The plan for this call's inputs.
 // Runs on every call: pairs of inputs are compared only within groups that share a storage.
 InputPlan plan_inputs(const std::vector<Tensor>& inputs, const std::string& fn_name);
