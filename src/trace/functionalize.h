@@ -95,6 +95,13 @@ struct StorageState {
   // that order, the root's value is the storage from root_offset on, row-major. Unset when the
   // root is not dense; an as_strided on it after a mutation, or a write through one, is refused.
   std::optional<std::vector<int64_t>> storage_order;
+  // Where the root is not dense but no two of its elements share a position (a select or a
+  // column slice of the caller's tensor: gaps between rows): its geometry, with which the root's
+  // value is laid into an image of its storage from root_offset on (zeros in the gaps), where an
+  // as_strided window that reaches only the root's own elements is read or written
+  // (Tracer::storage_copy). Empty otherwise.
+  IntList gapped_sizes, gapped_strides;
+  bool gapped() const { return !gapped_strides.empty(); }
   // An as_strided read this input's storage in place (its window not rebased onto the root's
   // elements) before anything wrote it. If the function writes the input, the training runtime
   // passes it as a copy of its whole storage with its own geometry rather than a contiguous clone

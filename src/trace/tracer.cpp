@@ -11,6 +11,7 @@
 #include "aotgrad/autograd.h"
 #include "aotgrad/memory_budget.h"
 #include "autograd/grad_mode_scope.h"
+#include "kernels/scatter.h"
 #include "ops/effects.h"
 #include "ops/inplace_view.h"
 #include "ops/requires_grad.h"
@@ -190,6 +191,10 @@ void Tracer::track_root(const Tensor& t, int input_index) {
   s.root_is_storage = t.is_contiguous() && t.storage_offset() == 0;
   s.root_offset = t.storage_offset();
   s.storage_order = dense_order(t.sizes(), t.strides());
+  if (!s.storage_order && t.numel() > 0 && kernels::is_non_overlapping(t.sizes(), t.strides())) {
+    s.gapped_sizes = t.sizes();
+    s.gapped_strides = t.strides();
+  }
   storages_.push_back(std::move(s));
   TensorState ts;
   ts.storage = storages_.size() - 1;
@@ -408,15 +413,19 @@ std::vector<Tensor> Tracer::record(const ops::OpDef& op, ops::OpArgs& args, bool
       const TensorState& ts = tensors_[base.impl()->trace.alias];
       ViewStep step{&op, args, autograd::grad_mode_enabled()};
       if (ops::is_none(step.args, 3)) step.args[3] = base.storage_offset();
-      // On the root itself, or within the elements of a dense view of it that autograd sees
-      // through (no detach(), made with grad on), the window's gradient reaches the same
+      // On the root itself, or within the elements of a view of it that autograd sees through
+      // (no detach(), made with grad on), the window's gradient reaches the same
       // elements whether it goes through the view or straight to the root.
       bool seen_through = true;
       for (const ViewStep& v : ts.chain)
         seen_through = seen_through && v.grad_mode && v.detached == SIZE_MAX;
-      bool on_root =
-          ts.chain.empty() || (seen_through && dense_order(base.sizes(), base.strides()) &&
-                               window_within(step, base.storage_offset(), base.numel()));
+      auto window_in_base = [&] {
+        if (dense_order(base.sizes(), base.strides()))
+          return window_within(step, base.storage_offset(), base.numel());
+        return kernels::is_non_overlapping(base.sizes(), base.strides()) &&
+               window_within_positions(step, base.storage_offset(), base.sizes(), base.strides());
+      };
+      bool on_root = ts.chain.empty() || (seen_through && window_in_base());
       if (!on_root)
         check_as_strided(ts.storage);
       else if (as_strided_needs_rebase(storages_[ts.storage], step, /*writing=*/false, true))

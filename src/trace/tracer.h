@@ -235,6 +235,9 @@ class Tracer final : public ops::Interpreter, public autograd::TracedAutograd {
   // possible: the root is not dense, the window reaches past its elements, or a detach() of the
   // root is in between.
   bool as_strided_needs_rebase(StorageState& s, const ViewStep& step, bool writing, bool on_root);
+  // Whether the window of as_strided `step` reaches only the elements of storage `s`'s root, in
+  // a root that can be rebased onto (dense, or gapped).
+  bool window_in_root(const StorageState& s, const ViewStep& step) const;
   Tensor rebased_as_strided(const StorageState& s, const ViewStep& step, const Tensor& root);
   Tensor permuted(const Tensor& t, const IntList& dims);
   Tensor storage_copy(const StorageState& s, const Tensor& root);

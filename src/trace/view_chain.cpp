@@ -73,6 +73,61 @@ bool window_within(const ViewStep& step, int64_t first, int64_t count) {
   return lo >= first && hi < first + count;
 }
 
+namespace {
+
+// Calls `f` with each position (sizes, strides) reaches from 0, in row-major index order, until
+// it returns false; false when it did.
+template <typename F>
+bool each_position(const IntList& sizes, const IntList& strides, F f) {
+  for (int64_t n : sizes)
+    if (n == 0) return true;
+  std::vector<int64_t> index(sizes.size(), 0);
+  int64_t pos = 0;
+  for (;;) {
+    if (!f(pos)) return false;
+    size_t d = sizes.size();
+    for (; d-- > 0;) {
+      if (++index[d] < sizes[d]) {
+        pos += strides[d];
+        break;
+      }
+      pos -= (sizes[d] - 1) * strides[d];
+      index[d] = 0;
+    }
+    if (d == SIZE_MAX) return true;
+  }
+}
+
+}  // namespace
+
+bool window_within_positions(const ViewStep& step, int64_t first, const IntList& sizes,
+                             const IntList& strides) {
+  constexpr int64_t kMaxPositions = int64_t{1} << 22;
+  if (ops::is_none(step.args, 3)) return false;
+  const IntList& size = ops::int_list_arg(step.args, 1);
+  const IntList& stride = ops::int_list_arg(step.args, 2);
+  const int64_t lo = ops::int_arg(step.args, 3) - first;
+  int64_t extent = 1, count = 1;
+  for (size_t d = 0; d < sizes.size(); ++d) {
+    if (sizes[d] == 0) return false;
+    extent += (sizes[d] - 1) * strides[d];
+  }
+  for (size_t d = 0; d < size.size(); ++d) {
+    if (size[d] == 0) return lo >= 0;
+    if (stride[d] < 0 || count > kMaxPositions / size[d]) return false;
+    count *= size[d];
+  }
+  if (lo < 0 || extent > kMaxPositions) return false;
+  std::vector<bool> owned(static_cast<size_t>(extent), false);
+  each_position(sizes, strides, [&](int64_t p) {
+    owned[static_cast<size_t>(p)] = true;
+    return true;
+  });
+  return each_position(size, stride, [&](int64_t p) {
+    return lo + p < extent && owned[static_cast<size_t>(lo + p)];
+  });
+}
+
 std::vector<ViewStep> rebased_chain(const std::vector<ViewStep>& chain, size_t steps) {
   const size_t k = last_as_strided(chain, steps);
   if (k == SIZE_MAX) return {chain.begin(), chain.begin() + static_cast<std::ptrdiff_t>(steps)};
@@ -116,12 +171,35 @@ Tensor Tracer::permuted(const Tensor& t, const IntList& dims) {
 
 // The root's dims taken in storage order and copied row-major: the storage from root_offset on,
 // whatever the layout of the root's current value (or of the copy the runtime passes of a written
-// input).
+// input). A gapped root is laid into a zeroed image of its storage instead, by its geometry.
 Tensor Tracer::storage_copy(const StorageState& s, const Tensor& root) {
-  const ops::OpDef& clone = ops::lookup("aten.clone.default");
-  ops::OpArgs cargs{permuted(root, *s.storage_order)};
-  ops::normalize(clone, cargs);
-  return record(clone, cargs, /*track=*/false).at(0);
+  auto call = [&](std::string_view name, ops::OpArgs args) {
+    const ops::OpDef& op = ops::lookup(name);
+    ops::normalize(op, args);
+    return record(op, args, /*track=*/false).at(0);
+  };
+  if (s.storage_order) return call("aten.clone.default", {permuted(root, *s.storage_order)});
+  if (root.sizes() != s.gapped_sizes)
+    throw UnsupportedError(
+        "aten.as_strided.default on input " + std::to_string(s.input_index) +
+        ", which is not dense in its storage and whose sizes changed in place: aot_function "
+        "cannot yet rebase as_strided's absolute offsets there. Apply it to a contiguous "
+        "clone(), or use slice/select/view.");
+  int64_t extent = 1;
+  for (size_t d = 0; d < s.gapped_sizes.size(); ++d)
+    extent += (s.gapped_sizes[d] - 1) * s.gapped_strides[d];
+  Tensor zeros = call("aten.new_zeros.default", {root, IntList{extent}});
+  return call("aten.as_strided_scatter.default",
+              {zeros, root, s.gapped_sizes, s.gapped_strides, int64_t{0}});
+}
+
+bool Tracer::window_in_root(const StorageState& s, const ViewStep& step) const {
+  if (s.gapped())
+    return window_within_positions(step, s.root_offset, s.gapped_sizes, s.gapped_strides);
+  if (!s.storage_order) return false;
+  int64_t numel = 1;
+  for (int64_t n : graph_.value(s.root).meta.sizes) numel *= n;
+  return window_within(step, s.root_offset, numel);
 }
 
 // The window is read in storage_copy, at its offset from root_offset.
@@ -238,15 +316,14 @@ bool Tracer::as_strided_needs_rebase(StorageState& s, const ViewStep& step, bool
                                      bool on_root) {
   if (s.input_index >= 0) reads_input_offsets_ = true;
   if (s.root_offset == 0 && s.root_is_storage) return false;
-  int64_t numel = 1;
-  for (int64_t n : graph_.value(s.root).meta.sizes) numel *= n;
-  bool within = window_within(step, s.root_offset, numel);
-  if (on_root && s.storage_order && within) return true;
+  const bool rebasable = s.storage_order || s.gapped();
+  const bool within = window_in_root(s, step);
+  if (on_root && rebasable && within) return true;
   if (!writing && s.generation == 0) {
     s.read_in_place = s.read_in_place || s.input_index >= 0;
     return false;
   }
-  throw as_strided_refusal(s, writing, /*outside=*/on_root && s.storage_order && !within);
+  throw as_strided_refusal(s, writing, /*outside=*/on_root && rebasable && !within);
 }
 
 // A view through as_strided of an input made before the input's geometry changed in place (no
@@ -261,9 +338,7 @@ void Tracer::check_stale_read_past_input(const StorageState& s,
   if (s.root_offset == 0 && s.root_is_storage) return;
   const size_t k = last_as_strided(chain, chain.size());
   if (k == SIZE_MAX || !chain[k].grad_mode || last_detach_before(chain, k) != SIZE_MAX) return;
-  int64_t numel = 1;
-  for (int64_t n : graph_.value(s.root).meta.sizes) numel *= n;
-  if (s.storage_order && window_within(chain[k], s.root_offset, numel)) return;
+  if (window_in_root(s, chain[k])) return;
   throw as_strided_refusal(s, /*writing=*/false, /*outside=*/true);
 }
 
@@ -428,6 +503,18 @@ Tracer::Scattered Tracer::scatter_as_strided(const std::vector<ViewStep>& chain,
   const int64_t root_offset = storages_[storage].root_offset;
   auto window = [&](const Tensor& self) {
     const ops::OpDef& scatter = ops::lookup("aten.as_strided_scatter.default");
+    if (rebase && !order) {
+      // A gapped root: written in the image of its storage, then seen with its own geometry.
+      const StorageState s = storages_[storage];
+      ops::OpArgs args{storage_copy(s, self), u, step.args[1], step.args[2],
+                       ops::int_arg(step.args, 3) - root_offset};
+      ops::normalize(scatter, args);
+      Tensor written = record(scatter, args, /*track=*/false).at(0);
+      const ops::OpDef& as_strided = ops::lookup("aten.as_strided.default");
+      ops::OpArgs vargs{written, s.gapped_sizes, s.gapped_strides, int64_t{0}};
+      ops::normalize(as_strided, vargs);
+      return record(as_strided, vargs, /*track=*/false).at(0);
+    }
     ops::OpArgs args{rebase ? permuted(self, *order) : self, u, step.args[1], step.args[2],
                      rebase ? ops::Arg(ops::int_arg(step.args, 3) - root_offset) : step.args[3]};
     ops::normalize(scatter, args);

@@ -31,6 +31,11 @@ std::optional<std::vector<int64_t>> dense_order(const IntList& sizes, const IntL
 // `count` storage positions from `first` on.
 bool window_within(const ViewStep& step, int64_t first, int64_t count);
 
+// Whether every position the window of as_strided `step` reaches is one of the positions
+// (sizes, strides) reaches from `first` on. False (conservatively) past a few million positions.
+bool window_within_positions(const ViewStep& step, int64_t first, const IntList& sizes,
+                             const IntList& strides);
+
 // The first `steps` of `chain` as eager sees a view it regenerates after a write to its storage:
 // from its last as_strided step on, applied to the root (or to the last detach()ed alias before
 // it, a tensor of its own for autograd), not to the view before it. The elements are the same

@@ -202,6 +202,61 @@ TEST(AsStridedWrite, IntoAnInputThatIsNotLaidOutAsItsStorage) {
       });
 }
 
+TEST(AsStridedWrite, IntoAnInputWithGapsWithinItsOwnElements) {
+  // An input with gaps between its elements (a column slice, strides (6, 1) on [4, 3] at offset
+  // 1): after a write, and for a write, the window is rebased into an image of the input's
+  // storage that holds its elements where eager's storage does (zeros in the gaps), which the
+  // window must reach only at the input's own elements. Refused before as "not dense in its
+  // storage".
+  auto make = [] {
+    Tensor l = leaf({4, 6}, 53);
+    return OracleSetup{{(l * 1.5).slice(1, 1, 4), leaf({2, 2}, 54)}, {l}};
+  };
+  like_eager_under_both_compilers(make, [](std::vector<Tensor> a) {
+    Tensor x = a[0];
+    x.mul_(2.0);
+    // Rows 1 and 2, columns 1 and 2 of the input: storage positions 7, 8, 13, 14.
+    Tensor w = x.as_strided({2, 2}, {6, 1}, 8);
+    return std::vector<Tensor>{w * a[1], x * 1.0};
+  });
+  like_eager_under_both_compilers(make, [](std::vector<Tensor> a) {
+    Tensor x = a[0];
+    x.as_strided({2, 2}, {1, 6}, 7).mul_(a[1]);  // a transposed window, written with grad on
+    Tensor t = x.t();
+    return std::vector<Tensor>{t.as_strided({3}, {6}, 3) * 1.0, x * 1.0};
+  });
+  // A select of a [2, 3, 4] tensor (strides (12, 1) on [2, 4]), read after a write under
+  // no_grad through a view made before.
+  like_eager_under_both_compilers(
+      [] {
+        Tensor l = leaf({2, 3, 4}, 55);
+        return OracleSetup{{(l * 1.5).select(1, 2)}, {l}};
+      },
+      [](std::vector<Tensor> a) {
+        Tensor row = a[0].select(0, 1);
+        {
+          ag::NoGradGuard no_grad;
+          row.add_(1.0);
+        }
+        return std::vector<Tensor>{a[0].as_strided({2, 2}, {12, 2}, 9).exp(), row * 1.0};
+      });
+}
+
+TEST(ScenarioRaises, AsStridedIntoTheGapsOfAWrittenInputIsRefused) {
+  // The window reaches position 10, between the column slice's rows: the caller's storage holds
+  // another element there, which the compiled function does not hold.
+  ag::testing::expect_unsupported(
+      [] {
+        return ag::testing::TensorList{leaf({4, 6}, 56, false).slice(1, 1, 4)};
+      },
+      [](const ag::testing::TensorList& a) {
+        Tensor x = a[0];
+        x.mul_(2.0);
+        return ag::testing::TensorList{x.as_strided({3}, {1}, 8) * 1.0};
+      },
+      "reaches storage elements outside it");
+}
+
 TEST(AsStridedWrite, InputWrittenAfterAnAsStridedReadPastItsElements) {
   // The read reaches storage elements outside the input (its base's), which only the caller's
   // storage holds. A written input reached the compiled function as a contiguous clone, where the
