@@ -10,6 +10,8 @@
 // The CI mode runs fixed seeds. AOTGRAD_AOT_FUZZ_PROGRAMS=N runs N more programs from seed
 // AOTGRAD_AOT_FUZZ_SEED (default 1) with the compilers in AOTGRAD_AOT_FUZZ_COMPILERS (default
 // "interpreter,cpp"), and goes on past failures up to AOTGRAD_AOT_FUZZ_MAX_FAILURES (default 20).
+// AOTGRAD_AOT_FUZZ_PRINT prints every program drawn; AOTGRAD_AOT_FUZZ_PRINT_REFUSED prints the
+// seed and message of each refusal.
 #include "aot/program_fuzz.h"
 
 #include <gtest/gtest-spi.h>
@@ -94,6 +96,8 @@ void check_program(const pf::Program& p, const std::string& compiler, Tally& tal
     } else {
       ++tally.refused;
       ++tally.refusals[refusal_key(refusal)];
+      if (std::getenv("AOTGRAD_AOT_FUZZ_PRINT_REFUSED"))
+        std::cout << "refused: seed " << p.seed << " [" << compiler << "] " << refusal << "\n";
     }
     return;
   }
