@@ -71,6 +71,20 @@ std::vector<Tensor> make_user_fakes(trace::Tracer& tracer, const std::vector<Ten
   for (size_t i = 0; i < plan.same_base_as.size(); ++i)
     if (inputs[i].is_view() && plan.inputs[i].kind != InputPlan::Kind::duplicate)
       tracer.note_caller_base(fakes[i], plan.same_base_as[i]);
+  // Inputs that share the caller's storage through different graph inputs (disjoint views):
+  // grouped by the first such input.
+  auto storage_of = [&](size_t i) {
+    const trace::TensorState* ts = tracer.state_of(fakes[i]);
+    return ts ? ts->storage : SIZE_MAX;
+  };
+  for (size_t i = 0; i < inputs.size(); ++i)
+    for (size_t j = 0; j < inputs.size(); ++j)
+      if (j != i && inputs[j].storage() == inputs[i].storage() && storage_of(j) != storage_of(i)) {
+        size_t first = 0;
+        while (inputs[first].storage() != inputs[i].storage()) ++first;
+        tracer.note_shared_storage(fakes[i], first);
+        break;
+      }
   return fakes;
 }
 

@@ -275,6 +275,27 @@ void Tracer::note_caller_base(const Tensor& fake, size_t base) {
   if (const TensorState* ts = state_of(fake)) caller_base_of_storage_[ts->storage] = base;
 }
 
+void Tracer::note_shared_storage(const Tensor& fake, size_t group) {
+  if (const TensorState* ts = state_of(fake)) shared_storage_group_[ts->storage] = group;
+}
+
+// AotProgramFuzz, seed 3454842: inputs a0 and a3, disjoint views of one tensor, a3 written, then
+// an as_strided of a0 reaching a3's elements read them from the caller's storage, which the
+// epilogue writes only after the graph ran: eager's read saw the write.
+void Tracer::check_read_in_place_after_shared_write(size_t storage) const {
+  auto it = shared_storage_group_.find(storage);
+  if (it == shared_storage_group_.end()) return;
+  for (const auto& [other, group] : shared_storage_group_)
+    if (other != storage && group == it->second && storages_[other].generation != 0)
+      throw UnsupportedError(
+          "aten.as_strided.default on input " + std::to_string(storages_[storage].input_index) +
+          " reads its caller's storage in place after input " +
+          std::to_string(storages_[other].input_index) +
+          ", which shares that storage, was written: the compiled function writes that input "
+          "back only after the call, so the read would miss the write. Pass the tensor both "
+          "view instead, or read through slice/select/view.");
+}
+
 bool Tracer::caller_base_has_history(size_t storage) const {
   auto it = caller_base_of_storage_.find(storage);
   return it != caller_base_of_storage_.end() && caller_bases_with_history_.count(it->second);

@@ -75,6 +75,10 @@ class Tracer final : public ops::Interpreter, public autograd::TracedAutograd {
   // history is regenerated from the base's. Their gradient reaches the base's part that was not
   // written, whose old history (none: the views did not require grad) takes nothing.
   void note_caller_base(const Tensor& fake, size_t base);
+  // The fake of an input whose caller's storage another input shares through a graph input of its
+  // own (`group`: the same number for each of them). A write to one reaches the caller's storage
+  // only after the call, so an as_strided read in place of the other after it is refused.
+  void note_shared_storage(const Tensor& fake, size_t group);
   // An untracked fake tensor bound to an existing value of the graph.
   Tensor bind(graph::ValueId v, bool requires_grad);
   // The value a traced tensor currently stands for (regenerated first if stale); a real tensor
@@ -319,6 +323,10 @@ class Tracer final : public ops::Interpreter, public autograd::TracedAutograd {
   // (note_caller_view; the last note wins); nullopt for any other tensor.
   std::optional<bool> caller_view(const TensorImpl* t) const;
   std::map<size_t, size_t> caller_base_of_storage_;  // note_caller_base, by storage
+  std::map<size_t, size_t> shared_storage_group_;    // note_shared_storage, by storage
+  // Throws when storage `storage` (an input's), read in place, shares the caller's storage with
+  // another input the function wrote.
+  void check_read_in_place_after_shared_write(size_t storage) const;
   std::set<size_t> caller_bases_with_history_;       // written through with grad on
   bool caller_base_has_history(size_t storage) const;
   // A tensor that eager has as a view of a caller's _base given a history during the call, whose

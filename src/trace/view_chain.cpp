@@ -309,6 +309,7 @@ void Tracer::check_as_strided(size_t storage) {
   if (s.input_index >= 0) reads_input_offsets_ = true;
   if (s.root_offset == 0 && s.root_is_storage) return;
   if (s.generation != 0) throw as_strided_refusal(s, /*writing=*/false, /*outside=*/false);
+  check_read_in_place_after_shared_write(storage);
   s.read_in_place = s.read_in_place || s.input_index >= 0;
 }
 
@@ -320,6 +321,7 @@ bool Tracer::as_strided_needs_rebase(StorageState& s, const ViewStep& step, bool
   const bool within = window_in_root(s, step);
   if (on_root && rebasable && within) return true;
   if (!writing && s.generation == 0) {
+    check_read_in_place_after_shared_write(static_cast<size_t>(&s - storages_.data()));
     s.read_in_place = s.read_in_place || s.input_index >= 0;
     return false;
   }

@@ -257,6 +257,31 @@ TEST(ScenarioRaises, AsStridedIntoTheGapsOfAWrittenInputIsRefused) {
       "reaches storage elements outside it");
 }
 
+TEST(AsStridedWrite, ReadPastAnInputIntoAnotherInputOfItsStorage) {
+  // Two inputs, disjoint views of one tensor (positions 2, 7 and 3, 8 of a [2, 5] leaf), each its
+  // own graph input. An as_strided of the first reaching the second's elements reads the caller's
+  // storage in place. Before the second is written, that is eager's value.
+  auto make = [] {
+    Tensor r = leaf({2, 5}, 57, false);
+    return OracleSetup{{r.unsqueeze(0).select(2, 2), r.t().slice(0, 3, 4, 2)}, {}};
+  };
+  like_eager_under_both_compilers(make, [](std::vector<Tensor> a) {
+    Tensor y = a[0].as_strided({2, 2}, {1, 2}) * 1.0;
+    a[1].add_(1.0);
+    return std::vector<Tensor>{y, a[1] * 1.0};
+  });
+  // After: the compiled function writes the second back only after the call, so the read would
+  // miss the write eager's sees (AotProgramFuzz, seed 3454842, where it did). Refused.
+  ag::testing::expect_unsupported(
+      [make] { return make().inputs; },
+      [](const ag::testing::TensorList& a) {
+        Tensor b = a[1];
+        b.add_(1.0);
+        return ag::testing::TensorList{a[0].as_strided({2, 2}, {1, 2}) * 1.0};
+      },
+      "reads its caller's storage in place after input 1, which shares that storage, was written");
+}
+
 TEST(AsStridedWrite, InputWrittenAfterAnAsStridedReadPastItsElements) {
   // The read reaches storage elements outside the input (its base's), which only the caller's
   // storage holds. A written input reached the compiled function as a contiguous clone, where the

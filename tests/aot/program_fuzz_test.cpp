@@ -263,13 +263,17 @@ TEST(AotProgramFuzz, SeedsFixedFromThe1000000To3000000Runs) {
   // a contiguous new value, and a view replayed from it raised where eager's did not.
   // 3328589 (3320000 run): an as_strided at the offset of a detach()ed alias, written with grad
   // on, read the gap of an offset-0 hidden_update result, and a leaf's gradient was lost.
-  for (uint64_t seed : {1017364, 1116825, 1306758, 1408235, 1516068, 926919, 1714260, 2214047,
-                        2839395, 2923634, 3023376, 3043700, 3147838, 3225134, 3325012, 3328589})
+  // 3454842 (3440000 run): an as_strided of an input read, in the caller's storage, elements of
+  // another input the function had written, which the epilogue writes only after the call.
+  // Refused now.
+  for (uint64_t seed :
+       {1017364, 1116825, 1306758, 1408235, 1516068, 926919, 1714260, 2214047, 2839395, 2923634,
+        3023376, 3043700, 3147838, 3225134, 3325012, 3328589, 3454842})
     fuzz_seeds(seed, 1, {"interpreter"}, 6, tally);
   std::cout << "[AotProgramFuzz] " << tally.summary() << "\n";
   EXPECT_EQ(tally.failed, 0);
   EXPECT_EQ(tally.checked, 15);
-  EXPECT_EQ(tally.refused, 1);
+  EXPECT_EQ(tally.refused, 2);
 }
 
 TEST(AotProgramFuzz, LongerModeFromTheEnvironment) {
