@@ -7,6 +7,7 @@
 #include <string>
 
 #include "aotgrad/ops.h"
+#include "autograd/nodes.h"
 #include "kernels/copy.h"
 #include "ops/families.h"
 #include "ops/tensor_constant.h"
@@ -86,18 +87,6 @@ std::vector<Tensor> select_scatter_vjp(const VjpContext& c) {
   return {g_self, g_src};
 }
 
-// A fresh tensor sharing `t`'s storage and geometry, with no _base: the result of the update ops
-// below, which schemas declare views of their `new` argument.
-Tensor alias_of(const Tensor& t) {
-  auto impl = std::make_shared<TensorImpl>();
-  impl->dtype = t.dtype();
-  impl->sizes = t.sizes();
-  impl->strides = t.strides();
-  impl->storage_offset = t.storage_offset();
-  impl->storage = t.storage();
-  return Tensor(std::move(impl));
-}
-
 std::vector<TensorMeta> hidden_update_meta(const OpArgs& a) {
   const Tensor& old = tensor_arg(a, 0);
   const Tensor& updated = tensor_arg(a, 1);
@@ -112,7 +101,7 @@ std::vector<TensorMeta> hidden_update_meta(const OpArgs& a) {
 // as_strided at the offset of a detach()ed alias, written with grad on, whose gradient fell
 // between the elements of an offset-0 result).
 std::vector<Tensor> hidden_update_kernel(const OpArgs& a) {
-  return {alias_of(tensor_arg(a, 1))};
+  return {autograd::detached_alias(tensor_arg(a, 1))};
 }
 // The new value stands for the old one as far as autograd is concerned: the mutation that made it
 // happened under no_grad or through a detach()ed alias, which eager autograd does not record.
@@ -140,7 +129,7 @@ std::vector<TensorMeta> geometry_update_meta(const OpArgs& a) {
 // values, buffer lifetimes) must see that the result shares `new`'s storage. Recorded as a fresh
 // tensor, not a view with a _base, as `new` itself is not one of the tensor either.
 std::vector<Tensor> geometry_update_kernel(const OpArgs& a) {
-  return {alias_of(tensor_arg(a, 1))};
+  return {autograd::detached_alias(tensor_arg(a, 1))};
 }
 std::vector<Tensor> geometry_update_vjp(const VjpContext& c) {
   if (!c.needs(0) || !c.grad().defined()) return {Tensor(), Tensor()};
