@@ -245,6 +245,10 @@ class Tracer final : public ops::Interpreter, public autograd::TracedAutograd {
   Tensor rebased_as_strided(const StorageState& s, const ViewStep& step, const Tensor& root);
   Tensor permuted(const Tensor& t, const IntList& dims);
   Tensor storage_copy(const StorageState& s, const Tensor& root);
+  // `value` laid into a zeroed 1-D image of a storage from offset 0 by the geometry (sizes,
+  // strides), which must not overlap itself: its elements where such a tensor's are, zeros in the
+  // gaps.
+  Tensor image_of(const Tensor& value, const IntList& sizes, const IntList& strides);
   // Records view step `step` applied to `base`, under the step's grad mode; a detach() step
   // whose alias has a history of its own yields that history with the current data.
   Tensor apply_step(const ViewStep& step, const Tensor& base);

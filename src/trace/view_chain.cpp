@@ -173,24 +173,31 @@ Tensor Tracer::permuted(const Tensor& t, const IntList& dims) {
 // whatever the layout of the root's current value (or of the copy the runtime passes of a written
 // input). A gapped root is laid into a zeroed image of its storage instead, by its geometry.
 Tensor Tracer::storage_copy(const StorageState& s, const Tensor& root) {
-  auto call = [&](std::string_view name, ops::OpArgs args) {
-    const ops::OpDef& op = ops::lookup(name);
-    ops::normalize(op, args);
-    return record(op, args, /*track=*/false).at(0);
-  };
-  if (s.storage_order) return call("aten.clone.default", {permuted(root, *s.storage_order)});
+  if (s.storage_order) {
+    const ops::OpDef& clone = ops::lookup("aten.clone.default");
+    ops::OpArgs cargs{permuted(root, *s.storage_order)};
+    ops::normalize(clone, cargs);
+    return record(clone, cargs, /*track=*/false).at(0);
+  }
   if (root.sizes() != s.gapped_sizes)
     throw UnsupportedError(
         "aten.as_strided.default on input " + std::to_string(s.input_index) +
         ", which is not dense in its storage and whose sizes changed in place: aot_function "
         "cannot yet rebase as_strided's absolute offsets there. Apply it to a contiguous "
         "clone(), or use slice/select/view.");
+  return image_of(root, s.gapped_sizes, s.gapped_strides);
+}
+
+Tensor Tracer::image_of(const Tensor& value, const IntList& sizes, const IntList& strides) {
+  auto call = [&](std::string_view name, ops::OpArgs args) {
+    const ops::OpDef& op = ops::lookup(name);
+    ops::normalize(op, args);
+    return record(op, args, /*track=*/false).at(0);
+  };
   int64_t extent = 1;
-  for (size_t d = 0; d < s.gapped_sizes.size(); ++d)
-    extent += (s.gapped_sizes[d] - 1) * s.gapped_strides[d];
-  Tensor zeros = call("aten.new_zeros.default", {root, IntList{extent}});
-  return call("aten.as_strided_scatter.default",
-              {zeros, root, s.gapped_sizes, s.gapped_strides, int64_t{0}});
+  for (size_t d = 0; d < sizes.size(); ++d) extent += (sizes[d] - 1) * strides[d];
+  Tensor zeros = call("aten.new_zeros.default", {value, IntList{extent}});
+  return call("aten.as_strided_scatter.default", {zeros, value, sizes, strides, int64_t{0}});
 }
 
 bool Tracer::window_in_root(const StorageState& s, const ViewStep& step) const {
@@ -451,20 +458,12 @@ Tracer::Scattered Tracer::scatter_into_root(size_t state_index, const Tensor& up
     // tensor) keeps its exact strides too, from offset 0, so its views replayed from the new
     // value have eager's strides: t().view(-1) of a slice of a (3, 15)-strided [5, 6] input is
     // allowed in eager and was refused on a contiguous new value (AotProgramFuzz, seed 3325012).
-    // The new value is scattered into a zeroed buffer that spans the strides, then viewed.
-    int64_t extent = 1;
-    for (size_t d = 0; d < old_root.sizes().size(); ++d)
-      extent += (old_root.sizes()[d] - 1) * old_root.strides()[d];
-    auto call = [&](std::string_view name, ops::OpArgs args) {
-      const ops::OpDef& op = ops::lookup(name);
-      ops::normalize(op, args);
-      return record(op, args, /*track=*/false).at(0);
-    };
+    // The new value is laid into an image that spans the strides (image_of), then viewed.
     const IntList sizes = old_root.sizes(), strides = old_root.strides();
-    Tensor buffer = call("aten.new_zeros.default", {u, IntList{extent}});
-    Tensor laid_out =
-        call("aten.as_strided_scatter.default", {buffer, u, sizes, strides, int64_t{0}});
-    u = call("aten.as_strided.default", {laid_out, sizes, strides, int64_t{0}});
+    const ops::OpDef& as_strided = ops::lookup("aten.as_strided.default");
+    ops::OpArgs args{image_of(u, sizes, strides), sizes, strides, int64_t{0}};
+    ops::normalize(as_strided, args);
+    u = record(as_strided, args, /*track=*/false).at(0);
   }
   return {u, detached};
 }
