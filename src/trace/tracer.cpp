@@ -428,6 +428,7 @@ std::vector<Tensor> Tracer::record(const ops::OpDef& op, ops::OpArgs& args, bool
   // as_strided of a root that is not laid out as its storage reads the root's elements
   // (rebased_as_strided), where it can; the view it makes keeps eager's geometry.
   std::optional<ViewStep> rebased;
+  std::optional<graph::ValueId> in_place_base;
   if (op.name == "aten.as_strided.default") {
     const Tensor& base = ops::tensor_arg(args, 0);
     if (traced_here(base) && base.impl()->trace.alias != UINT32_MAX) {
@@ -447,16 +448,18 @@ std::vector<Tensor> Tracer::record(const ops::OpDef& op, ops::OpArgs& args, bool
                window_within_positions(step, base.storage_offset(), base.sizes(), base.strides());
       };
       bool on_root = ts.chain.empty() || (seen_through && window_in_base());
-      if (!on_root)
+      if (!on_root) {
         check_as_strided(ts.storage);
-      else if (as_strided_needs_rebase(storages_[ts.storage], step, /*writing=*/false, true))
+        in_place_base = in_place_view(ts);
+      } else if (as_strided_needs_rebase(storages_[ts.storage], step, /*writing=*/false, true))
         rebased = std::move(step);
     }
   }
   std::vector<graph::NodeArg> node_args;
   bool any_requires_grad = false;
   for (size_t i = 0; i < args.size(); ++i) {
-    node_args.push_back(to_node_arg(op, args[i], i));
+    node_args.push_back(i == 0 && in_place_base ? graph::NodeArg{*in_place_base}
+                                                : to_node_arg(op, args[i], i));
     for (graph::ValueId v : graph::arg_values(node_args.back()))
       any_requires_grad = any_requires_grad || requires_grad(v);
   }

@@ -257,6 +257,11 @@ class Tracer final : public ops::Interpreter, public autograd::TracedAutograd {
   // A user's as_strided on `storage`: refused after a write unless the root's value is laid out
   // as its storage; before one, reads the input in place (StorageState::read_in_place).
   void check_as_strided(size_t storage);
+  // Before any write (check_as_strided passed), the view `ts` read in place: its steps applied
+  // to the input itself, for an as_strided reaching past the view. An as_strided step of the
+  // chain may have been rebased onto a copy of the input's elements (rebased_as_strided), which
+  // holds nothing past them. Empty when the view's value already reads the caller's storage.
+  std::optional<graph::ValueId> in_place_view(const TensorState& ts);
   Tensor replay(StorageState& s, const std::vector<ViewStep>& chain, size_t steps);
   void sync(const Tensor& t);
   void sync_args(ops::OpArgs& args);

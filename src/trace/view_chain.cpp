@@ -320,6 +320,16 @@ void Tracer::check_as_strided(size_t storage) {
   s.read_in_place = s.read_in_place || s.input_index >= 0;
 }
 
+std::optional<graph::ValueId> Tracer::in_place_view(const TensorState& ts) {
+  const StorageState& s = storages_[ts.storage];
+  if (s.root_offset == 0 && s.root_is_storage) return std::nullopt;
+  if (std::none_of(ts.chain.begin(), ts.chain.end(), is_as_strided)) return std::nullopt;
+  const std::vector<ViewStep> chain = ts.chain;
+  Tensor cur = bind(s.root, requires_grad(s.root));
+  for (const ViewStep& step : chain) cur = apply_step(step, cur);
+  return graph::ValueId{cur.impl()->trace.value};
+}
+
 bool Tracer::as_strided_needs_rebase(StorageState& s, const ViewStep& step, bool writing,
                                      bool on_root) {
   if (s.input_index >= 0) reads_input_offsets_ = true;

@@ -282,6 +282,29 @@ TEST(AsStridedWrite, ReadPastAnInputIntoAnotherInputOfItsStorage) {
       "reads its caller's storage in place after input 1, which shares that storage, was written");
 }
 
+TEST(AsStridedWrite, ReadPastAWindowRebasedOntoTheInputsElements) {
+  // AotProgramFuzz, seed 3567837: the first as_strided lies within the input (a row at offset 10
+  // of a [6, 5] leaf), so it reads a copy of the input's elements; the second reaches past the
+  // input. It read that copy too, which raised (or, with an explicit offset that fit the copy,
+  // gave other elements). It now reads the caller's storage in place through the same steps, and
+  // its gradient reaches only the first window's elements, as eager's AsStridedBackward gives.
+  auto make = [] {
+    Tensor r = leaf({6, 5}, 58);
+    return OracleSetup{{r.select(0, 2)}, {r}};
+  };
+  like_eager_under_both_compilers(make, [](std::vector<Tensor> a) {
+    Tensor v = a[0].as_strided({1, 2}, {1, 1});
+    Tensor w = v.as_strided({3, 2}, {2, 1});
+    return std::vector<Tensor>{w * v, (w * w).sum(1)};
+  });
+  like_eager_under_both_compilers(make, [](std::vector<Tensor> a) {
+    Tensor v = a[0].as_strided({2, 2}, {1, 1}, 11);
+    Tensor before = v.as_strided({2, 2}, {1, 1}, 1);  // row 0 of the leaf, outside the input
+    Tensor after = v.t().as_strided({3}, {2}, 12);
+    return std::vector<Tensor>{before * 2.0, after.exp(), v * 1.0};
+  });
+}
+
 TEST(AsStridedWrite, InputWrittenAfterAnAsStridedReadPastItsElements) {
   // The read reaches storage elements outside the input (its base's), which only the caller's
   // storage holds. A written input reached the compiled function as a contiguous clone, where the
