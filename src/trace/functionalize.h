@@ -81,6 +81,7 @@ Tensor replay_view(Tensor base, const std::vector<ViewStep>& chain, PieceCache& 
 struct StorageState {
   std::shared_ptr<Storage> storage;  // identity of the fake storage; kept alive while tracing
   graph::ValueId root;               // current value of the root tensor
+  graph::ValueId first;              // the root's value before anything wrote it (an input's)
   uint64_t generation = 0;
   int input_index = -1;  // graph input that owns this storage, or -1 for intermediates
   // The input's storage offset. Graph values made by functional ops start at offset 0, while

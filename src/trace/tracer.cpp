@@ -186,6 +186,7 @@ void Tracer::track_root(const Tensor& t, int input_index) {
   StorageState s;
   s.storage = t.storage();
   s.root = graph::ValueId{t.impl()->trace.value};
+  s.first = s.root;
   s.input_index = input_index;
   // An op's result covers its own storage; as_strided addresses it as the value is laid out.
   s.root_is_storage = t.is_contiguous() && t.storage_offset() == 0;
@@ -310,7 +311,9 @@ graph::ValueId Tracer::value_of(const Tensor& t, const std::string& what) {
         " is a traced tensor of another trace (a value kept from an earlier call of a "
         "traced function). Pass it to the function as an argument.");
   }
-  if (auto it = stale_input_views_.find(t.impl()->trace.alias); it != stale_input_views_.end())
+  // Under no_grad the view's regenerated history is never used.
+  if (auto it = stale_input_views_.find(t.impl()->trace.alias);
+      it != stale_input_views_.end() && autograd::grad_mode_enabled())
     throw UnsupportedError(it->second);
   sync(t);
   return graph::ValueId{t.impl()->trace.value};
@@ -429,6 +432,7 @@ std::vector<Tensor> Tracer::record(const ops::OpDef& op, ops::OpArgs& args, bool
   // (rebased_as_strided), where it can; the view it makes keeps eager's geometry.
   std::optional<ViewStep> rebased;
   std::optional<graph::ValueId> in_place_base;
+  std::optional<int64_t> absolute_offset;  // where in_place_base starts at offset 0
   if (op.name == "aten.as_strided.default") {
     const Tensor& base = ops::tensor_arg(args, 0);
     if (traced_here(base) && base.impl()->trace.alias != UINT32_MAX) {
@@ -448,7 +452,10 @@ std::vector<Tensor> Tracer::record(const ops::OpDef& op, ops::OpArgs& args, bool
                window_within_positions(step, base.storage_offset(), base.sizes(), base.strides());
       };
       bool on_root = ts.chain.empty() || (seen_through && window_in_base());
-      if (!on_root) {
+      if (std::optional<graph::ValueId> image = image_past_written_input(ts, base, step, on_root)) {
+        in_place_base = image;
+        absolute_offset = ops::int_arg(step.args, 3);
+      } else if (!on_root) {
         check_as_strided(ts.storage);
         in_place_base = in_place_view(ts);
       } else if (as_strided_needs_rebase(storages_[ts.storage], step, /*writing=*/false, true))
@@ -463,6 +470,7 @@ std::vector<Tensor> Tracer::record(const ops::OpDef& op, ops::OpArgs& args, bool
     for (graph::ValueId v : graph::arg_values(node_args.back()))
       any_requires_grad = any_requires_grad || requires_grad(v);
   }
+  if (absolute_offset) node_args[3] = *absolute_offset;
   std::vector<ops::TensorMeta> metas;
   try {
     metas = op.meta(args);
@@ -619,8 +627,16 @@ std::vector<Tensor> Tracer::functionalize_inplace(const ops::OpDef& op, ops::OpA
   bool grad_on = autograd::grad_mode_enabled();
   bool hidden = !grad_on || tensors_[state_index].hidden;
   check_leaf_mutation(op, tensors_[state_index], hidden, graph::ValueId{self.impl()->trace.value});
+  // Where no argument and not the storage require grad, eager makes no CopySlices at all.
+  auto any_requires_grad = [&] {
+    if (requires_grad(storages_[tensors_[state_index].storage].root)) return true;
+    for (const ops::Arg& a : args)
+      if (const auto* t = std::get_if<Tensor>(&a); t && t->defined() && t->requires_grad())
+        return true;
+    return false;
+  };
   if (auto it = inputs_changed_under_views_.find(tensors_[state_index].storage);
-      !hidden && it != inputs_changed_under_views_.end())
+      !hidden && it != inputs_changed_under_views_.end() && any_requires_grad())
     throw UnsupportedError(
         std::string(op.name) + " writes with grad on to input " + std::to_string(it->second) +
         ", whose geometry changed in place under no_grad while a view of it made before was "

@@ -262,6 +262,28 @@ class Tracer final : public ops::Interpreter, public autograd::TracedAutograd {
   // chain may have been rebased onto a copy of the input's elements (rebased_as_strided), which
   // holds nothing past them. Empty when the view's value already reads the caller's storage.
   std::optional<graph::ValueId> in_place_view(const TensorState& ts);
+  // After a write to an input, a user's as_strided of `base` (a view of it, or the input) whose
+  // window reaches storage elements outside the input: a 1-D image of the caller's storage from
+  // offset 0, read in place (StorageState::read_in_place) with the input's new value scattered
+  // in by its geometry, then `base`'s value scattered in by base's, so that the window's
+  // gradient reaches base's elements only, as eager's AsStridedBackward restricts it. Empty
+  // where that does not apply (the caller then rebases or refuses as before).
+  std::optional<graph::ValueId> image_past_written_input(const TensorState& ts, const Tensor& base,
+                                                         const ViewStep& step, bool on_root);
+  // Whether storage `storage` is a written input whose new value can be laid into an image of
+  // the caller's storage: dense or gapped, its geometry unchanged, not covering its storage.
+  bool imaged_after_write(size_t storage) const;
+  // That image: 1-D from offset 0, at least `extent` long, the caller's elements read in place
+  // (StorageState::read_in_place) and the root's value scattered in by the input's geometry,
+  // taking gradient where `root_grad`.
+  Tensor storage_image(size_t storage, int64_t extent, bool root_grad);
+  // A view through as_strided reaching past a written input, read again after a later write
+  // (replay): the window of the storage's image, where eager's regenerated history gives no
+  // gradient to the elements outside the input.
+  bool regenerated_past_written_input(const StorageState& s, const ViewStep& step) const;
+  Tensor imaged_as_strided(const StorageState& s, const ViewStep& step);
+  // Records `name` on `args` (normalized) without functionalization tracking; its first result.
+  Tensor call_untracked(std::string_view name, ops::OpArgs args);
   Tensor replay(StorageState& s, const std::vector<ViewStep>& chain, size_t steps);
   void sync(const Tensor& t);
   void sync_args(ops::OpArgs& args);

@@ -20,6 +20,20 @@
 
 namespace aotgrad::trace {
 
+namespace {
+
+// One past the last storage position a geometry reaches; 0 for an empty one.
+int64_t reach_end(const IntList& sizes, const IntList& strides, int64_t offset) {
+  int64_t end = offset + 1;
+  for (size_t d = 0; d < sizes.size(); ++d) {
+    if (sizes[d] == 0) return 0;
+    end += (sizes[d] - 1) * strides[d];
+  }
+  return end;
+}
+
+}  // namespace
+
 bool is_as_strided(const ViewStep& step) {
   return step.op->name == "aten.as_strided.default";
 }
@@ -155,11 +169,34 @@ Tensor Tracer::replay(StorageState& s, const std::vector<ViewStep>& chain, size_
   const std::vector<ViewStep> rebased = rebased_chain(chain, steps);
   for (size_t i = 0; i < rebased.size(); ++i) {
     const ViewStep& step = rebased[i];
-    cur = is_as_strided(step) && as_strided_needs_rebase(s, step, /*writing=*/false, i == 0)
-              ? rebased_as_strided(s, step, cur)
-              : apply_step(step, cur);
+    if (i == 0 && is_as_strided(step) && regenerated_past_written_input(s, step))
+      cur = imaged_as_strided(s, step);
+    else if (is_as_strided(step) && as_strided_needs_rebase(s, step, /*writing=*/false, i == 0))
+      cur = rebased_as_strided(s, step, cur);
+    else
+      cur = apply_step(step, cur);
   }
   return cur;
+}
+
+// Eager regenerates such a view as an as_strided of the caller's base, whose gradient reaches
+// the window's elements outside the input too: only where nothing there takes a gradient (the
+// input did not require grad when called, and no other input of its base was written with grad
+// on) is the gradient the root's elements take all of it.
+bool Tracer::regenerated_past_written_input(const StorageState& s, const ViewStep& step) const {
+  const size_t storage = static_cast<size_t>(&s - storages_.data());
+  return imaged_after_write(storage) && !window_in_root(s, step) && !requires_grad(s.first) &&
+         !caller_base_has_history(storage);
+}
+
+Tensor Tracer::imaged_as_strided(const StorageState& s, const ViewStep& step) {
+  GradModeScope mode(step.grad_mode);
+  const IntList& size = ops::int_list_arg(step.args, 1);
+  const IntList& stride = ops::int_list_arg(step.args, 2);
+  const int64_t offset = ops::int_arg(step.args, 3);
+  Tensor image = storage_image(static_cast<size_t>(&s - storages_.data()),
+                               reach_end(size, stride, offset), /*root_grad=*/true);
+  return call_untracked("aten.as_strided.default", {image, size, stride, offset});
 }
 
 Tensor Tracer::permuted(const Tensor& t, const IntList& dims) {
@@ -328,6 +365,63 @@ std::optional<graph::ValueId> Tracer::in_place_view(const TensorState& ts) {
   Tensor cur = bind(s.root, requires_grad(s.root));
   for (const ViewStep& step : chain) cur = apply_step(step, cur);
   return graph::ValueId{cur.impl()->trace.value};
+}
+
+bool Tracer::imaged_after_write(size_t storage) const {
+  const StorageState& s = storages_[storage];
+  if (s.input_index < 0 || s.generation == 0 || (s.root_offset == 0 && s.root_is_storage))
+    return false;
+  if (!s.storage_order && !s.gapped()) return false;  // overlaps itself
+  if (graph_.value(s.root).meta.sizes != graph_.value(s.first).meta.sizes) return false;
+  // The input's geometry changed in place: its value no longer lies where the input's did.
+  return std::find(metadata_touched_storages_.begin(), metadata_touched_storages_.end(), storage) ==
+         metadata_touched_storages_.end();
+}
+
+Tensor Tracer::storage_image(size_t storage, int64_t extent, bool root_grad) {
+  check_read_in_place_after_shared_write(storage);
+  reads_input_offsets_ = true;
+  StorageState& s = storages_[storage];
+  s.read_in_place = true;
+  const ops::TensorMeta input = graph_.value(s.first).meta;
+  extent = std::max(extent, reach_end(input.sizes, input.strides, input.storage_offset));
+  // bind marks the value's requires_grad: each keeps its own.
+  auto value = [&](graph::ValueId v) { return bind(v, requires_grad(v)); };
+  Tensor whole;
+  {
+    GradModeScope off(false);  // the elements outside the input take no gradient
+    whole = call_untracked("aten.as_strided.default",
+                           {value(s.first), IntList{extent}, IntList{1}, int64_t{0}});
+  }
+  GradModeScope mode(root_grad && autograd::grad_mode_enabled());
+  return call_untracked("aten.as_strided_scatter.default",
+                        {whole, value(s.root), input.sizes, input.strides, input.storage_offset});
+}
+
+std::optional<graph::ValueId> Tracer::image_past_written_input(const TensorState& ts,
+                                                               const Tensor& base,
+                                                               const ViewStep& step, bool on_root) {
+  if (!imaged_after_write(ts.storage)) return std::nullopt;
+  if (on_root && window_in_root(storages_[ts.storage], step)) return std::nullopt;  // rebased
+  if (!kernels::is_non_overlapping(base.sizes(), base.strides())) return std::nullopt;
+  const int64_t extent =
+      std::max(reach_end(base.sizes(), base.strides(), base.storage_offset()),
+               reach_end(ops::int_list_arg(step.args, 1), ops::int_list_arg(step.args, 2),
+                         ops::int_arg(step.args, 3)));
+  Tensor image = storage_image(ts.storage, extent, /*root_grad=*/false);
+  // The window's gradient reaches base's elements only: base's value scattered in last.
+  GradModeScope mode(step.grad_mode);
+  const graph::ValueId b{base.impl()->trace.value};
+  Tensor with_base = call_untracked(
+      "aten.as_strided_scatter.default",
+      {image, bind(b, requires_grad(b)), base.sizes(), base.strides(), base.storage_offset()});
+  return graph::ValueId{with_base.impl()->trace.value};
+}
+
+Tensor Tracer::call_untracked(std::string_view name, ops::OpArgs args) {
+  const ops::OpDef& op = ops::lookup(name);
+  ops::normalize(op, args);
+  return record(op, args, /*track=*/false).at(0);
 }
 
 bool Tracer::as_strided_needs_rebase(StorageState& s, const ViewStep& step, bool writing,

@@ -627,13 +627,18 @@ TEST(MetadataMutation, AsStridedOfOffsetInputAndMutation) {
         a[0].mul_(2.0);
         return std::vector<Tensor>{y * 1.0};
       });
-  // A window that reaches past the input's elements is still refused after a write.
-  auto g = ag::aot_function([](Tensor x) {
-    Tensor y = ag::as_strided(x, {2, 2}, {1, 2}, 1);
-    x.mul_(2.0);
-    return y * 1.0;
-  });
-  EXPECT_THROW(g(plain({8}).slice(0, 2, 8)), ag::trace::UnsupportedError);
+  // A window that reaches past the input's elements, read after a write, reads an image of the
+  // caller's storage (refused until Tracer::storage_image; where the input requires grad, it still
+  // is: AsStridedWrite.ReadPastAnInputMadeBeforeAWriteAndUsedAfter).
+  expect_like_eager(
+      [] {
+        return OracleSetup{{plain({8}).slice(0, 2, 8)}, {}};
+      },
+      [](std::vector<Tensor> a) {
+        Tensor y = ag::as_strided(a[0], {2, 2}, {1, 2}, 1);
+        a[0].mul_(2.0);
+        return std::vector<Tensor>{y * 1.0};
+      });
   // Offset 0 inputs are exact.
   expect_like_eager(
       [] {
@@ -1426,6 +1431,48 @@ TEST(MetadataMutation, ViewOfAnInputMadeBeforeItsGeometryChangedWrittenWithGradO
         return ag::testing::TensorList{x * 1.0};
       },
       "writes with grad on to input 0, whose geometry changed in place under no_grad");
+}
+
+TEST(MetadataMutation, ViewOfAnInputMadeBeforeItsGeometryChangedWrittenWhereNothingRequiresGrad) {
+  // AotProgramFuzz, seeds 3640484 and 3642264: gap 2 where neither the input nor what is written
+  // requires grad. Eager makes no CopySlices then, so the write is data only; it was refused.
+  expect_like_eager(
+      [] {
+        return OracleSetup{{plain({3, 3}, 5), plain({3}, 6)}, {}};
+      },
+      [](std::vector<Tensor> a) {
+        Tensor x = a[0];
+        Tensor u = x.select(0, 1);
+        {
+          ag::NoGradGuard no_grad;
+          ag::t_(x);
+        }
+        u.mul_(a[1]);
+        return std::vector<Tensor>{x * 1.0, u};
+      });
+}
+
+TEST(MetadataMutation, ViewOfAnInputMadeBeforeItsSizesChangedUsedUnderNoGrad) {
+  // AotProgramFuzz, seed 3642581: gap 1 where the view is read under no_grad only. Eager's
+  // regenerated history of the view is never built there (no_grad records nothing); it was
+  // refused. x's own sizes come back before it is used with grad on.
+  expect_like_eager(
+      [] {
+        Tensor leaf = test_input({3, 3}, -1, 1, 7);
+        return OracleSetup{{leaf * 2.0}, {leaf}};
+      },
+      [](std::vector<Tensor> a) {
+        Tensor x = a[0];
+        Tensor u = x.select(0, 1);
+        Tensor c;
+        {
+          ag::NoGradGuard no_grad;
+          ag::unsqueeze_(x, 1);
+          c = u * 2.0 + x.sum();
+          ag::squeeze_(x, 1);
+        }
+        return std::vector<Tensor>{c, (x * x).sum(0)};
+      });
 }
 
 TEST(MetadataMutation, ViewOfAnInputMadeBeforeItsSizesChangedUnderNoGradIsRefusedOnlyWhereUsed) {
