@@ -62,6 +62,18 @@ constexpr std::array kOps = {
     OpRow{Op::transpose_, "transpose_", Form::free_inplace, true},
     OpRow{Op::unsqueeze_, "unsqueeze_", Form::free_inplace, true},
     OpRow{Op::squeeze_, "squeeze_", Form::free_inplace, true},
+    OpRow{Op::exp, "exp", Form::method, false},
+    OpRow{Op::div_scalar, "div", Form::method_scalar, false},
+    OpRow{Op::softmax, "softmax", Form::method_ints, false},
+    OpRow{Op::log_softmax, "log_softmax", Form::method_ints, false},
+    OpRow{Op::amax, "amax", Form::reduce_dim, false},
+    OpRow{Op::split_piece, "split", Form::piece, false},
+    OpRow{Op::chunk_piece, "chunk", Form::piece, false},
+    OpRow{Op::unbind_piece, "unbind", Form::piece, false},
+    OpRow{Op::div_scalar_, "div_", Form::method_scalar, true},
+    OpRow{Op::leaky_relu_, "leaky_relu_", Form::free_inplace, true},
+    OpRow{Op::silu_, "silu_", Form::free_inplace, true},
+    OpRow{Op::hardtanh_, "hardtanh_", Form::free_inplace, true},
 };
 
 constexpr bool table_is_in_enum_order() {
@@ -178,6 +190,30 @@ Tensor apply_op(const Step& s, Tensor a, const Tensor& b) {
       return aotgrad::unsqueeze_(a, n[0]);
     case Op::squeeze_:
       return aotgrad::squeeze_(a, n[0]);
+    case Op::exp:
+      return a.exp();
+    case Op::div_scalar:
+      return a.div(s.scalar);
+    case Op::softmax:
+      return a.softmax(n[0]);
+    case Op::log_softmax:
+      return a.log_softmax(n[0]);
+    case Op::amax:
+      return a.amax(IntList{n[0]}, n[1] != 0);
+    case Op::split_piece:
+      return aotgrad::split(a, n[0], n[1]).at(static_cast<size_t>(n[2]));
+    case Op::chunk_piece:
+      return aotgrad::chunk(a, n[0], n[1]).at(static_cast<size_t>(n[2]));
+    case Op::unbind_piece:
+      return aotgrad::unbind(a, n[0]).at(static_cast<size_t>(n[1]));
+    case Op::div_scalar_:
+      return a.div_(s.scalar);
+    case Op::leaky_relu_:
+      return aotgrad::leaky_relu_(a, 0.25);
+    case Op::silu_:
+      return aotgrad::silu_(a);
+    case Op::hardtanh_:
+      return aotgrad::hardtanh_(a, -0.5, 0.5);
   }
   return {};
 }
@@ -220,8 +256,16 @@ std::string expression(const Step& s, const std::string& a, const std::string& b
       return "ag::cat({" + a + ", " + b + "}, " + std::to_string(n[0]) + ")";
     case Form::where:
       return "ag::where(" + a + ".gt(0.0), " + a + ", " + b + ")";
-    case Form::free_inplace:
-      return "ag::" + name + "(" + a + (n.empty() ? "" : ", " + join_ints(n, 0, n.size())) + ")";
+    case Form::free_inplace: {
+      std::string extra = s.op == Op::leaky_relu_ ? ", 0.25"
+                          : s.op == Op::hardtanh_ ? ", -0.5, 0.5"
+                                                  : "";
+      return "ag::" + name + "(" + a + (n.empty() ? "" : ", " + join_ints(n, 0, n.size())) + extra +
+             ")";
+    }
+    case Form::piece:
+      return "ag::" + name + "(" + a + ", " + join_ints(n, 0, n.size() - 1) + ")[" +
+             std::to_string(n.back()) + "]";
   }
   return "?";
 }
@@ -284,8 +328,9 @@ std::vector<Tensor> Program::run(std::vector<Tensor> in) const {
 
 std::string Program::to_string() const {
   std::ostringstream os;
-  os << "// program seed " << seed << " (draw " << attempt << "), " << dtype_name(dtype)
-     << "\n// setup\n";
+  os << "// program seed " << seed << " (draw " << attempt
+     << (generator == 1 ? "" : ", generator " + std::to_string(generator)) << "), "
+     << dtype_name(dtype) << "\n// setup\n";
   for (size_t i = 0; i < roots.size(); ++i) {
     const Root& r = roots[i];
     os << "Tensor r" << i << " = ";

@@ -81,6 +81,20 @@ enum class Op : uint8_t {
   transpose_,
   unsqueeze_,
   squeeze_,
+  // the second generator's ops (draw_program's `generator` 2), after the first's so that its
+  // programs draw as they did
+  exp,
+  div_scalar,
+  softmax,
+  log_softmax,
+  amax,
+  split_piece,  // one piece of a multi-output view
+  chunk_piece,
+  unbind_piece,
+  div_scalar_,
+  leaky_relu_,
+  silu_,
+  hardtanh_,
 };
 
 // How a step is printed and what it needs; one row per op.
@@ -95,6 +109,7 @@ enum class Form : uint8_t {
   cat,            // ag::cat({a, b}, i0)
   where,          // ag::where(a.gt(0), a, b)
   free_inplace,   // ag::name(a, i0, ...)
+  piece,          // ag::name(a, i0, ...)[last int]
 };
 
 struct OpRow {
@@ -129,7 +144,8 @@ struct InputSpec {
 
 struct Program {
   uint64_t seed = 0;
-  int attempt = 0;  // which draw from `seed` eager accepted
+  int attempt = 0;    // which draw from `seed` eager accepted
+  int generator = 1;  // which op set drew it (draw_program)
   DType dtype = DType::f64;
   std::vector<Root> roots;
   std::vector<InputSpec> inputs;
@@ -147,7 +163,10 @@ struct Program {
 void apply_step(const Step& s, std::vector<Tensor>& values);
 
 // A program eager accepts (the body and the oracle's backward run without raising), or nullopt
-// when `attempts` draws from `seed` gave none. `discarded` counts the rejected draws.
-std::optional<Program> draw_program(uint64_t seed, int attempts, int* discarded);
+// when `attempts` draws from `seed` gave none. `discarded` counts the rejected draws. Generator 1
+// draws the ops up to squeeze_ (every seed replayed in program_fuzz_test.cpp was drawn so);
+// generator 2 adds exp, div, softmax, log_softmax, amax, pieces of split, chunk and unbind, and
+// div_, leaky_relu_, silu_, hardtanh_ in place.
+std::optional<Program> draw_program(uint64_t seed, int attempts, int* discarded, int generator = 1);
 
 }  // namespace aotgrad::testing::program_fuzz

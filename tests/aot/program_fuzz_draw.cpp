@@ -48,7 +48,7 @@ enum class Kind {
 
 class ProgramGenerator {
  public:
-  explicit ProgramGenerator(uint64_t seed) : rng_(seed) {}
+  ProgramGenerator(uint64_t seed, int generator) : rng_(seed), generator_(generator) {}
 
   Program draw(DType dtype) {
     p_.dtype = dtype;
@@ -249,6 +249,57 @@ class ProgramGenerator {
     }
   }
 
+  // Generator 2's new values: exp, div by a scalar, softmax and log_softmax along a dim, amax.
+  std::optional<Step> draw_second_generator_value(const Tensor& a, Step s) {
+    switch (pick(0, 4)) {
+      case 0:
+        s.op = Op::exp;
+        return s;
+      case 1:
+        s.op = Op::div_scalar;
+        s.scalar = one_of(std::vector<double>{2.0, -0.5, 4.0});
+        return s;
+      case 2:
+      case 3:
+        if (a.dim() == 0) return std::nullopt;
+        s.op = chance(0.5) ? Op::softmax : Op::log_softmax;
+        s.ints = {pick(0, a.dim() - 1)};
+        return s;
+      default:
+        if (a.dim() == 0) return std::nullopt;
+        s.op = Op::amax;
+        s.ints = {pick(0, a.dim() - 1), chance(0.5) ? 1 : 0};
+        return s;
+    }
+  }
+
+  // One piece of split, chunk or unbind along a dim of `a`.
+  std::optional<Step> draw_piece(const Tensor& a) {
+    if (a.dim() < 1) return std::nullopt;
+    Step s;
+    int64_t d = pick(0, a.dim() - 1), n = a.size(d);
+    if (n < 1) return std::nullopt;
+    switch (pick(0, 2)) {
+      case 0: {
+        s.op = Op::split_piece;
+        int64_t size = pick(1, n);
+        s.ints = {size, d, pick(0, (n + size - 1) / size - 1)};
+        return s;
+      }
+      case 1: {
+        s.op = Op::chunk_piece;
+        int64_t chunks = pick(1, std::min<int64_t>(n, 3));
+        int64_t each = (n + chunks - 1) / chunks;
+        s.ints = {chunks, d, pick(0, (n + each - 1) / each - 1)};
+        return s;
+      }
+      default:
+        s.op = Op::unbind_piece;
+        s.ints = {d, pick(0, n - 1)};
+        return s;
+    }
+  }
+
   std::optional<Step> draw_op(Kind kind) {
     bool in_place = kind == Kind::inplace || kind == Kind::metadata;
     std::optional<int> ai = draw_operand(in_place);
@@ -258,6 +309,7 @@ class ProgramGenerator {
     s.a = *ai;
     switch (kind) {
       case Kind::unary:
+        if (generator_ >= 2 && chance(0.25)) return draw_second_generator_value(a, s);
         s.op = one_of(
             std::vector<Op>{Op::neg, Op::sin, Op::cos, Op::tanh, Op::sigmoid, Op::relu, Op::abs});
         return s;
@@ -327,6 +379,11 @@ class ProgramGenerator {
         return s;
       }
       case Kind::view: {
+        if (generator_ >= 2 && chance(0.2)) {
+          std::optional<Step> v = draw_piece(a);
+          if (v) v->a = s.a;
+          return v;
+        }
         Op op = one_of(std::vector<Op>{Op::view, Op::reshape, Op::transpose, Op::t, Op::permute,
                                        Op::slice, Op::slice, Op::select, Op::unsqueeze, Op::squeeze,
                                        Op::expand, Op::as_strided, Op::alias});
@@ -335,6 +392,12 @@ class ProgramGenerator {
         return v;
       }
       case Kind::inplace: {
+        if (generator_ >= 2 && chance(0.2)) {
+          s.op =
+              one_of(std::vector<Op>{Op::div_scalar_, Op::leaky_relu_, Op::silu_, Op::hardtanh_});
+          if (s.op == Op::div_scalar_) s.scalar = one_of(std::vector<double>{2.0, -0.5, 4.0});
+          return s;
+        }
         s.op = one_of(std::vector<Op>{Op::add_, Op::sub_, Op::mul_, Op::copy_, Op::add_, Op::copy_,
                                       Op::add_scalar_, Op::mul_scalar_, Op::zero_, Op::fill_,
                                       Op::relu_, Op::sigmoid_, Op::tanh_});
@@ -410,6 +473,7 @@ class ProgramGenerator {
   Program p_;
   std::vector<Tensor> values_;  // p_'s value table, eagerly, after the steps drawn so far
   int64_t no_grad_left_ = 0;
+  int generator_ = 1;
 };
 
 bool all_finite(const std::vector<Tensor>& ts) {
@@ -440,12 +504,13 @@ bool eager_accepts(const Program& p) {
 
 }  // namespace
 
-std::optional<Program> draw_program(uint64_t seed, int attempts, int* discarded) {
+std::optional<Program> draw_program(uint64_t seed, int attempts, int* discarded, int generator) {
   for (int attempt = 0; attempt < attempts; ++attempt) {
     uint64_t draw_seed = seed * 0x9E3779B97F4A7C15ULL + static_cast<uint64_t>(attempt);
-    Program p = ProgramGenerator(draw_seed).draw(seed % 5 < 3 ? DType::f64 : DType::f32);
+    Program p = ProgramGenerator(draw_seed, generator).draw(seed % 5 < 3 ? DType::f64 : DType::f32);
     p.seed = seed;
     p.attempt = attempt;
+    p.generator = generator;
     if (eager_accepts(p)) return p;
     if (discarded) ++*discarded;
   }

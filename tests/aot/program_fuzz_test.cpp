@@ -11,7 +11,8 @@
 // AOTGRAD_AOT_FUZZ_SEED (default 1) with the compilers in AOTGRAD_AOT_FUZZ_COMPILERS (default
 // "interpreter,cpp"), and goes on past failures up to AOTGRAD_AOT_FUZZ_MAX_FAILURES (default 20).
 // AOTGRAD_AOT_FUZZ_PRINT prints every program drawn; AOTGRAD_AOT_FUZZ_PRINT_REFUSED prints the
-// seed and message of each refusal.
+// seed and message of each refusal. AOTGRAD_AOT_FUZZ_GENERATOR=2 draws from the larger op set
+// (program_fuzz.h, draw_program).
 #include "aot/program_fuzz.h"
 
 #include <gtest/gtest-spi.h>
@@ -111,9 +112,10 @@ void check_program(const pf::Program& p, const std::string& compiler, Tally& tal
 }
 
 void fuzz_seeds(uint64_t first, uint64_t count, const std::vector<std::string>& compilers,
-                int max_failures, Tally& tally) {
+                int max_failures, Tally& tally, int generator = 1) {
   for (uint64_t seed = first; seed < first + count && tally.failed < max_failures; ++seed) {
-    std::optional<pf::Program> p = pf::draw_program(seed, kAttemptsPerSeed, &tally.discarded);
+    std::optional<pf::Program> p =
+        pf::draw_program(seed, kAttemptsPerSeed, &tally.discarded, generator);
     if (!p) continue;
     ++tally.programs;
     if (std::getenv("AOTGRAD_AOT_FUZZ_PRINT")) std::cout << p->to_string() << "\n";
@@ -143,6 +145,30 @@ TEST(AotProgramFuzz, FixedSeedsInterpreter) {
   fuzz_seeds(1, 40, {"interpreter"}, 40, tally);
   std::cout << "[AotProgramFuzz] " << tally.summary() << "\n";
   EXPECT_GE(tally.checked, 25) << "most fixed programs should compile";
+}
+
+TEST(AotProgramFuzz, SecondGeneratorDrawsItsOps) {
+  // Generator 2 draws each of its new ops, and its programs say which generator drew them.
+  int discarded = 0;
+  std::map<pf::Op, int> drawn;
+  for (uint64_t seed = 1; seed <= 300; ++seed)
+    if (std::optional<pf::Program> p = pf::draw_program(seed, kAttemptsPerSeed, &discarded, 2))
+      for (const pf::Step& step : p->steps) ++drawn[step.op];
+  for (pf::Op op : {pf::Op::exp, pf::Op::div_scalar, pf::Op::softmax, pf::Op::log_softmax,
+                    pf::Op::amax, pf::Op::split_piece, pf::Op::chunk_piece, pf::Op::unbind_piece,
+                    pf::Op::div_scalar_, pf::Op::leaky_relu_, pf::Op::silu_, pf::Op::hardtanh_})
+    EXPECT_GT(drawn[op], 0) << pf::row(op).name;
+  std::optional<pf::Program> p = pf::draw_program(7, kAttemptsPerSeed, &discarded, 2);
+  ASSERT_TRUE(p);
+  EXPECT_NE(p->to_string().find("generator 2"), std::string::npos) << p->to_string();
+}
+
+TEST(AotProgramFuzz, FixedSeedsSecondGenerator) {
+  Tally tally;
+  fuzz_seeds(1, 200, {"interpreter"}, 200, tally, 2);
+  std::cout << "[AotProgramFuzz] " << tally.summary() << "\n";
+  EXPECT_EQ(tally.failed, 0);
+  EXPECT_GE(tally.checked, 150) << "most fixed programs should compile";
 }
 
 TEST(AotProgramFuzz, FixedSeedsCpp) {
@@ -284,10 +310,12 @@ TEST(AotProgramFuzz, LongerModeFromTheEnvironment) {
   const char* s = std::getenv("AOTGRAD_AOT_FUZZ_SEED");
   const char* c = std::getenv("AOTGRAD_AOT_FUZZ_COMPILERS");
   const char* m = std::getenv("AOTGRAD_AOT_FUZZ_MAX_FAILURES");
+  const char* g = std::getenv("AOTGRAD_AOT_FUZZ_GENERATOR");
   Tally tally;
   uint64_t first = s ? std::strtoull(s, nullptr, 10) : 1;
   uint64_t count = std::strtoull(n, nullptr, 10);
-  fuzz_seeds(first, count, split_commas(c ? c : "interpreter,cpp"), m ? std::atoi(m) : 20, tally);
+  fuzz_seeds(first, count, split_commas(c ? c : "interpreter,cpp"), m ? std::atoi(m) : 20, tally,
+             g ? std::atoi(g) : 1);
   std::cout << "[AotProgramFuzz] seeds " << first << ".." << first + count - 1 << ": "
             << tally.summary() << "\n";
 }
