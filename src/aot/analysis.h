@@ -39,9 +39,10 @@ struct InputAliasInfo {  // one per graph input
   bool mutations_hidden_from_autograd = false;  // every write went through a detach()ed alias
   bool mutations_under_no_grad = false;         // every write happened under no_grad
   bool keep_in_graph = false;  // the mutation is a copy_ inside the graph (inference only)
-  // A written input an as_strided read in place (its window absolute over the caller's storage,
-  // possibly past the input's own elements) before the write: the training runtime passes it as
-  // a copy of its whole storage with its own geometry, not as a contiguous clone.
+  // An input an as_strided read in place (its window absolute over the caller's storage, possibly
+  // past the input's own elements) before any write to it: where it, or another input of its
+  // caller storage, is written, the training runtime passes it as a copy of its whole storage
+  // with its own geometry, not as a contiguous clone.
   bool read_in_place = false;
 };
 

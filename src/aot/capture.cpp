@@ -503,12 +503,14 @@ std::vector<graph::ValueId> record_input_mutations(const trace::Tracer& tracer,
     meta.input_info.push_back(info);
   }
   for (const trace::StorageState& s : tracer.storages()) {
-    if (s.input_index < 0 || !s.mutated) continue;
+    if (s.input_index < 0) continue;
     InputAliasInfo& info = meta.input_info[s.input_index];
+    // Also where the input is not written: another input of its caller storage may be.
+    info.read_in_place = s.read_in_place;
+    if (!s.mutated) continue;
     info.mutates_data = true;
     info.mutations_under_no_grad = s.all_mutations_under_no_grad;
     info.mutations_hidden_from_autograd = s.all_mutations_hidden && !s.all_mutations_under_no_grad;
-    info.read_in_place = s.read_in_place;
     meta.mutated_inputs.push_back(static_cast<size_t>(s.input_index));
     mutated_values.push_back(s.root);
   }

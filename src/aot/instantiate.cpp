@@ -131,10 +131,10 @@ std::unique_ptr<AutogradBody> autograd_body(const Artifact& a, const Compilers& 
       s.accumulator_sizes.emplace_back(k, grad);
   }
   for (size_t g : a.meta.mutated_inputs)
-    if (!a.meta.input_info[g].keep_in_graph) {
-      s.written_inputs.push_back(g);
-      if (a.meta.input_info[g].read_in_place) s.whole_storage_inputs.push_back(g);
-    }
+    if (!a.meta.input_info[g].keep_in_graph) s.written_inputs.push_back(g);
+  // Read in place, written or sharing a written input's storage: either way passed as a copy.
+  for (size_t g = 0; g < a.meta.input_info.size(); ++g)
+    if (a.meta.input_info[g].read_in_place) s.whole_storage_inputs.push_back(g);
   s.keep_graph_inputs = keep_graph_inputs;
   auto bw = std::make_shared<BackwardSpec>();
   bw->saved = a.saved;

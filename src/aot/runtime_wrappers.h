@@ -236,7 +236,9 @@ class AutogradBody final : public CompiledBody {
     // records them.
     std::vector<std::pair<size_t, IntList>> accumulator_sizes;
     std::vector<size_t> written_inputs;        // graph inputs the epilogue writes
-    std::vector<size_t> whole_storage_inputs;  // InputAliasInfo::read_in_place among them
+    // InputAliasInfo::read_in_place: passed as a copy of their whole storage where they share a
+    // written input's storage (written or not themselves), so the read finds the caller's elements.
+    std::vector<size_t> whole_storage_inputs;
     bool keep_graph_inputs = false;
     std::shared_ptr<const BackwardSpec> backward;
   };

@@ -125,6 +125,12 @@ struct TensorState {
   // generation, when this state was made (Tracer::made_after_metadata_mutation).
   size_t metadata_ops_before = 0;
   uint64_t generation_made = 0;
+  // Made by an as_strided whose window reaches past its input, in the caller's storage (read in
+  // place, or from Tracer::storage_image), or a view of such a tensor; and the writes to the other
+  // inputs sharing that caller storage then (Tracer::shared_writes). A write to one of them
+  // after makes eager regenerate this view from the caller's tensor, with that write in it.
+  bool reads_past_input = false;
+  uint64_t shared_writes_at_read = 0;
 };
 
 // Why functionalization refused a mutation or an alias; the message names the case and the fix.

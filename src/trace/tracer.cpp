@@ -215,6 +215,8 @@ void Tracer::track_view(const Tensor& view, const Tensor& parent, ViewStep step)
   ts.keep = view.impl_ptr();
   ts.metadata_ops_before = metadata_touched_storages_.size();
   ts.generation_made = storages_[p.storage].generation;
+  ts.reads_past_input = p.reads_past_input;
+  ts.shared_writes_at_read = p.shared_writes_at_read;
   tensors_.push_back(std::move(ts));
   view.impl()->trace.alias = static_cast<uint32_t>(tensors_.size() - 1);
 }
@@ -280,6 +282,36 @@ void Tracer::note_shared_storage(const Tensor& fake, size_t group) {
   if (const TensorState* ts = state_of(fake)) shared_storage_group_[ts->storage] = group;
 }
 
+uint64_t Tracer::shared_writes(size_t storage) const {
+  auto it = shared_storage_group_.find(storage);
+  if (it == shared_storage_group_.end()) return 0;
+  uint64_t writes = 0;
+  for (const auto& [other, group] : shared_storage_group_)
+    if (other != storage && group == it->second) writes += storages_[other].generation;
+  return writes;
+}
+
+// Found by reading 7d5a58f: inputs a0 and a1, rows 1 and 2 of one tensor, each its own graph
+// input; w = a0.as_strided past a0, then a1 written, then w read. Eager's write moved the version
+// of the caller's whole storage, so w is regenerated from the caller's tensor: a1's new elements
+// in it, its gradient reaching the caller's tensor's. The graph's w kept the elements and the
+// gradient it was made with.
+void Tracer::check_shared_write_since_read(const TensorState& ts) const {
+  if (!ts.reads_past_input || shared_writes(ts.storage) == ts.shared_writes_at_read) return;
+  auto it = shared_storage_group_.find(ts.storage);
+  int written = -1;
+  for (const auto& [other, group] : shared_storage_group_)
+    if (other != ts.storage && group == it->second && storages_[other].generation != 0)
+      written = storages_[other].input_index;
+  throw UnsupportedError(
+      "a view made by aten.as_strided.default of input " +
+      std::to_string(storages_[ts.storage].input_index) +
+      " reaches storage elements outside it, and input " + std::to_string(written) +
+      ", which shares the caller's storage, was written after the view was made: eager "
+      "regenerates the view from the caller's tensor with that write in it, which the compiled "
+      "function does not hold. Make the view after the write, or pass the tensor both view.");
+}
+
 // AotProgramFuzz, seed 3454842: inputs a0 and a3, disjoint views of one tensor, a3 written, then
 // an as_strided of a0 reaching a3's elements read them from the caller's storage, which the
 // epilogue writes only after the graph ran: eager's read saw the write.
@@ -315,6 +347,8 @@ graph::ValueId Tracer::value_of(const Tensor& t, const std::string& what) {
   if (auto it = stale_input_views_.find(t.impl()->trace.alias);
       it != stale_input_views_.end() && autograd::grad_mode_enabled())
     throw UnsupportedError(it->second);
+  if (t.impl()->trace.alias != UINT32_MAX)
+    check_shared_write_since_read(tensors_[t.impl()->trace.alias]);
   sync(t);
   return graph::ValueId{t.impl()->trace.value};
 }
@@ -433,6 +467,7 @@ std::vector<Tensor> Tracer::record(const ops::OpDef& op, ops::OpArgs& args, bool
   std::optional<ViewStep> rebased;
   std::optional<graph::ValueId> in_place_base;
   std::optional<int64_t> absolute_offset;  // where in_place_base starts at offset 0
+  bool reads_past = false;  // the window is read in the caller's storage (reads_past_input)
   if (op.name == "aten.as_strided.default") {
     const Tensor& base = ops::tensor_arg(args, 0);
     if (traced_here(base) && base.impl()->trace.alias != UINT32_MAX) {
@@ -452,14 +487,20 @@ std::vector<Tensor> Tracer::record(const ops::OpDef& op, ops::OpArgs& args, bool
                window_within_positions(step, base.storage_offset(), base.sizes(), base.strides());
       };
       bool on_root = ts.chain.empty() || (seen_through && window_in_base());
+      // arg 0 may not go through value_of below (in_place_base): its checks first.
+      value_of(base, "aten.as_strided.default argument 'self'");
+      const StorageState& s = storages_[ts.storage];
+      reads_past = !(s.root_offset == 0 && s.root_is_storage);
       if (std::optional<graph::ValueId> image = image_past_written_input(ts, base, step, on_root)) {
         in_place_base = image;
         absolute_offset = ops::int_arg(step.args, 3);
       } else if (!on_root) {
         check_as_strided(ts.storage);
         in_place_base = in_place_view(ts);
-      } else if (as_strided_needs_rebase(storages_[ts.storage], step, /*writing=*/false, true))
+      } else if (as_strided_needs_rebase(storages_[ts.storage], step, /*writing=*/false, true)) {
         rebased = std::move(step);
+        reads_past = false;  // within the input's own elements
+      }
     }
   }
   std::vector<graph::NodeArg> node_args;
@@ -525,6 +566,10 @@ std::vector<Tensor> Tracer::record(const ops::OpDef& op, ops::OpArgs& args, bool
         track_view(out, base, std::move(step));
         tensors_.back().history = {r, autograd::pytorch_node_name(op.name),
                                    static_cast<uint32_t>(i)};
+        if (reads_past) {
+          tensors_.back().reads_past_input = true;
+          tensors_.back().shared_writes_at_read = shared_writes(tensors_.back().storage);
+        }
       }
     } else {
       out = bind(outs[i], r);

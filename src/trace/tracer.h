@@ -358,6 +358,12 @@ class Tracer final : public ops::Interpreter, public autograd::TracedAutograd {
   // Throws when storage `storage` (an input's), read in place, shares the caller's storage with
   // another input the function wrote.
   void check_read_in_place_after_shared_write(size_t storage) const;
+  // Writes so far to the storages that share `storage`'s caller storage through graph inputs of
+  // their own (the sum of their generations); 0 where none does.
+  uint64_t shared_writes(size_t storage) const;
+  // Throws when `ts` reads past its input (TensorState::reads_past_input) and another input of
+  // its caller storage was written since it was made.
+  void check_shared_write_since_read(const TensorState& ts) const;
   std::set<size_t> caller_bases_with_history_;       // written through with grad on
   bool caller_base_has_history(size_t storage) const;
   // A tensor that eager has as a view of a caller's _base given a history during the call, whose

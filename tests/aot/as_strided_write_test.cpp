@@ -389,6 +389,97 @@ TEST(AsStridedWrite, ReadPastAnInputMadeBeforeAWriteAndUsedAfter) {
       "after it was mutated, reaches storage elements outside it");
 }
 
+// Rows 1 and 2 of one [3, 4] tensor, each its own graph input (disjoint views of one caller
+// storage), and a [4] leaf.
+OracleSetup two_rows(uint64_t seed, bool grad) {
+  Tensor g = leaf({4}, seed + 1);
+  if (!grad) {
+    Tensor r = leaf({3, 4}, seed, false);
+    return OracleSetup{{r.select(0, 1), r.select(0, 2), g}, {g}};
+  }
+  Tensor l = leaf({3, 4}, seed);
+  Tensor r = l * 1.5;
+  return OracleSetup{{r.select(0, 1), r.select(0, 2), g}, {l, g}};
+}
+
+TEST(ScenarioRaises, AsStridedPastAnInputReadAfterAnotherInputOfItsStorageWasWritten) {
+  // Found by a second reading of the storage image (7d5a58f), and older for a read in place:
+  // w reaches past a0; a1, sharing the caller's storage, is written after w was made; w read
+  // after. Eager's write moved the version of the whole storage, so w is regenerated from the
+  // caller's tensor: a1's new elements in it (where the window reaches them), its gradient
+  // reaching the caller's tensor outside a0 (where it does not). The graph's w kept what it was
+  // made with: wrong values, or no gradient there. Refused at the use.
+  auto make = [](bool grad) {
+    return [grad] {
+      OracleSetup s = two_rows(107, grad);
+      return ag::testing::ScenarioInputs{s.inputs, s.leaves};
+    };
+  };
+  const char* why = "which shares the caller's storage, was written after the view was made";
+  // Read in place, reaching a1's elements.
+  ag::testing::expect_unsupported(
+      make(false),
+      [](const ag::testing::TensorList& a) {
+        Tensor x = a[1];
+        Tensor w = a[0].as_strided({8}, {1}, 4);
+        x.add_(1.0);
+        return ag::testing::TensorList{w * 1.0};
+      },
+      why);
+  // From the storage image after a0's write.
+  ag::testing::expect_unsupported(
+      make(false),
+      [](const ag::testing::TensorList& a) {
+        Tensor x = a[0], y = a[1];
+        x.mul_(a[2]);
+        Tensor w = x.as_strided({8}, {1}, 4);
+        y.add_(1.0);
+        return ag::testing::TensorList{w * 1.0};
+      },
+      why);
+  // Not reaching a1, a1 written under no_grad: the gradient outside a0 differs.
+  ag::testing::expect_unsupported(
+      make(true),
+      [](const ag::testing::TensorList& a) {
+        Tensor y = a[1];
+        Tensor w = a[0].as_strided({6}, {1}, 2).slice(0, 0, 4);
+        {
+          ag::NoGradGuard no_grad;
+          y.mul_(2.0);
+        }
+        return ag::testing::TensorList{w * 1.0};
+      },
+      why);
+  // Used before the write only: compiled, and exact.
+  like_eager_under_both_compilers([] { return two_rows(109, true); },
+                                  [](std::vector<Tensor> a) {
+                                    a[0].mul_(a[2]);
+                                    Tensor y = a[0].as_strided({8}, {1}, 4) * 1.0;
+                                    a[1].mul_(a[2]);
+                                    return std::vector<Tensor>{y, a[1] * 1.0};
+                                  });
+}
+
+TEST(AsStridedWrite, ReadInPlaceOfAnInputWhoseStorageAnotherInputWrites) {
+  // Found by the same reading, older: a0 is read in place past its elements and not written; a1
+  // shares its caller storage and is written, so the training runtime passes both as copies.
+  // a0's was a contiguous clone of its own two elements, where the window raised ("need a
+  // storage of 4 elements"); it is now a copy of the whole storage, as a written input read in
+  // place is.
+  like_eager_under_both_compilers(
+      [] {
+        Tensor l = leaf({8}, 81);
+        Tensor b = l * 1.5;
+        Tensor g = leaf({2}, 82);
+        return OracleSetup{{b.slice(0, 0, 2), b.slice(0, 4, 6), g}, {l, g}};
+      },
+      [](std::vector<Tensor> a) {
+        Tensor y = a[0].as_strided({4}, {1}, 0) * 1.0;
+        a[1].mul_(a[2]);
+        return std::vector<Tensor>{y, a[1] * 1.0};
+      });
+}
+
 TEST(AsStridedWrite, ThroughADetachedColumnGivesTheElementsBetweenItsRowsNoGradient) {
   // AotProgramFuzz, seed 704999: the window of as_strided over a detach()ed column reaches
   // storage elements between the column's rows. Eager's CopySlices laid the column's gradient out
