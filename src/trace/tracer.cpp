@@ -291,7 +291,7 @@ uint64_t Tracer::shared_writes(size_t storage) const {
   return writes;
 }
 
-// Found by reading 7d5a58f: inputs a0 and a1, rows 1 and 2 of one tensor, each its own graph
+// Found by reading df75624: inputs a0 and a1, rows 1 and 2 of one tensor, each its own graph
 // input; w = a0.as_strided past a0, then a1 written, then w read. Eager's write moved the version
 // of the caller's whole storage, so w is regenerated from the caller's tensor: a1's new elements
 // in it, its gradient reaching the caller's tensor's. The graph's w kept the elements and the

@@ -403,7 +403,7 @@ OracleSetup two_rows(uint64_t seed, bool grad) {
 }
 
 TEST(ScenarioRaises, AsStridedPastAnInputReadAfterAnotherInputOfItsStorageWasWritten) {
-  // Found by a second reading of the storage image (7d5a58f), and older for a read in place:
+  // Found by a second reading of the storage image (df75624), and older for a read in place:
   // w reaches past a0; a1, sharing the caller's storage, is written after w was made; w read
   // after. Eager's write moved the version of the whole storage, so w is regenerated from the
   // caller's tensor: a1's new elements in it (where the window reaches them), its gradient
