@@ -503,7 +503,13 @@ std::vector<graph::ValueId> record_input_mutations(const trace::Tracer& tracer,
     meta.input_info.push_back(info);
   }
   for (const trace::StorageState& s : tracer.storages()) {
-    if (s.input_index < 0) continue;
+    // Inputs the tracer adds past the user's (a module's state, ...) have no entry; none is
+    // written (a written one would be a mutated graph input, which the loop below indexes).
+    if (s.input_index < 0 || static_cast<size_t>(s.input_index) >= meta.input_info.size()) {
+      if (s.mutated && s.input_index >= 0)
+        throw std::logic_error("capture: a written input beyond the graph's inputs");
+      continue;
+    }
     InputAliasInfo& info = meta.input_info[s.input_index];
     // Also where the input is not written: another input of its caller storage may be.
     info.read_in_place = s.read_in_place;
