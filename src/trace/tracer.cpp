@@ -282,12 +282,18 @@ void Tracer::note_shared_storage(const Tensor& fake, size_t group) {
   if (const TensorState* ts = state_of(fake)) shared_storage_group_[ts->storage] = group;
 }
 
-uint64_t Tracer::shared_writes(size_t storage) const {
+std::vector<size_t> Tracer::sharing_storage(size_t storage) const {
+  std::vector<size_t> others;
   auto it = shared_storage_group_.find(storage);
-  if (it == shared_storage_group_.end()) return 0;
-  uint64_t writes = 0;
+  if (it == shared_storage_group_.end()) return others;
   for (const auto& [other, group] : shared_storage_group_)
-    if (other != storage && group == it->second) writes += storages_[other].generation;
+    if (other != storage && group == it->second) others.push_back(other);
+  return others;
+}
+
+uint64_t Tracer::shared_writes(size_t storage) const {
+  uint64_t writes = 0;
+  for (size_t other : sharing_storage(storage)) writes += storages_[other].generation;
   return writes;
 }
 
@@ -298,11 +304,9 @@ uint64_t Tracer::shared_writes(size_t storage) const {
 // gradient it was made with.
 void Tracer::check_shared_write_since_read(const TensorState& ts) const {
   if (!ts.reads_past_input || shared_writes(ts.storage) == ts.shared_writes_at_read) return;
-  auto it = shared_storage_group_.find(ts.storage);
   int written = -1;
-  for (const auto& [other, group] : shared_storage_group_)
-    if (other != ts.storage && group == it->second && storages_[other].generation != 0)
-      written = storages_[other].input_index;
+  for (size_t other : sharing_storage(ts.storage))
+    if (storages_[other].generation != 0) written = storages_[other].input_index;
   throw UnsupportedError(
       "a view made by aten.as_strided.default of input " +
       std::to_string(storages_[ts.storage].input_index) +
@@ -316,10 +320,8 @@ void Tracer::check_shared_write_since_read(const TensorState& ts) const {
 // an as_strided of a0 reaching a3's elements read them from the caller's storage, which the
 // epilogue writes only after the graph ran: eager's read saw the write.
 void Tracer::check_read_in_place_after_shared_write(size_t storage) const {
-  auto it = shared_storage_group_.find(storage);
-  if (it == shared_storage_group_.end()) return;
-  for (const auto& [other, group] : shared_storage_group_)
-    if (other != storage && group == it->second && storages_[other].generation != 0)
+  for (size_t other : sharing_storage(storage))
+    if (storages_[other].generation != 0)
       throw UnsupportedError(
           "aten.as_strided.default on input " + std::to_string(storages_[storage].input_index) +
           " reads its caller's storage in place after input " +

@@ -358,8 +358,10 @@ class Tracer final : public ops::Interpreter, public autograd::TracedAutograd {
   // Throws when storage `storage` (an input's), read in place, shares the caller's storage with
   // another input the function wrote.
   void check_read_in_place_after_shared_write(size_t storage) const;
-  // Writes so far to the storages that share `storage`'s caller storage through graph inputs of
-  // their own (the sum of their generations); 0 where none does.
+  // The storages that share `storage`'s caller storage through graph inputs of their own
+  // (note_shared_storage), `storage` left out.
+  std::vector<size_t> sharing_storage(size_t storage) const;
+  // Writes so far to those storages (the sum of their generations); 0 where there are none.
   uint64_t shared_writes(size_t storage) const;
   // Throws when `ts` reads past its input (TensorState::reads_past_input) and another input of
   // its caller storage was written since it was made.

@@ -200,22 +200,15 @@ Tensor Tracer::imaged_as_strided(const StorageState& s, const ViewStep& step) {
 }
 
 Tensor Tracer::permuted(const Tensor& t, const IntList& dims) {
-  const ops::OpDef& permute = ops::lookup("aten.permute.default");
-  ops::OpArgs args{t, dims};
-  ops::normalize(permute, args);
-  return record(permute, args, /*track=*/false).at(0);
+  return call_untracked("aten.permute.default", {t, dims});
 }
 
 // The root's dims taken in storage order and copied row-major: the storage from root_offset on,
 // whatever the layout of the root's current value (or of the copy the runtime passes of a written
 // input). A gapped root is laid into a zeroed image of its storage instead, by its geometry.
 Tensor Tracer::storage_copy(const StorageState& s, const Tensor& root) {
-  if (s.storage_order) {
-    const ops::OpDef& clone = ops::lookup("aten.clone.default");
-    ops::OpArgs cargs{permuted(root, *s.storage_order)};
-    ops::normalize(clone, cargs);
-    return record(clone, cargs, /*track=*/false).at(0);
-  }
+  if (s.storage_order)
+    return call_untracked("aten.clone.default", {permuted(root, *s.storage_order)});
   if (root.sizes() != s.gapped_sizes)
     throw UnsupportedError(
         "aten.as_strided.default on input " + std::to_string(s.input_index) +
@@ -226,15 +219,11 @@ Tensor Tracer::storage_copy(const StorageState& s, const Tensor& root) {
 }
 
 Tensor Tracer::image_of(const Tensor& value, const IntList& sizes, const IntList& strides) {
-  auto call = [&](std::string_view name, ops::OpArgs args) {
-    const ops::OpDef& op = ops::lookup(name);
-    ops::normalize(op, args);
-    return record(op, args, /*track=*/false).at(0);
-  };
   int64_t extent = 1;
   for (size_t d = 0; d < sizes.size(); ++d) extent += (sizes[d] - 1) * strides[d];
-  Tensor zeros = call("aten.new_zeros.default", {value, IntList{extent}});
-  return call("aten.as_strided_scatter.default", {zeros, value, sizes, strides, int64_t{0}});
+  Tensor zeros = call_untracked("aten.new_zeros.default", {value, IntList{extent}});
+  return call_untracked("aten.as_strided_scatter.default",
+                        {zeros, value, sizes, strides, int64_t{0}});
 }
 
 bool Tracer::window_in_root(const StorageState& s, const ViewStep& step) const {
@@ -545,17 +534,12 @@ Tracer::Scattered Tracer::scatter_into_root(size_t state_index, const Tensor& up
   const bool moved = u.strides() != old_root.strides() ||
                      (old_root.storage_offset() == 0 && u.storage_offset() != 0);
   if (order && moved) {
-    auto call = [&](std::string_view name, ops::OpArgs args) {
-      const ops::OpDef& op = ops::lookup(name);
-      ops::normalize(op, args);
-      return record(op, args, /*track=*/false).at(0);
-    };
     const bool identity = std::is_sorted(order->begin(), order->end());
     IntList inverse(order->size());
     for (size_t d = 0; d < order->size(); ++d) inverse[(*order)[d]] = static_cast<int64_t>(d);
-    if (!identity) u = call("aten.permute.default", {u, *order});
-    u = call("aten.clone.default", {u});
-    if (!identity) u = call("aten.permute.default", {u, inverse});
+    if (!identity) u = permuted(u, *order);
+    u = call_untracked("aten.clone.default", {u});
+    if (!identity) u = permuted(u, inverse);
   } else if (moved && old_root.numel() > 0 &&
              kernels::is_non_overlapping(old_root.sizes(), old_root.strides())) {
     // A root with gaps between its elements (an input that is a select or slice of the caller's
@@ -564,10 +548,8 @@ Tracer::Scattered Tracer::scatter_into_root(size_t state_index, const Tensor& up
     // allowed in eager and was refused on a contiguous new value (AotProgramFuzz, seed 3325012).
     // The new value is laid into an image that spans the strides (image_of), then viewed.
     const IntList sizes = old_root.sizes(), strides = old_root.strides();
-    const ops::OpDef& as_strided = ops::lookup("aten.as_strided.default");
-    ops::OpArgs args{image_of(u, sizes, strides), sizes, strides, int64_t{0}};
-    ops::normalize(as_strided, args);
-    u = record(as_strided, args, /*track=*/false).at(0);
+    u = call_untracked("aten.as_strided.default",
+                       {image_of(u, sizes, strides), sizes, strides, int64_t{0}});
   }
   return {u, detached};
 }
@@ -607,23 +589,19 @@ Tracer::Scattered Tracer::scatter_as_strided(const std::vector<ViewStep>& chain,
   const std::optional<IntList> order = storages_[storage].storage_order;
   const int64_t root_offset = storages_[storage].root_offset;
   auto window = [&](const Tensor& self) {
-    const ops::OpDef& scatter = ops::lookup("aten.as_strided_scatter.default");
     if (rebase && !order) {
       // A gapped root: written in the image of its storage, then seen with its own geometry.
       const StorageState s = storages_[storage];
-      ops::OpArgs args{storage_copy(s, self), u, step.args[1], step.args[2],
-                       ops::int_arg(step.args, 3) - root_offset};
-      ops::normalize(scatter, args);
-      Tensor written = record(scatter, args, /*track=*/false).at(0);
-      const ops::OpDef& as_strided = ops::lookup("aten.as_strided.default");
-      ops::OpArgs vargs{written, s.gapped_sizes, s.gapped_strides, int64_t{0}};
-      ops::normalize(as_strided, vargs);
-      return record(as_strided, vargs, /*track=*/false).at(0);
+      Tensor written = call_untracked("aten.as_strided_scatter.default",
+                                      {storage_copy(s, self), u, step.args[1], step.args[2],
+                                       ops::int_arg(step.args, 3) - root_offset});
+      return call_untracked("aten.as_strided.default",
+                            {written, s.gapped_sizes, s.gapped_strides, int64_t{0}});
     }
-    ops::OpArgs args{rebase ? permuted(self, *order) : self, u, step.args[1], step.args[2],
-                     rebase ? ops::Arg(ops::int_arg(step.args, 3) - root_offset) : step.args[3]};
-    ops::normalize(scatter, args);
-    Tensor written = record(scatter, args, /*track=*/false).at(0);
+    Tensor written = call_untracked(
+        "aten.as_strided_scatter.default",
+        {rebase ? permuted(self, *order) : self, u, step.args[1], step.args[2],
+         rebase ? ops::Arg(ops::int_arg(step.args, 3) - root_offset) : step.args[3]});
     if (!rebase) return written;
     IntList back(order->size());
     for (size_t d = 0; d < order->size(); ++d) back[static_cast<size_t>((*order)[d])] = int64_t(d);
