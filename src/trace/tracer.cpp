@@ -470,9 +470,20 @@ std::vector<Tensor> Tracer::record(const ops::OpDef& op, ops::OpArgs& args, bool
   std::optional<graph::ValueId> in_place_base;
   std::optional<int64_t> absolute_offset;  // where in_place_base starts at offset 0
   bool reads_past = false;  // the window is read in the caller's storage (reads_past_input)
+  auto checked_meta = [&] {
+    try {
+      return op.meta(args);
+    } catch (const std::invalid_argument& e) {
+      throw std::invalid_argument(naming_op(op, e.what()));
+    }
+  };
+  std::optional<std::vector<ops::TensorMeta>> as_strided_metas;
   if (op.name == "aten.as_strided.default") {
     const Tensor& base = ops::tensor_arg(args, 0);
     if (traced_here(base) && base.impl()->trace.alias != UINT32_MAX) {
+      // Eager's checks of the window first: the rebasing below reads its strides by its sizes
+      // (window_within) and sizes the storage image by it.
+      as_strided_metas = checked_meta();
       const TensorState& ts = tensors_[base.impl()->trace.alias];
       ViewStep step{&op, args, autograd::grad_mode_enabled()};
       if (ops::is_none(step.args, 3)) step.args[3] = base.storage_offset();
@@ -514,12 +525,8 @@ std::vector<Tensor> Tracer::record(const ops::OpDef& op, ops::OpArgs& args, bool
       any_requires_grad = any_requires_grad || requires_grad(v);
   }
   if (absolute_offset) node_args[3] = *absolute_offset;
-  std::vector<ops::TensorMeta> metas;
-  try {
-    metas = op.meta(args);
-  } catch (const std::invalid_argument& e) {
-    throw std::invalid_argument(naming_op(op, e.what()));
-  }
+  std::vector<ops::TensorMeta> metas =
+      as_strided_metas ? std::move(*as_strided_metas) : checked_meta();
   std::vector<ops::TensorMeta> node_metas = metas;
   if (rebased) {
     const StorageState& s =

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <numeric>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 
@@ -15,6 +16,7 @@
 #include "aotgrad/ops.h"
 #include "autograd/grad_mode_scope.h"
 #include "kernels/scatter.h"
+#include "tensor/checked_math.h"
 #include "tensor/overlap.h"
 #include "trace/tracer.h"
 
@@ -22,14 +24,12 @@ namespace aotgrad::trace {
 
 namespace {
 
-// One past the last storage position a geometry reaches; 0 for an empty one.
+// One past the last storage position a geometry reaches; 0 for an empty one. The geometries
+// given are a tensor's, or a window as_strided's meta accepted (Tracer::record checks it first).
 int64_t reach_end(const IntList& sizes, const IntList& strides, int64_t offset) {
-  int64_t end = offset + 1;
-  for (size_t d = 0; d < sizes.size(); ++d) {
-    if (sizes[d] == 0) return 0;
-    end += (sizes[d] - 1) * strides[d];
-  }
-  return end;
+  std::optional<ReachableOffsets> r = checked_reachable_offsets(sizes, strides, offset);
+  if (!r) throw std::logic_error("reach_end: a geometry as_strided's meta would refuse");
+  return r->empty ? 0 : r->hi + 1;
 }
 
 }  // namespace

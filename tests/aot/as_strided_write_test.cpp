@@ -359,6 +359,29 @@ TEST(AsStridedWrite, ReadPastAnInputAfterItWasWritten) {
   });
 }
 
+TEST(ScenarioRaises, AsStridedWithABadGeometryRaisesAsEager) {
+  // Found in review: the tracer read the window of an as_strided on an input view before its
+  // meta checked it (window_within indexes strides by sizes; the storage image is sized from the
+  // window), out of bounds under ASan for sizes and strides of different lengths. as_strided's
+  // meta now runs first, so each bad geometry raises eager's error, before or after a write.
+  for (bool write : {false, true})
+    for (ag::IntList strides :
+         {ag::IntList{1}, ag::IntList{1, -1}, ag::IntList{1, INT64_MAX / 2}}) {
+      SCOPED_TRACE(::testing::PrintToString(strides) + (write ? " after a write" : ""));
+      ag::testing::expect_raises_like_eager(
+          [] {
+            Tensor l = leaf({3, 4}, 65);
+            return ag::testing::ScenarioInputs{{(l * 1.5).select(0, 1)}, {l}};
+          },
+          [write, strides](const ag::testing::TensorList& a) {
+            Tensor x = a[0];
+            if (write) x.mul_(2.0);
+            return ag::testing::TensorList{x.as_strided({2, 3}, strides, 3) * 1.0};
+          },
+          "aten.as_strided.default");
+    }
+}
+
 TEST(AsStridedWrite, ReadPastAnInputMadeBeforeAWriteAndUsedAfter) {
   // Eager regenerates the view after the write as an as_strided of the caller's base. Where the
   // input did not require grad, only what was written into it takes the window's gradient: the
