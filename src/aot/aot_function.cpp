@@ -69,7 +69,8 @@ bool serves_without_offsets(const Entry& e, const std::vector<Tensor>& inputs, b
     const InputGuard& g = e.guards[i];
     const Tensor& t = inputs[i];
     if (g.storage_offset != aot::kAnyStorageOffset || g.dtype != t.dtype() ||
-        g.requires_grad != t.requires_grad() || g.sizes != t.sizes() || g.strides != t.strides())
+        g.requires_grad != t.requires_grad() || g.sizes != t.sizes() || g.strides != t.strides() ||
+        g.leaf != aot::is_leaf_requiring_grad(t) || g.view != aot::caller_view_of(t))
       return false;
   }
   return true;
@@ -148,7 +149,8 @@ std::string guards_line(const std::string& fn, size_t index, const aot::Guards& 
             " strides=" + shape_to_string(in.strides) + " offset=" +
             (in.storage_offset == aot::kAnyStorageOffset ? std::string("any")
                                                          : std::to_string(in.storage_offset)) +
-            (in.requires_grad ? " requires_grad" : "");
+            (in.requires_grad ? in.leaf ? " requires_grad leaf" : " requires_grad" : "") +
+            aot::describe(in.view);
   }
   line += "] plan=";
   line += g.plan.trivial() && g.plan.unmergeable.empty() ? "trivial" : "aliased";

@@ -243,6 +243,8 @@ void write_guards(Writer& w, const Guards& g) {
     w.ints(in.strides);
     w.i64(in.storage_offset);
     w.boolean(in.requires_grad);
+    w.boolean(in.leaf);
+    w.u8(static_cast<uint8_t>(in.view));
   }
   write_plan(w, g.plan);
 }
@@ -258,6 +260,11 @@ Guards read_guards(Reader& r) {
     in.strides = r.ints("input guard strides");
     in.storage_offset = r.i64("input guard storage_offset");
     in.requires_grad = r.boolean("input guard requires_grad");
+    in.leaf = r.boolean("input guard leaf");
+    uint8_t view = r.u8("input guard view");
+    if (view > static_cast<uint8_t>(CallerView::multi_output))
+      r.bad("input guard view", "unknown view kind " + std::to_string(view));
+    in.view = static_cast<CallerView>(view);
   }
   g.plan = read_plan(r);
   return g;

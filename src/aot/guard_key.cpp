@@ -54,10 +54,11 @@ void append_plan(std::string& key, const InputPlan& plan) {
   append_indices(key, plan.same_base_as);
 }
 
-void append_tensor(std::string& key, DType dtype, bool requires_grad, const IntList& sizes,
-                   const IntList& strides, int64_t storage_offset) {
+void append_tensor(std::string& key, DType dtype, bool requires_grad, bool leaf, CallerView view,
+                   const IntList& sizes, const IntList& strides, int64_t storage_offset) {
   key += static_cast<char>(dtype);
-  key += requires_grad ? 'r' : 'n';
+  key += !requires_grad ? 'n' : leaf ? 'l' : 'r';
+  key += static_cast<char>('0' + static_cast<int>(view));
   append_ints(key, sizes);
   append_ints(key, strides);
   append_u64(key, static_cast<uint64_t>(storage_offset));
@@ -73,13 +74,31 @@ void append_head(std::string& key, bool grad_mode, const std::string& key_extra,
 
 }  // namespace
 
+bool is_leaf_requiring_grad(const Tensor& t) {
+  return t.requires_grad() && t.is_leaf();
+}
+
+CallerView caller_view_of(const Tensor& t) {
+  if (!t.is_view()) return CallerView::none;
+  const AutogradMeta* m = t.impl()->autograd.get();
+  switch (m ? m->view_creation : ViewCreation::normal) {
+    case ViewCreation::no_grad_mode:
+      return CallerView::no_grad_mode;
+    case ViewCreation::multi_output:
+      return CallerView::multi_output;
+    case ViewCreation::normal:
+      break;
+  }
+  return CallerView::normal;
+}
+
 std::string guard_key(const std::vector<Tensor>& inputs, const InputPlan& plan, bool grad_mode,
                       const std::string& key_extra, bool with_offsets) {
   std::string key;
   append_head(key, grad_mode, key_extra, inputs.size());
   for (const Tensor& t : inputs)
-    append_tensor(key, t.dtype(), t.requires_grad(), t.sizes(), t.strides(),
-                  with_offsets ? t.storage_offset() : kAnyStorageOffset);
+    append_tensor(key, t.dtype(), t.requires_grad(), is_leaf_requiring_grad(t), caller_view_of(t),
+                  t.sizes(), t.strides(), with_offsets ? t.storage_offset() : kAnyStorageOffset);
   append_plan(key, plan);
   return key;
 }
@@ -89,7 +108,8 @@ std::string guard_key(const std::vector<InputGuard>& inputs, const InputPlan& pl
   std::string key;
   append_head(key, grad_mode, key_extra, inputs.size());
   for (const InputGuard& g : inputs)
-    append_tensor(key, g.dtype, g.requires_grad, g.sizes, g.strides, g.storage_offset);
+    append_tensor(key, g.dtype, g.requires_grad, g.leaf, g.view, g.sizes, g.strides,
+                  g.storage_offset);
   append_plan(key, plan);
   return key;
 }
@@ -98,7 +118,8 @@ std::vector<InputGuard> input_guards(const std::vector<Tensor>& inputs) {
   std::vector<InputGuard> g;
   g.reserve(inputs.size());
   for (const Tensor& t : inputs)
-    g.push_back({t.dtype(), t.sizes(), t.strides(), t.storage_offset(), t.requires_grad()});
+    g.push_back({t.dtype(), t.sizes(), t.strides(), t.storage_offset(), t.requires_grad(),
+                 is_leaf_requiring_grad(t), caller_view_of(t)});
   return g;
 }
 
@@ -113,7 +134,22 @@ std::string describe(const InputGuard& g) {
          shape_to_string(g.strides) +
          (g.storage_offset == kAnyStorageOffset ? std::string(" any offset")
                                                 : " offset " + std::to_string(g.storage_offset)) +
-         (g.requires_grad ? " requires_grad" : "");
+         (g.requires_grad ? g.leaf ? " requires_grad (a leaf)" : " requires_grad" : "") +
+         describe(g.view);
+}
+
+std::string describe(CallerView v) {
+  switch (v) {
+    case CallerView::none:
+      return "";
+    case CallerView::normal:
+      return " a view";
+    case CallerView::no_grad_mode:
+      return " a view made under no_grad";
+    case CallerView::multi_output:
+      return " a piece of a multi-output view";
+  }
+  return "";
 }
 
 // Walks the records aot.h documents above flatten_arg. The key may come from a caller of the

@@ -1,6 +1,7 @@
 // Exact cache keys (aot/guard_key.h, aot_detail::flatten_arg): two calls share a specialization
 // exactly when every guarded attribute is equal — scalar type and bits, dtype, sizes, strides,
-// storage offset, requires_grad, grad mode, duplicate/alias pattern, list length. Checked on
+// storage offset, requires_grad, whether and how a tensor is a view, grad mode, duplicate/alias
+// pattern, list length. Checked on
 // generated pairs of calls against a plain description of each call (the reference).
 #include <gtest/gtest.h>
 
@@ -38,6 +39,8 @@ struct Desc {
   bool transposed = false;  // strides of a column-major view
   int64_t offset = 0;
   bool requires_grad = false;
+  // a: 0 no view, 1 a view, 2 a view made under no_grad, 3 a piece of unbind (aot::CallerView)
+  int view = 0;
   bool grad_mode = true;
   int alias = 0;  // b: 0 a tensor of its own, 1 the same tensor as a, 2 a view overlapping a
   size_t list_len = 0;
@@ -49,8 +52,8 @@ std::string to_string(const Desc& d) {
   os << "scalar(type " << static_cast<int>(d.scalar_type) << ", bits 0x" << std::hex
      << d.scalar_bits << std::dec << ") " << ag::dtype_name(d.dtype) << "[" << d.rows << ","
      << d.cols << "]" << (d.transposed ? " transposed" : "") << " offset " << d.offset
-     << (d.requires_grad ? " requires_grad" : "") << (d.grad_mode ? "" : " no_grad") << " alias "
-     << d.alias << " list " << d.list_len;
+     << (d.requires_grad ? " requires_grad" : "") << " view " << d.view
+     << (d.grad_mode ? "" : " no_grad") << " alias " << d.alias << " list " << d.list_len;
   return os.str();
 }
 
@@ -129,6 +132,7 @@ Desc random_desc(std::mt19937_64& rng) {
   d.transposed = pick(2);
   d.offset = pick(3);
   d.requires_grad = pick(2);
+  d.view = pick(4);
   d.grad_mode = pick(2);
   d.alias = pick(3);
   d.list_len = static_cast<size_t>(pick(3));
@@ -138,7 +142,7 @@ Desc random_desc(std::mt19937_64& rng) {
 // `d` with one attribute drawn again (possibly to the value it had).
 Desc mutate(Desc d, std::mt19937_64& rng) {
   Desc fresh = random_desc(rng);
-  switch (rng() % 10) {
+  switch (rng() % 11) {
     case 0:
       d.scalar_type = fresh.scalar_type;
       d.scalar_bits = random_scalar(d.scalar_type, rng);
@@ -167,6 +171,9 @@ Desc mutate(Desc d, std::mt19937_64& rng) {
     case 8:
       d.alias = fresh.alias;
       break;
+    case 9:
+      d.view = fresh.view;
+      break;
     default:
       d.list_len = fresh.list_len;
       break;
@@ -191,8 +198,21 @@ Call build(const Desc& d) {
   Call c;
   Tensor buffer = pattern({64}, 37, 101, d.dtype);
   ag::IntList strides = d.transposed ? ag::IntList{1, d.rows} : ag::IntList{d.cols, 1};
-  c.a = ag::as_strided(buffer, {d.rows, d.cols}, strides, d.offset);
-  if (d.requires_grad) c.a = c.a.detach().requires_grad_();
+  // A view's base requires grad where `a` must (a view made under no_grad requires grad through
+  // its base, a piece through its history).
+  Tensor base = d.requires_grad && d.view != 0 ? buffer.detach().requires_grad_() : buffer;
+  if (d.view == 0) {
+    c.a = ag::as_strided(buffer, {d.rows, d.cols}, strides, d.offset).detach();
+    if (d.requires_grad) c.a.requires_grad_();
+  } else if (d.view == 1) {
+    c.a = ag::as_strided(base, {d.rows, d.cols}, strides, d.offset);
+  } else if (d.view == 2) {
+    ag::NoGradGuard no_grad;
+    c.a = ag::as_strided(base, {d.rows, d.cols}, strides, d.offset);
+  } else {
+    ag::IntList piece_strides = {64, strides[0], strides[1]};
+    c.a = ag::unbind(ag::as_strided(base, {1, d.rows, d.cols}, piece_strides, d.offset), 0)[0];
+  }
   if (d.alias == 1)
     c.b = c.a;
   else if (d.alias == 2)
@@ -293,4 +313,90 @@ TEST(CacheKey, TinyScalarsGiveTheirOwnAnswers) {
   EXPECT_TRUE(ag::testing::allclose(b, x * 2e-7, 0, 0)) << b;
   EXPECT_TRUE(ag::testing::allclose(f(x, 1e-7), x * 1e-7, 0, 0));
   EXPECT_EQ(f.num_compilations(), 2u);
+}
+
+// Whether an input is a view decides its trace: a geometry changed under no_grad leaves a
+// view's gradient regenerated from its base, but a plain tensor's laid out as it was. A
+// specialization traced for one was served to the other, with the other's gradient (transposed
+// here), before the key held it.
+TEST(CacheKey, AViewAndAPlainTensorOfOneGeometryTakeTheirOwnTraces) {
+  auto f = [](Tensor x) {
+    {
+      ag::NoGradGuard no_grad;
+      ag::t_(x);
+    }
+    return x.exp();
+  };
+  auto grad_of = [](auto& fn, bool view) {
+    Tensor l = pattern({3, 3}, 20).requires_grad_();
+    Tensor y = l * 1.0;
+    Tensor out = fn(view ? y.view({3, 3}) : y);
+    (out * pattern({3, 3}, 21)).sum().backward();
+    return l.grad();
+  };
+  for (bool view_first : {false, true}) {
+    auto compiled = ag::aot_function(f);
+    for (bool view : {view_first, !view_first}) {
+      Tensor got = grad_of(compiled, view), want = grad_of(f, view);
+      EXPECT_TRUE(ag::testing::allclose(got, want, 1e-12, ag::testing::compiled_rtol()))
+          << (view ? "view" : "plain") << " input, second call " << (view != view_first) << "\n"
+          << got << "\n"
+          << want;
+    }
+    EXPECT_EQ(compiled.num_compilations(), 2u);
+  }
+  // The two eager gradients differ, so the check above can fail.
+  EXPECT_FALSE(ag::testing::allclose(grad_of(f, true), grad_of(f, false), 1e-3, 0));
+}
+
+// A leaf that requires grad and a non-leaf take their own traces: eager refuses to write the
+// leaf in place, and its AccumulateGrad keeps the sizes the leaf had when first reached. Served a
+// non-leaf's specialization, a leaf was written without eager's error, and took a gradient of
+// sizes where eager's backward raises.
+TEST(CacheKey, ALeafAndANonLeafTakeTheirOwnTraces) {
+  auto write = [](Tensor x) {
+    x.mul_(2.0);
+    return x * 1.0;
+  };
+  auto resize = [](Tensor x) {
+    {
+      ag::NoGradGuard no_grad;
+      ag::unsqueeze_(x, 0);
+    }
+    Tensor r = x.squeeze(0).exp();
+    {
+      ag::NoGradGuard no_grad;
+      ag::squeeze_(x, 0);
+    }
+    return r;
+  };
+  auto error_of = [](auto&& f) -> std::string {
+    try {
+      f();
+    } catch (const std::exception& e) {
+      return e.what();
+    }
+    return "";
+  };
+  auto non_leaf = [] { return pattern({2, 3}, 7).requires_grad_() * 1.0; };
+  auto a_leaf = [] { return pattern({2, 3}, 7).requires_grad_(); };
+
+  auto compiled_write = ag::aot_function(write);
+  compiled_write(non_leaf());
+  std::string eager = error_of([&] { write(a_leaf()); });
+  std::string compiled = error_of([&] { compiled_write(a_leaf()); });
+  EXPECT_NE(eager.find("a leaf Variable that requires grad is being used in an in-place"),
+            std::string::npos)
+      << eager;
+  EXPECT_NE(compiled.find("a leaf Variable that requires grad is being used in an in-place"),
+            std::string::npos)
+      << compiled;
+
+  auto compiled_resize = ag::aot_function(resize);
+  compiled_resize(non_leaf()).sum().backward();
+  eager = error_of([&] { resize(a_leaf()).sum().backward(); });
+  compiled = error_of([&] { compiled_resize(a_leaf()).sum().backward(); });
+  EXPECT_NE(eager, "");
+  EXPECT_EQ(compiled, eager);
+  EXPECT_EQ(compiled_resize.num_compilations(), 2u);
 }

@@ -104,7 +104,7 @@ TEST(AotLog, EachTopicWritesOneStructuredLinePerEvent) {
   std::string err = ::testing::internal::GetCapturedStderr();
   std::vector<std::string> guards = lines_starting(err, "[aotgrad] guards fn=logged index=");
   ASSERT_EQ(guards.size(), 2u) << err;
-  EXPECT_NE(guards[0].find("inputs=[f64[3] strides=[1] offset=any requires_grad; "),
+  EXPECT_NE(guards[0].find("inputs=[f64[3] strides=[1] offset=any requires_grad leaf; "),
             std::string::npos)
       << guards[0];
   std::vector<std::string> partition = lines_starting(err, "[aotgrad] partition fn=logged");

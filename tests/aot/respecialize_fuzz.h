@@ -1,7 +1,8 @@
 // What respecialize_fuzz_test.cpp draws: calls of one compiled function whose inputs differ in
-// every property a guard may hold (CallSpec), the setups that realize them (make_setup), and the
-// small function bodies that make those properties matter (Body: in-place writes into inputs and
-// their views, outputs that are views of inputs, arithmetic).
+// every property a guard may hold (CallSpec; whether an input is a view and how it was made too),
+// the setups that realize them (make_setup), and the small function bodies that make those
+// properties matter (Body: in-place writes into inputs and their views, outputs that are views of
+// inputs, arithmetic).
 //
 // A CallSpec is plain data: it prints (describe) so a failing call can be rebuilt by hand, and
 // make_setup builds the same tensors from it every time, so the eager and the compiled side see
@@ -22,7 +23,9 @@
 
 namespace aotgrad::testing::respec {
 
-enum class Layout : int { contiguous, transposed, sliced, expanded };
+// viewed: contiguous, but a view (of a tensor of its own); sliced_under_no_grad: sliced, the
+// slice made under no_grad (a view whose autograd rules differ, autograd/view_creation.h).
+enum class Layout : int { contiguous, transposed, sliced, expanded, viewed, sliced_under_no_grad };
 // A leaf that requires grad, a non-leaf (a view of, or equal to, leaf * 1), or neither.
 enum class GradKind : int { none, leaf, non_leaf };
 enum class Alias : int {
@@ -36,7 +39,8 @@ enum class Alias : int {
 enum class ScalarType : int { f64, f32, i64 };
 
 inline const char* name(Layout l) {
-  static const char* n[] = {"contiguous", "transposed", "sliced", "expanded"};
+  static const char* n[] = {"contiguous", "transposed", "sliced",
+                            "expanded",   "viewed",     "sliced-under-no_grad"};
   return n[static_cast<int>(l)];
 }
 inline const char* name(GradKind g) {
@@ -86,8 +90,8 @@ inline CallSpec random_spec(std::mt19937_64& rng) {
   s.n = pick(1, 4);
   s.dtype_a = pick(0, 3) ? DType::f32 : DType::f64;
   s.dtype_b = pick(0, 4) ? s.dtype_a : (s.dtype_a == DType::f32 ? DType::f64 : DType::f32);
-  s.layout_a = static_cast<Layout>(pick(0, 3));
-  s.layout_b = static_cast<Layout>(pick(0, 3));
+  s.layout_a = static_cast<Layout>(pick(0, 5));
+  s.layout_b = static_cast<Layout>(pick(0, 5));
   s.grad_a = static_cast<GradKind>(pick(0, 2));
   s.grad_b = static_cast<GradKind>(pick(0, 2));
   s.alias = pick(0, 1) ? Alias::independent : static_cast<Alias>(pick(1, 5));
@@ -184,6 +188,15 @@ inline Tensor independent_input(const CallSpec& s, Layout l, GradKind g, DType d
       return with_grad(values_of({1, n}, dtype, seed), g, leaves, [&](Tensor t) {
         return t.expand({m, n});
       });
+    case Layout::viewed:
+      return with_grad(values_of({m, n}, dtype, seed), g, leaves, [&](Tensor t) {
+        return t.view({m, n});
+      });
+    case Layout::sliced_under_no_grad:
+      return with_grad(values_of({m + 1 + k, n + 1}, dtype, seed), g, leaves, [&](Tensor t) {
+        NoGradGuard no_grad;
+        return t.slice(0, 1 + k, 1 + k + m).slice(1, 1, n + 1);
+      });
   }
   return Tensor();
 }
@@ -249,7 +262,7 @@ inline std::string coarse_key(const CallSpec& s, const std::vector<Tensor>& inpu
 // The function bodies: generic in the scalar's type, which is part of the key.
 struct Body {
   int which = 0;
-  static constexpr int kCount = 6;
+  static constexpr int kCount = 7;
 
   template <typename S>
   std::vector<Tensor> operator()(const Tensor& a_in, const Tensor& b_in, S s) const {
@@ -276,8 +289,20 @@ struct Body {
         a.add_(1.0);
         b.mul_(a);
         return {a * s, b.sum()};
-      default:  // a product with a transposed input
+      case 5:  // a product with a transposed input
         return {mm(a, b.t().to(a.dtype())) * s, b.sigmoid()};
+      default: {  // geometry changes autograd does not see, read between: views, plain
+        {         // tensors and leaves take their gradients differently. (b, which may be or
+          NoGradGuard no_grad;  // view a, is not read: aotgrad refuses some such reads.)
+          unsqueeze_(a, 0);
+        }
+        Tensor r = a.squeeze(0).exp() * s;
+        {
+          NoGradGuard no_grad;
+          squeeze_(a, 0);
+        }
+        return {r, r.sum()};
+      }
     }
   }
 };
@@ -290,6 +315,8 @@ inline const char* describe_body(int which) {
       "v = a.select(1, 0); v.add_(b.select(1, 0) * s); return {a.tanh(), v}",
       "a.add_(1.0); b.mul_(a); return {a * s, b.sum()}",
       "return {mm(a, b.t().to(a.dtype())) * s, b.sigmoid()}",
+      "{no_grad; a.unsqueeze_(0);} r = a.squeeze(0).exp() * s; {no_grad; a.squeeze_(0);} "
+      "return {r, r.sum()}",
   };
   return text[which];
 }
