@@ -40,12 +40,6 @@ std::vector<Descriptor> graph_input_descs(const InputPlan& plan,
 }
 
 // The fake tensors the user function sees, one per user input, following the plan.
-// How the caller made `t`, as autograd's in-place rules see it (a tensor that is no view: normal).
-ViewCreation view_creation_of(const Tensor& t) {
-  return t.is_view() && t.impl()->autograd ? t.impl()->autograd->view_creation
-                                           : ViewCreation::normal;
-}
-
 std::vector<Tensor> make_user_fakes(trace::Tracer& tracer, const std::vector<Tensor>& inputs,
                                     const InputPlan& plan, const std::vector<Tensor>& graph_inputs,
                                     const std::vector<Descriptor>& descs) {
@@ -63,10 +57,14 @@ std::vector<Tensor> make_user_fakes(trace::Tracer& tracer, const std::vector<Ten
     else if (e.kind == InputPlan::Kind::duplicate)
       fakes[i] = fakes[e.index];
     else
-      fakes[i] = tracer.add_strided_view(
-          graph_fakes[graph_input_of_base[e.index]], inputs[i].sizes(), inputs[i].strides(),
-          inputs[i].storage_offset(), inputs[i].requires_grad(), view_creation_of(inputs[i]));
+      fakes[i] = tracer.add_strided_view(graph_fakes[graph_input_of_base[e.index]],
+                                         inputs[i].sizes(), inputs[i].strides(),
+                                         inputs[i].storage_offset(), inputs[i].requires_grad(),
+                                         autograd::special_creation_of(inputs[i]));
     tracer.note_caller_view(fakes[i], inputs[i].is_view());
+    if (e.kind == InputPlan::Kind::plain)
+      if (std::optional<autograd::SpecialCreation> c = autograd::special_creation_of(inputs[i]))
+        tracer.note_caller_creation(fakes[i], *c);
   }
   for (size_t i = 0; i < plan.same_base_as.size(); ++i)
     if (inputs[i].is_view() && plan.inputs[i].kind != InputPlan::Kind::duplicate)

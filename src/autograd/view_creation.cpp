@@ -4,6 +4,7 @@
 #include <stdexcept>
 
 #include "aotgrad/autograd.h"
+#include "autograd/nodes.h"
 
 namespace aotgrad::autograd {
 
@@ -37,6 +38,10 @@ bool written_since_special_view_creation(const Tensor& t) {
 void check_view_creation(const Tensor& view, const ViewHistory& history, bool indirect) {
   const AutogradMeta* m = view.impl()->autograd.get();
   if (!view.is_view() || !m || m->view_creation == ViewCreation::normal) return;
+  raise_view_creation(m->view_creation, history, indirect);
+}
+
+void raise_view_creation(ViewCreation creation, const ViewHistory& history, bool indirect) {
   // PyTorch's texts (torch/csrc/autograd/variable.cpp, handle_view_on_rebase), word for word:
   // users search for them.
   const std::string modified =
@@ -44,14 +49,14 @@ void check_view_creation(const Tensor& view, const ViewHistory& history, bool in
   const std::string output =
       "Output " + std::to_string(history.output_nr) + " of " + history.grad_fn_name;
   std::string msg;
-  if (m->view_creation == ViewCreation::no_grad_mode || !history.has_grad_fn) {
+  if (creation == ViewCreation::no_grad_mode || !history.has_grad_fn) {
     std::string prefix = history.has_grad_fn ? output + " is a view of a view which was created in"
                                              : "A view was created in";
     msg = prefix + " no_grad mode and " + modified + " modified inplace with grad mode enabled.";
   } else {
     msg = output + " is a view and " + modified + " modified inplace.";
   }
-  if (m->view_creation == ViewCreation::multi_output)
+  if (creation == ViewCreation::multi_output)
     msg +=
         " This view is the output of a function that returns multiple views. Such functions do "
         "not allow the output views to be modified inplace. You should replace the inplace "
@@ -63,6 +68,13 @@ void check_view_creation(const Tensor& view, const ViewHistory& history, bool in
         "no_grad block (if you don't want the inplace to be tracked) or both outside (if you "
         "want the inplace to be tracked).";
   throw std::runtime_error(msg);
+}
+
+std::optional<SpecialCreation> special_creation_of(const Tensor& t) {
+  const AutogradMeta* m = t.impl()->autograd.get();
+  if (!t.is_view() || !m || m->view_creation == ViewCreation::normal) return std::nullopt;
+  return SpecialCreation{m->view_creation, view_history(t), t._base().requires_grad(),
+                         written_since_special_view_creation(t)};
 }
 
 std::string pytorch_node_name(std::string_view op_name) {

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -34,6 +35,20 @@ struct ViewHistory {
 // Throws PyTorch's error when `view` was not made normally. `indirect`: the view itself is not
 // being written; its base or another alias of it was, earlier.
 void check_view_creation(const Tensor& view, const ViewHistory& history, bool indirect);
+// Throws that error for a view made the way `creation` says (not normal).
+[[noreturn]] void raise_view_creation(ViewCreation creation, const ViewHistory& history,
+                                      bool indirect);
+
+// What the checks above read of a view not made normally, for a tracer whose stand-in for it
+// is no view (a compiled function's input: the caller's tensor is the view).
+struct SpecialCreation {
+  ViewCreation creation = ViewCreation::normal;
+  ViewHistory history;
+  bool base_requires_grad = false;
+  bool written = false;  // its storage was written since it was made
+};
+// nullopt for a tensor that is no view, or a view made normally.
+std::optional<SpecialCreation> special_creation_of(const Tensor& t);
 
 // Whether `t` is a view not made normally whose storage was written since it was made.
 bool written_since_special_view_creation(const Tensor& t);

@@ -60,11 +60,20 @@ void Tracer::check_view_rules(const ops::OpDef& op, const ops::OpArgs& args) con
   if (!any_requires_grad) return;
   if (op.is_inplace()) {
     const Tensor& self = ops::tensor_arg(args, op.mutated_arg());
+    if (const CallerCreation* c = caller_creation(self))
+      autograd::raise_view_creation(c->creation.creation, c->creation.history,
+                                    /*indirect=*/false);
     if (traced_here(self) && self.is_view())
       autograd::check_view_creation(self, history_of(self), /*indirect=*/false);
   }
   if (!op.vjp) return;
   for (const Tensor& t : flat) {
+    if (const CallerCreation* c = caller_creation(t)) {
+      const autograd::SpecialCreation& sc = c->creation;
+      if (written_since_creation(*c, t) && (sc.history.has_grad_fn || sc.base_requires_grad))
+        autograd::raise_view_creation(sc.creation, sc.history, /*indirect=*/true);
+      continue;
+    }
     if (!traced_here(t) || !autograd::written_since_special_view_creation(t)) continue;
     autograd::ViewHistory h = history_of(t);
     if (h.has_grad_fn || base_requires_grad(t))

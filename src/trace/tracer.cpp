@@ -242,7 +242,8 @@ Tensor Tracer::add_input(const Tensor& example, std::string_view name_hint, Desc
 }
 
 Tensor Tracer::add_strided_view(const Tensor& base, const IntList& sizes, const IntList& strides,
-                                int64_t storage_offset, bool requires_grad, ViewCreation creation) {
+                                int64_t storage_offset, bool requires_grad,
+                                const std::optional<autograd::SpecialCreation>& creation) {
   const ops::OpDef& as_strided = ops::lookup("aten.as_strided.default");
   ops::OpArgs args{base, sizes, strides, storage_offset};
   ops::normalize(as_strided, args);
@@ -255,16 +256,36 @@ Tensor Tracer::add_strided_view(const Tensor& base, const IntList& sizes, const 
     GradModeScope mode(requires_grad || !base.requires_grad());
     view = record(as_strided, args, /*track=*/true).at(0);
   }
-  if (creation != ViewCreation::normal || view.impl()->autograd) {
+  if (creation) {
     AutogradMeta& m = view.impl()->autograd_meta();
-    m.view_creation = creation;
-    m.view_creation_version = view.version();
+    m.view_creation = creation->creation;
+    m.view_creation_version = creation->written ? UINT64_MAX : view.version();
+    tensors_[view.impl()->trace.alias].history = creation->history;
+  } else if (view.impl()->autograd) {
+    view.impl()->autograd->view_creation = ViewCreation::normal;
   }
   return view;
 }
 
 void Tracer::note_caller_view(const Tensor& fake, bool is_view) {
   caller_views_.emplace_back(fake.impl(), is_view);
+}
+
+void Tracer::note_caller_creation(const Tensor& fake, const autograd::SpecialCreation& creation) {
+  caller_creations_.push_back({fake.impl(), creation, fake.version()});
+}
+
+const Tracer::CallerCreation* Tracer::caller_creation(const Tensor& t) const {
+  if (!t.defined() || caller_creations_.empty()) return nullptr;
+  for (const CallerCreation& c : caller_creations_)
+    if (c.fake == t.impl()) return &c;
+  return nullptr;
+}
+
+bool Tracer::written_since_creation(const CallerCreation& c, const Tensor& fake) const {
+  if (c.creation.written || fake.version() != c.version_at_call) return true;
+  const TensorState* ts = state_of(fake);
+  return ts && shared_writes(ts->storage) != 0;
 }
 
 std::optional<bool> Tracer::caller_view(const TensorImpl* t) const {
@@ -557,7 +578,17 @@ std::vector<Tensor> Tracer::record(const ops::OpDef& op, ops::OpArgs& args, bool
       // Eager's detach() result has no _base, so no view creation either: made under no_grad,
       // it may still be written in place with grad on. (detach is the one view row without a
       // VJP.)
-      if (op.vjp) autograd::record_view_creation(out, base, multi_output_view);
+      if (op.vjp) {
+        autograd::record_view_creation(out, base, multi_output_view);
+        // Of an input the caller made specially (the fake is no view): what eager's view of
+        // that view inherits.
+        if (const CallerCreation* c = caller_creation(base);
+            c && autograd::grad_mode_enabled() && !multi_output_view) {
+          AutogradMeta& m = out.impl()->autograd_meta();
+          m.view_creation = c->creation.creation;
+          m.view_creation_version = out.version();
+        }
+      }
       if (track && base.impl()->trace.alias != UINT32_MAX) {
         ViewStep step{&op, args, autograd::grad_mode_enabled()};
         step.args[op.view_of_arg()] = Tensor();

@@ -58,16 +58,21 @@ class Tracer final : public ops::Interpreter, public autograd::TracedAutograd {
   // metadata and requires_grad.
   Tensor add_input(const Tensor& example, std::string_view name_hint, Descriptor desc = {});
   // A fake view of `base` (a tracked tensor) with the given geometry, recorded as as_strided, that
-  // autograd's view rules treat as made the way `creation` says (the caller's tensor's way: a
-  // view it made with grad mode on may be written in place with grad on, however the fake was
-  // recorded).
+  // autograd's view rules treat as the caller's tensor: made normally where `creation` is nullopt
+  // (then it may be written in place with grad on, however the fake was recorded), else as
+  // `creation` says, with its history and whether it was written since it was made.
   Tensor add_strided_view(const Tensor& base, const IntList& sizes, const IntList& strides,
-                          int64_t storage_offset, bool requires_grad, ViewCreation creation);
+                          int64_t storage_offset, bool requires_grad,
+                          const std::optional<autograd::SpecialCreation>& creation);
   // Records whether the caller's tensor that the user input `fake` stands for is a view in
   // eager: a fake's own view-ness follows the graph inputs (a view passed alone is a root there,
   // a member of a synthetic base a view of it), and a geometry changed under no_grad takes its
   // gradient differently on a view (functionalize_metadata).
   void note_caller_view(const Tensor& fake, bool is_view);
+  // The fake of a user input that the caller made as a view under no_grad or by a multi-output
+  // op: the fake is a root, yet eager's rules for such views (autograd/view_creation.h) hold for
+  // it, and for the views the function makes of it with grad on, which inherit the creation.
+  void note_caller_creation(const Tensor& fake, const autograd::SpecialCreation& creation);
   // The fake of an input that is, in the caller, a view of the _base named `base` (any number,
   // the same for every input viewing it), which other inputs view through graph inputs of their
   // own (aot::InputPlan::same_base_as). A write with grad on through one of them gives that _base
@@ -353,6 +358,17 @@ class Tracer final : public ops::Interpreter, public autograd::TracedAutograd {
   // Whether the caller's tensor a user input's fake `t` stands for is a view in eager
   // (note_caller_view; the last note wins); nullopt for any other tensor.
   std::optional<bool> caller_view(const TensorImpl* t) const;
+  struct CallerCreation {
+    const TensorImpl* fake = nullptr;
+    autograd::SpecialCreation creation;
+    uint64_t version_at_call = 0;  // the fake's
+  };
+  std::vector<CallerCreation> caller_creations_;  // note_caller_creation
+  // `t`'s note when `t` is a noted fake (as the caller passed it: no view of it); else null.
+  const CallerCreation* caller_creation(const Tensor& t) const;
+  // Whether eager would find the caller's view behind `c` written since it was made: before the
+  // call, or inside it, through the fake's storage or another input of its caller storage.
+  bool written_since_creation(const CallerCreation& c, const Tensor& fake) const;
   std::map<size_t, size_t> caller_base_of_storage_;  // note_caller_base, by storage
   std::map<size_t, size_t> shared_storage_group_;    // note_shared_storage, by storage
   // Throws when storage `storage` (an input's), read in place, shares the caller's storage with

@@ -354,3 +354,164 @@ TEST(AutogradViewRules, WriteThroughANoGradViewOfADetachThatRequiresNoGradIsNoEr
       },
       fn);
 }
+
+// ---- inputs the caller made as views under no_grad or by a multi-output op ----
+// The function's fake of such an input is a root, yet eager's rules hold for the caller's view,
+// and for the views the function makes of it with grad on, which inherit the creation.
+
+namespace {
+
+// x: rows 1-2 of a leaf, made under no_grad (it requires grad through its base), and a weight.
+ScenarioInputs no_grad_view_input(bool written_before_call = false) {
+  Tensor b = leaf({3, 4}, 16);
+  Tensor x;
+  {
+    ag::NoGradGuard no_grad;
+    x = b.slice(0, 1, 3);
+    if (written_before_call) x.mul_(2.0);
+  }
+  return ScenarioInputs{{x, leaf({4}, 4, false)}, {b}};
+}
+
+// Rows 0-1 and rows 2-3 (or 1-2, overlapping) of one leaf, both made under no_grad.
+ScenarioInputs two_no_grad_view_inputs(bool overlap) {
+  Tensor b = leaf({4, 4}, 17);
+  Tensor x, y;
+  {
+    ag::NoGradGuard no_grad;
+    x = b.slice(0, 0, 2);
+    y = b.slice(0, overlap ? 1 : 2, overlap ? 3 : 4);
+  }
+  return ScenarioInputs{{x, y}, {b}};
+}
+
+ScenarioInputs piece_input() {
+  Tensor b = leaf({3, 4}, 18);
+  Tensor y = b * 2.0;
+  return ScenarioInputs{{ag::unbind(y, 0)[1], leaf({4}, 19, false)}, {b, y}};
+}
+
+const char kNoGradIndirect[] =
+    "A view was created in no_grad mode and its base or another view of its base has been "
+    "modified inplace with grad mode enabled.";
+
+}  // namespace
+
+TEST(AutogradViewRules, AnInputMadeUnderNoGradReadWithGradOnceWrittenRaisesLikeEager) {
+  // Written inside under no_grad (the compiled call returned normally before).
+  expect_raises_like_eager([] { return no_grad_view_input(); },
+                           [](const TensorList& a) {
+                             {
+                               ag::NoGradGuard no_grad;
+                               Tensor(a[0]).add_(1.0);
+                             }
+                             return a[0].exp();
+                           },
+                           kNoGradIndirect);
+  // Written by the caller before the call.
+  expect_raises_like_eager([] { return no_grad_view_input(/*written_before_call=*/true); },
+                           [](const TensorList& a) { return a[0].exp(); }, kNoGradIndirect);
+  // Another input of its base written: disjoint (inputs of their own sharing the caller's
+  // storage) and overlapping (members of a synthetic base).
+  for (bool overlap : {false, true})
+    expect_raises_like_eager([&] { return two_no_grad_view_inputs(overlap); },
+                             [](const TensorList& a) {
+                               {
+                                 ag::NoGradGuard no_grad;
+                                 Tensor(a[1]).add_(1.0);
+                               }
+                               return a[0] * 1.0;
+                             },
+                             kNoGradIndirect);
+  // A view of it made inside with grad on inherits the creation, with a history of its own.
+  expect_raises_like_eager(
+      [] { return no_grad_view_input(); },
+      [](const TensorList& a) {
+        Tensor y = a[0].select(1, 1);
+        {
+          ag::NoGradGuard no_grad;
+          Tensor(a[0]).add_(1.0);
+        }
+        return y * 1.0;
+      },
+      "Output 0 of SelectBackward0 is a view of a view which was created in no_grad mode and its "
+      "base or another view of its base has been modified inplace");
+}
+
+TEST(AutogradViewRules, WritingAnInputMadeUnderNoGradWithGradRaisesLikeEager) {
+  // Eager's view rule comes before its leaf rule (the input is a leaf that requires grad).
+  expect_raises_like_eager(
+      [] { return no_grad_view_input(); },
+      [](const TensorList& a) {
+        Tensor(a[0]).mul_(a[1]);
+        return a[0].exp();
+      },
+      "A view was created in no_grad mode and is being modified inplace with grad mode enabled.");
+  expect_raises_like_eager(
+      [] { return no_grad_view_input(); },
+      [](const TensorList& a) {
+        Tensor y = a[0].select(1, 1);
+        y.mul_(2.0);
+        return y * 1.0;
+      },
+      "Output 0 of SelectBackward0 is a view of a view which was created in no_grad mode and is "
+      "being modified inplace with grad mode enabled.");
+}
+
+TEST(AutogradViewRules, AnInputPieceOfAMultiOutputViewRaisesLikeEager) {
+  expect_raises_like_eager(
+      piece_input,
+      [](const TensorList& a) {
+        Tensor(a[0]).mul_(a[1]);
+        return a[0].exp();
+      },
+      "Output 1 of UnbindBackward0 is a view and is being modified inplace. This view is the "
+      "output of a function that returns multiple views.");
+  expect_raises_like_eager(
+      piece_input,
+      [](const TensorList& a) {
+        {
+          ag::NoGradGuard no_grad;
+          Tensor(a[0]).add_(1.0);
+        }
+        return a[0] * 1.0;
+      },
+      "Output 1 of UnbindBackward0 is a view and its base or another view of its base has been "
+      "modified inplace. This view is the output of a function that returns multiple views.");
+}
+
+TEST(AutogradViewRules, InputsMadeUnderNoGradCompileAsEagerWhereEagerRaisesNothing) {
+  // Read with grad on, unwritten: the results require grad, the base gets no gradient.
+  run_scenario([] { return no_grad_view_input(); },
+               [](const TensorList& a) {
+                 return TensorList{a[0].exp(), (a[0] * 2.0).sum()};
+               });
+  // Written and read under no_grad only.
+  run_scenario([] { return no_grad_view_input(); },
+               [](const TensorList& a) {
+                 ag::NoGradGuard no_grad;
+                 Tensor(a[0]).add_(1.0);
+                 Tensor y = a[0].select(0, 1);
+                 y.mul_(a[1]);
+                 return TensorList{a[0] * 1.0, y};
+               });
+  // Of a base that needs no grad: nothing requires grad, so nothing is checked.
+  run_scenario(
+      [] {
+        Tensor b = leaf({3, 4}, 20, false);
+        Tensor x;
+        {
+          ag::NoGradGuard no_grad;
+          x = b.slice(0, 1, 3);
+        }
+        return ScenarioInputs{{x, leaf({4}, 21, false), leaf({2, 4}, 22)}, {b}};
+      },
+      [](const TensorList& a) {
+        Tensor(a[0]).mul_(a[1]);
+        {
+          ag::NoGradGuard no_grad;
+          Tensor(a[0]).add_(1.0);
+        }
+        return TensorList{a[0].exp() * a[2], a[0].select(0, 1)};
+      });
+}
