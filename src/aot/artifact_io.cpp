@@ -262,7 +262,7 @@ Guards read_guards(Reader& r) {
     in.requires_grad = r.boolean("input guard requires_grad");
     in.leaf = r.boolean("input guard leaf");
     uint8_t view = r.u8("input guard view");
-    if (view > static_cast<uint8_t>(CallerView::multi_output))
+    if (view > static_cast<uint8_t>(CallerView::multi_output_cut_off))
       r.bad("input guard view", "unknown view kind " + std::to_string(view));
     in.view = static_cast<CallerView>(view);
   }

@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "aotgrad/aot.h"
+#include "autograd/nodes.h"
 
 namespace aotgrad::aot {
 namespace {
@@ -85,7 +86,8 @@ CallerView caller_view_of(const Tensor& t) {
     case ViewCreation::no_grad_mode:
       return CallerView::no_grad_mode;
     case ViewCreation::multi_output:
-      return CallerView::multi_output;
+      return autograd::history_reaches_base(t) ? CallerView::multi_output
+                                               : CallerView::multi_output_cut_off;
     case ViewCreation::normal:
       break;
   }
@@ -148,6 +150,8 @@ std::string describe(CallerView v) {
       return " a view made under no_grad";
     case CallerView::multi_output:
       return " a piece of a multi-output view";
+    case CallerView::multi_output_cut_off:
+      return " a piece of a multi-output view of a view made under no_grad";
   }
   return "";
 }

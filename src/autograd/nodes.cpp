@@ -503,6 +503,22 @@ ViewHistory view_history(const Tensor& t) {
   return h;
 }
 
+bool history_reaches_base(const Tensor& t) {
+  if (!t.is_view()) return true;
+  const AutogradMeta* m = t.impl()->autograd.get();
+  std::shared_ptr<Node> node = m ? m->grad_fn : nullptr;
+  if (const auto* op = dynamic_cast<const OpNode*>(node.get()))
+    if (op->view_version && *op->view_version != t.version()) return true;
+  // A chain of view nodes is as long as the chain of views; the bound only guards a cycle.
+  for (int hops = 0; hops < 1024; ++hops) {
+    if (!node) return false;
+    const auto* op = dynamic_cast<const OpNode*>(node.get());
+    if (!op || !op->view_version || node->next_edges.empty()) return true;
+    node = node->next_edges[0].node;
+  }
+  return true;
+}
+
 Edge gradient_edge(const Tensor& t) {
   return gradient_edge(t, nullptr);
 }

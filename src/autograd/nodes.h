@@ -168,6 +168,12 @@ void adopt_base_history(const Tensor& t);
 
 // The history `t` has, as view errors name it ("Output 1 of UnbindBackward0").
 ViewHistory view_history(const Tensor& t);
+// Whether a gradient given to the view `t` reaches its _base: its history runs through view
+// nodes back to the _base's own. False for a view with no history (made under no_grad), and for
+// one made with grad on of a view made under no_grad (a piece of it): that chain ends in the
+// no_grad view's empty edge. A stale history counts as reaching (it is regenerated from the
+// _base). True for a tensor that is no view.
+bool history_reaches_base(const Tensor& t);
 
 // Makes `t`'s history (grad_fn, output_nr) point at `node` output `output_nr`.
 void set_history(const Tensor& t, const std::shared_ptr<Node>& node, uint32_t output_nr);

@@ -74,7 +74,8 @@ std::optional<SpecialCreation> special_creation_of(const Tensor& t) {
   const AutogradMeta* m = t.impl()->autograd.get();
   if (!t.is_view() || !m || m->view_creation == ViewCreation::normal) return std::nullopt;
   return SpecialCreation{m->view_creation, view_history(t), t._base().requires_grad(),
-                         written_since_special_view_creation(t)};
+                         written_since_special_view_creation(t),
+                         m->view_creation != ViewCreation::no_grad_mode && history_reaches_base(t)};
 }
 
 std::string pytorch_node_name(std::string_view op_name) {

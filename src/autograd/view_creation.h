@@ -46,6 +46,9 @@ struct SpecialCreation {
   ViewHistory history;
   bool base_requires_grad = false;
   bool written = false;  // its storage was written since it was made
+  // Whether a gradient given to it reaches its _base (history_reaches_base): never for a view
+  // made under no_grad, not for a piece of one.
+  bool reaches_base = false;
 };
 // nullopt for a tensor that is no view, or a view made normally.
 std::optional<SpecialCreation> special_creation_of(const Tensor& t);

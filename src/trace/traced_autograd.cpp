@@ -193,9 +193,14 @@ bool Tracer::eager_requires_grad(const Tensor& t) const {
 }
 
 bool Tracer::is_dropped_grad_view(const Tensor& t) const {
+  // An input the caller made so (its fake is a graph input): its gradient reaches no edge.
+  if (const CallerCreation* c = caller_creation(t))
+    return !c->creation.reaches_base && c->creation.base_requires_grad;
   if (!t.defined() || !traced_here(t) || !t.is_view() || !t.impl()->autograd) return false;
   const AutogradMeta& m = *t.impl()->autograd;
-  return m.view_creation == ViewCreation::no_grad_mode && !m.requires_grad && base_requires_grad(t);
+  // Made under no_grad, or a caller's piece of such a view (add_strided_view): no value of its own
+  // that requires grad, of a base that does.
+  return m.view_creation != ViewCreation::normal && !m.requires_grad && base_requires_grad(t);
 }
 
 // ---- requires_grad_() ----

@@ -252,8 +252,11 @@ Tensor Tracer::add_strided_view(const Tensor& base, const IntList& sizes, const 
     // Grad mode off only where it must be, for a view that does not require grad of a base that
     // does: the view step remembers the mode, and a view regenerated after a write that requires
     // grad (base.mul_(w)) must require grad as eager's does. A view made with grad off is marked
-    // a no_grad view, which the creation below replaces.
-    GradModeScope mode(requires_grad || !base.requires_grad());
+    // a no_grad view, which the creation below replaces. A view the caller made under no_grad is
+    // recorded so too, and a piece of one: it requires grad (through its base, or its history),
+    // but what is computed from it gives the base no gradient (bind_no_grad_views).
+    const bool cut_off = creation && !creation->reaches_base;
+    GradModeScope mode(!cut_off && (requires_grad || !base.requires_grad()));
     view = record(as_strided, args, /*track=*/true).at(0);
   }
   if (creation) {

@@ -6,6 +6,8 @@
 // autograd_error, test_aot_dispatch_output_requires_grad_in_no_grad_views.
 #include <gtest/gtest.h>
 
+#include <optional>
+
 #include "aotgrad/aotgrad.h"
 #include "testing/scenario.h"
 
@@ -513,5 +515,97 @@ TEST(AutogradViewRules, InputsMadeUnderNoGradCompileAsEagerWhereEagerRaisesNothi
           Tensor(a[0]).add_(1.0);
         }
         return TensorList{a[0].exp() * a[2], a[0].select(0, 1)};
+      });
+}
+
+// Overlapping inputs become members of one synthetic base; members the caller made under no_grad
+// gave that base (the leaf) the gradient of what was computed from them, where eager gives none
+// (AotProgramFuzz generator 3, seeds 3 and 44).
+TEST(AutogradViewRules, OverlappingInputsMadeUnderNoGradGiveTheirBaseNoGradient) {
+  run_scenario([] { return two_no_grad_view_inputs(/*overlap=*/true); },
+               [](const TensorList& a) {
+                 return TensorList{a[0] * -1.5, a[1], a[1].select(0, 0)};
+               });
+  // One member made under no_grad, one normally: only the normal one's gradient reaches the leaf.
+  run_scenario(
+      [] {
+        Tensor b = leaf({4, 4}, 23);
+        Tensor x;
+        {
+          ag::NoGradGuard no_grad;
+          x = b.slice(0, 0, 2);
+        }
+        return ScenarioInputs{{x, b.slice(0, 1, 3)}, {b}};
+      },
+      [](const TensorList& a) {
+        return TensorList{(a[0] * a[1]).sum(), a[1].exp()};
+      });
+}
+
+namespace {
+
+// a0: a non-leaf; a1: a piece of unbind of a view of a0 made under no_grad (or with grad on), so
+// eager's history of a1 ends in that view's empty edge (or reaches a0).
+ScenarioInputs base_and_piece(bool view_under_no_grad) {
+  Tensor l = leaf({4, 3, 2}, 24);
+  Tensor r = l * 1.0;
+  Tensor v;
+  {
+    std::optional<ag::NoGradGuard> no_grad;
+    if (view_under_no_grad) no_grad.emplace();
+    v = r.permute({2, 1, 0});
+  }
+  return ScenarioInputs{{r, ag::unbind(v, 1)[2]}, {l}};
+}
+
+}  // namespace
+
+// A piece of a view made under no_grad, taken with grad on, has a history, but it ends before its
+// base. Overlapping its base (one synthetic base), it gave the base the gradient of what was
+// computed from it (AotProgramFuzz generator 3, seed 227); the guard key tells it from a piece of
+// a view made with grad on, whose gradient does reach the base.
+TEST(AutogradViewRules, APieceOfAViewMadeUnderNoGradGivesItsBaseNoGradient) {
+  auto fn = [](const TensorList& a) { return TensorList{a[1].tanh(), a[0] * 2.0}; };
+  for (bool no_grad : {true, false}) run_scenario([&] { return base_and_piece(no_grad); }, fn);
+  // Alone, an input of its own.
+  run_scenario(
+      [] {
+        return ScenarioInputs{{base_and_piece(true).args[1]}, {}};
+      },
+      [](const TensorList& a) { return TensorList{a[0].exp()}; });
+  // One compiled function, called with each: two specializations, each eager's gradient.
+  auto compiled = ag::aot_function(fn);
+  for (bool no_grad : {false, true}) {
+    ScenarioInputs e = base_and_piece(no_grad), c = base_and_piece(no_grad);
+    for (auto* s : {&e, &c}) {
+      TensorList out = s == &e ? fn(s->args) : compiled(s->args);
+      (out[0].sum() + out[1].sum()).backward();
+    }
+    EXPECT_TRUE(ag::testing::allclose(c.extra[0].grad(), e.extra[0].grad(), 1e-12, 1e-12))
+        << "piece of a view made " << (no_grad ? "under no_grad" : "with grad on");
+  }
+  EXPECT_EQ(compiled.num_compilations(), 2u);
+}
+
+// Eager saves an input of a product only for a gradient that has an edge to follow: a value
+// multiplied by an input made under no_grad is not saved for that input's gradient, and may be
+// written in place after (AotProgramFuzz generator 3, seed 2405: the compiled backward raised).
+TEST(AutogradViewRules, AValueSavedOnlyForAnInputMadeUnderNoGradMayBeWritten) {
+  run_scenario(
+      [] {
+        Tensor w = leaf({3, 4}, 25);
+        Tensor b = leaf({4, 2, 5}, 26);
+        Tensor x;
+        {
+          ag::NoGradGuard no_grad;
+          x = ag::unbind(b, 1)[1];
+        }
+        return ScenarioInputs{{w, x}, {b}};
+      },
+      [](const TensorList& a) {
+        Tensor v = a[0] * 2.0;
+        Tensor y = ag::matmul(v, a[1]);
+        ag::silu_(v);
+        return TensorList{y, v};
       });
 }

@@ -308,7 +308,11 @@ OracleSetup Program::make() const {
       continue;
     }
     Tensor t = made[static_cast<size_t>(in.root)];
-    for (const Step& v : in.views) t = apply_op(v, t, Tensor());
+    for (const Step& v : in.views) {
+      std::optional<NoGradGuard> no_grad;
+      if (v.no_grad) no_grad.emplace();
+      t = apply_op(v, t, Tensor());
+    }
     setup.inputs.push_back(t);
   }
   return setup;
@@ -345,7 +349,9 @@ std::string Program::to_string() const {
     std::string e = in.same_as >= 0 ? "a" + std::to_string(in.same_as) + ";  // the same tensor"
                                     : "r" + std::to_string(in.root);
     if (in.same_as < 0) {
-      for (const Step& v : in.views) e = expression(v, e, "");
+      for (const Step& v : in.views)
+        e = v.no_grad ? "[&] { NoGradGuard no_grad; return " + expression(v, e, "") + "; }()"
+                      : expression(v, e, "");
       e += ";";
     }
     os << "Tensor a" << i << " = " << e << "\n";

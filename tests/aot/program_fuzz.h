@@ -166,7 +166,8 @@ void apply_step(const Step& s, std::vector<Tensor>& values);
 // when `attempts` draws from `seed` gave none. `discarded` counts the rejected draws. Generator 1
 // draws the ops up to squeeze_ (every seed replayed in program_fuzz_test.cpp was drawn so);
 // generator 2 adds exp, div, softmax, log_softmax, amax, pieces of split, chunk and unbind, and
-// div_, leaky_relu_, silu_, hardtanh_ in place.
+// div_, leaky_relu_, silu_, hardtanh_ in place; generator 3 draws generator 2's ops and also
+// makes inputs the caller viewed under no_grad or took as a piece of split, chunk or unbind.
 std::optional<Program> draw_program(uint64_t seed, int attempts, int* discarded, int generator = 1);
 
 }  // namespace aotgrad::testing::program_fuzz

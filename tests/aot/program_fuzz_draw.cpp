@@ -106,8 +106,12 @@ class ProgramGenerator {
         static const std::vector<Op> kSetupViews = {Op::slice,  Op::transpose, Op::t,
                                                     Op::select, Op::unsqueeze, Op::permute,
                                                     Op::view,   Op::slice};
-        std::optional<Step> v = draw_view(one_of(kSetupViews), t);
+        // Generator 3 also makes the caller's views as autograd treats specially: a piece of a
+        // multi-output view, or a view made under no_grad.
+        const bool piece = generator_ >= 3 && chance(0.2);
+        std::optional<Step> v = piece ? draw_piece(t) : draw_view(one_of(kSetupViews), t);
         if (!v) continue;
+        if (generator_ >= 3 && chance(0.3)) v->no_grad = true;
         p_.inputs.back().views.push_back(*v);
         try {
           p_.make();

@@ -11,8 +11,8 @@
 // AOTGRAD_AOT_FUZZ_SEED (default 1) with the compilers in AOTGRAD_AOT_FUZZ_COMPILERS (default
 // "interpreter,cpp"), and goes on past failures up to AOTGRAD_AOT_FUZZ_MAX_FAILURES (default 20).
 // AOTGRAD_AOT_FUZZ_PRINT prints every program drawn; AOTGRAD_AOT_FUZZ_PRINT_REFUSED prints the
-// seed and message of each refusal. AOTGRAD_AOT_FUZZ_GENERATOR=2 draws from the larger op set
-// (program_fuzz.h, draw_program).
+// seed and message of each refusal. AOTGRAD_AOT_FUZZ_GENERATOR=2 draws from the larger op set,
+// 3 makes special views as inputs too (program_fuzz.h, draw_program).
 #include "aot/program_fuzz.h"
 
 #include <gtest/gtest-spi.h>
@@ -166,6 +166,25 @@ TEST(AotProgramFuzz, SecondGeneratorDrawsItsOps) {
 TEST(AotProgramFuzz, FixedSeedsSecondGenerator) {
   Tally tally;
   fuzz_seeds(1, 200, {"interpreter"}, 200, tally, 2);
+  std::cout << "[AotProgramFuzz] " << tally.summary() << "\n";
+  EXPECT_EQ(tally.failed, 0);
+  EXPECT_GE(tally.checked, 150) << "most fixed programs should compile";
+}
+
+// Generator 3: inputs made under no_grad or as pieces of multi-output views, which eager's view
+// rules treat specially (the compiled function ignored those rules for an input until c76b44a).
+TEST(AotProgramFuzz, FixedSeedsThirdGenerator) {
+  int discarded = 0;
+  int special = 0;
+  for (uint64_t seed = 1; seed <= 200; ++seed)
+    if (std::optional<pf::Program> p = pf::draw_program(seed, kAttemptsPerSeed, &discarded, 3))
+      for (const pf::InputSpec& in : p->inputs)
+        for (const pf::Step& v : in.views)
+          special += v.no_grad || v.op == pf::Op::split_piece || v.op == pf::Op::chunk_piece ||
+                     v.op == pf::Op::unbind_piece;
+  EXPECT_GT(special, 20) << "generator 3 makes special inputs";
+  Tally tally;
+  fuzz_seeds(1, 200, {"interpreter"}, 200, tally, 3);
   std::cout << "[AotProgramFuzz] " << tally.summary() << "\n";
   EXPECT_EQ(tally.failed, 0);
   EXPECT_GE(tally.checked, 150) << "most fixed programs should compile";
