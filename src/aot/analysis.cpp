@@ -114,6 +114,8 @@ std::string ViewAndMutationMeta::to_string() const {
          << " strides " << shape_to_string(out.start_strides) << " storage_offset "
          << out.start_storage_offset << ")";
     if (out.same_as >= 0) os << " same tensor as output " << out.same_as;
+    if (out.from_input >= 0)
+      os << " replayed from user input " << out.from_input << " from step " << out.from_input_step;
     os << "\n";
   }
   for (const RequiresGradChange& c : input_requires_grad_changes)

@@ -99,6 +99,12 @@ struct OutputAliasInfo {  // one per user output
   // The alias kinds: an earlier output that is this very tensor in eager (one view returned
   // twice). The runtime returns that one again rather than a second regenerated view. -1: none.
   int same_as = -1;
+  // An alias_of_input of a synthetic base whose chain passes through user input `from_input`, a
+  // member the caller made as a special view (under no_grad, or a piece of a multi-output view):
+  // replayed from that caller's tensor, view_chain[from_input_step..], so that it inherits the
+  // creation eager's view of it has (autograd/view_creation.h). -1: from the graph input.
+  int from_input = -1;
+  int from_input_step = 0;
 };
 
 // requires_grad_() on a user input inside the function: the caller's tensor ends with this flag,

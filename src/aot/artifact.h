@@ -101,8 +101,9 @@ CompiledGraphs compiled_graphs(const Artifact& a);
 // mutated input was last written in with grad on; 9: inputs that are views of one _base; 10: a
 // metadata mutation's runs of one grad mode; 11: aotgrad.hidden_update is a view of its new value;
 // 12: inputs read in place whether written or not, and as_strided windows past a written input;
-// 13: whether and how each input is a view, and whether it is a leaf (InputGuard::view, leaf)
-constexpr uint32_t kArtifactFormatVersion = 13;
+// 13: whether and how each input is a view, and whether it is a leaf (InputGuard::view, leaf);
+// 14: outputs replayed from a synthetic base's special member (OutputAliasInfo::from_input)
+constexpr uint32_t kArtifactFormatVersion = 14;
 std::string serialize_artifact(const Artifact& a);
 // Where the bytes come from. `foreign`: anywhere (a file a user hands over, a fuzzer): every check
 // above. `own_cache`: an entry of this build's artifact cache, whose key already names this

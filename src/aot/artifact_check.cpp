@@ -168,6 +168,15 @@ void check_outputs(const ViewAndMutationMeta& m, size_t num_user_inputs, size_t 
       check_index(static_cast<size_t>(info.own_views_from), info.view_chain.size(),
                   what + "'s first own view step");
     }
+    if (info.from_input >= 0) {
+      if (info.type != OutputType::alias_of_input || info.history_base >= 0 ||
+          info.own_views_of_input >= 0)
+        fail(what + " replays from a user input but is no plain view of a synthetic base");
+      check_index(static_cast<size_t>(info.from_input), num_user_inputs, what + "'s user input");
+      if (info.from_input_step < 0 ||
+          static_cast<size_t>(info.from_input_step) > info.view_chain.size())
+        fail(what + "'s first step from its user input is out of range");
+    }
     if (info.own_views_start_made_before && info.own_views_of_input < 0)
       fail(what + " starts a replay from a view made before a geometry change but has none");
     if (info.start_sizes.size() != info.start_strides.size())

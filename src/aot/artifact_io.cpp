@@ -262,7 +262,7 @@ Guards read_guards(Reader& r) {
     in.requires_grad = r.boolean("input guard requires_grad");
     in.leaf = r.boolean("input guard leaf");
     uint8_t view = r.u8("input guard view");
-    if (view > static_cast<uint8_t>(CallerView::multi_output_cut_off))
+    if (view > static_cast<uint8_t>(CallerView::no_grad_mode_base_no_grad))
       r.bad("input guard view", "unknown view kind " + std::to_string(view));
     in.view = static_cast<CallerView>(view);
   }
@@ -481,6 +481,8 @@ void write_meta(Writer& w, const ViewAndMutationMeta& m) {
     w.ints(o.start_strides);
     w.i64(o.start_storage_offset);
     w.i64(o.same_as);
+    w.i64(o.from_input);
+    w.i64(o.from_input_step);
   }
   w.indices(m.mutated_inputs);
   w.u64(m.metadata_mutations.size());
@@ -549,6 +551,8 @@ ViewAndMutationMeta read_meta(Reader& r) {
     o.start_strides = r.ints("meta output start_strides");
     o.start_storage_offset = r.i64("meta output start_storage_offset");
     o.same_as = read_small_int(r, "meta output same_as");
+    o.from_input = read_small_int(r, "meta output from_input");
+    o.from_input_step = read_small_int(r, "meta output from_input_step");
   }
   m.mutated_inputs = r.indices("meta mutated_inputs");
   m.metadata_mutations.resize(r.count("meta metadata_mutations", 59));

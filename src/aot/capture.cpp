@@ -172,6 +172,29 @@ void find_own_views(const trace::Tracer& tracer, const std::vector<Tensor>& user
   }
 }
 
+// An output that views a synthetic base through a member the caller made specially (under
+// no_grad, or a piece of a multi-output view): eager's view of that member inherits its creation
+// (a piece's view may not be written in place), which a replay from the base would not give it
+// (a second reading of c76b44a). Replayed from the caller's tensor instead, past the member's
+// steps (the longest such member).
+void find_special_member(const trace::Tracer& tracer, const std::vector<Tensor>& user_fakes,
+                         const trace::TensorState& ts, OutputAliasInfo& info) {
+  size_t best = 0;
+  for (size_t u = 0; u < user_fakes.size(); ++u) {
+    const Tensor& f = user_fakes[u];
+    const AutogradMeta* m = f.impl()->autograd.get();
+    const trace::TensorState* in = tracer.state_of(f);
+    if (!f.is_view() || !m || m->view_creation == ViewCreation::normal || !in ||
+        in->storage != ts.storage || in->chain.empty() || in->chain.size() <= best ||
+        in->chain.size() >= ts.chain.size() ||
+        !std::equal(in->chain.begin(), in->chain.end(), ts.chain.begin(), same_step))
+      continue;
+    best = in->chain.size();
+    info.from_input = static_cast<int>(u);
+    info.from_input_step = static_cast<int>(best);
+  }
+}
+
 // Classifies every user output (ViewAndMutationMeta::output_info) and collects the values the
 // forward graph must return for them.
 OutputPlan classify_outputs(trace::Tracer& tracer, const std::vector<Tensor>& user_fakes,
@@ -213,6 +236,8 @@ OutputPlan classify_outputs(trace::Tracer& tracer, const std::vector<Tensor>& us
         info.made_after_metadata_mutation = tracer.made_after_metadata_mutation(*ts);
         if (info.made_after_metadata_mutation)
           find_own_views(tracer, user_fakes, outs[o], *ts, info);
+        else
+          find_special_member(tracer, user_fakes, *ts, info);
       }
     } else {
       // A root-like output is its storage's own tensor in eager terms: the root, or the root after
@@ -304,6 +329,7 @@ OutputPlan classify_outputs(trace::Tracer& tracer, const std::vector<Tensor>& us
         info.history_base = it->second;
         info.history_step = static_cast<int>(h->step - chain_offset);
         info.own_views_of_input = info.own_views_from = -1;  // replayed with that history
+        info.from_input = -1;
       }
     if (info.type != OutputType::non_alias && info.type != OutputType::is_input)
       for (size_t p = 0; p < o && info.same_as < 0; ++p)

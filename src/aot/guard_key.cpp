@@ -84,7 +84,8 @@ CallerView caller_view_of(const Tensor& t) {
   const AutogradMeta* m = t.impl()->autograd.get();
   switch (m ? m->view_creation : ViewCreation::normal) {
     case ViewCreation::no_grad_mode:
-      return CallerView::no_grad_mode;
+      return t._base().requires_grad() ? CallerView::no_grad_mode
+                                       : CallerView::no_grad_mode_base_no_grad;
     case ViewCreation::multi_output:
       return autograd::history_reaches_base(t) ? CallerView::multi_output
                                                : CallerView::multi_output_cut_off;
@@ -152,6 +153,8 @@ std::string describe(CallerView v) {
       return " a piece of a multi-output view";
     case CallerView::multi_output_cut_off:
       return " a piece of a multi-output view of a view made under no_grad";
+    case CallerView::no_grad_mode_base_no_grad:
+      return " a view made under no_grad of a tensor that does not require grad";
   }
   return "";
 }

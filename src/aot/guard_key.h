@@ -27,9 +27,19 @@ constexpr int64_t kAnyStorageOffset = -1;
 // (autograd/view_creation.h): the trace depends on it. A metadata change under no_grad leaves a
 // view's history regenerated from its base but a plain tensor's as it was, and a view made under
 // no_grad or by a multi-output op must not be written, or read once written, with grad on.
-// A piece of a view made under no_grad (multi_output_cut_off) has a history that ends before its
-// base (autograd::history_reaches_base): overlapping such inputs give the base no gradient.
-enum class CallerView : uint8_t { none, normal, no_grad_mode, multi_output, multi_output_cut_off };
+// A view made under no_grad of a tensor that requires grad (no_grad_mode) follows eager's rules
+// for such views; of one that does not (no_grad_mode_base_no_grad), it requires grad only as a
+// leaf of its own (requires_grad_()), and none apply. A piece of a view made under no_grad
+// (multi_output_cut_off) has a history that ends before its base
+// (autograd::history_reaches_base): overlapping such inputs give the base no gradient.
+enum class CallerView : uint8_t {
+  none,
+  normal,
+  no_grad_mode,
+  multi_output,
+  multi_output_cut_off,
+  no_grad_mode_base_no_grad,
+};
 CallerView caller_view_of(const Tensor& t);
 bool is_leaf_requiring_grad(const Tensor& t);
 

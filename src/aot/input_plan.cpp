@@ -152,11 +152,24 @@ std::string unmergeable_reason(const std::vector<Tensor>& inputs,
              " overlap in memory but have different dtypes, and one is mutated; pass copies "
              "instead.";
   }
-  if (any_grad && !common_base(tensors).defined())
+  const Tensor base = common_base(tensors);
+  if (any_grad && !base.defined())
     return fn_name + ": inputs " + std::to_string(members[0]) + " and " +
            std::to_string(members[1]) +
            " overlap in memory, require grad, are not views of one common base, and one is "
            "mutated; pass clones or views of one tensor.";
+  // A view that requires grad of a base that does not (requires_grad_() on the view, or a piece
+  // of such a view): its gradient goes to its own leaf, which a synthetic base made of the base
+  // cannot reach.
+  if (any_grad && !base.requires_grad())
+    for (size_t m : members)
+      if (inputs[m].requires_grad())
+        return fn_name + ": input " + std::to_string(m) +
+               " requires grad as a leaf of its own (requires_grad_() on a view, or a view of "
+               "one), overlaps input " +
+               std::to_string(m == members[0] ? members[1] : members[0]) +
+               " in memory, and one of them is mutated; the tensor they view does not require "
+               "grad. Pass clones, or call requires_grad_() on the tensor they view.";
   return "";
 }
 

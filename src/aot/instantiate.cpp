@@ -92,8 +92,8 @@ std::unique_ptr<AliasedOutputs> aliased_outputs(const ViewAndMutationMeta& m) {
         out.index = base;
         break;
       case OutputType::alias_of_input:
-        out.kind = Kind::alias_of_graph_input;
-        out.index = base;
+        out.kind = info.from_input >= 0 ? Kind::alias_of_user_input : Kind::alias_of_graph_input;
+        out.index = info.from_input >= 0 ? static_cast<size_t>(info.from_input) : base;
         break;
       case OutputType::alias_of_intermediate:
       case OutputType::alias_of_intermediate_save_as_output:
@@ -106,6 +106,8 @@ std::unique_ptr<AliasedOutputs> aliased_outputs(const ViewAndMutationMeta& m) {
         break;
     }
     if (out.kind != Kind::graph_output) out.chain = resolve(info.view_chain);
+    if (info.from_input >= 0)
+      out.chain.erase(out.chain.begin(), out.chain.begin() + info.from_input_step);
     if (info.history_base >= 0) {
       out.history = first_base + static_cast<size_t>(info.history_base);
       auto split = out.chain.begin() + info.history_step + 1;

@@ -178,6 +178,11 @@ void keep_view_creation_current(const std::vector<Tensor>& outputs,
                                 uint64_t before, uint64_t after) {
   for (const Tensor& out : outputs) {
     if (!out.defined() || !out.is_view() || out.storage().get() != storage) continue;
+    // A caller's tensor returned as it is was made before the call: the change was a write to it
+    // (eager refuses its history afterwards: review of c76b44a).
+    bool input = false;
+    for (const Tensor& in : inputs) input = input || in.is_same(out);
+    if (input) continue;
     AutogradMeta* m = out.impl()->autograd.get();
     if (m && m->view_creation != ViewCreation::normal && m->view_creation_version == before)
       m->view_creation_version = after;
@@ -185,11 +190,8 @@ void keep_view_creation_current(const std::vector<Tensor>& outputs,
     // no_grad) look stale: rebased as an as_strided of its base, it would pass the base a
     // gradient eager's, made after the bump, does not (AotProgramFuzz, seeds 803669, 822574,
     // 812205, 800815: squeeze with grad on of as_strided under no_grad after t_). A history that
-    // reaches its base is rebased as eager's made before the bump is (seed 822771); a caller's
-    // tensor returned as it is was made before the call.
-    bool input = false;
-    for (const Tensor& in : inputs) input = input || in.is_same(out);
-    auto* op = m && !input ? dynamic_cast<autograd::OpNode*>(m->grad_fn.get()) : nullptr;
+    // reaches its base is rebased as eager's made before the bump is (seed 822771).
+    auto* op = m ? dynamic_cast<autograd::OpNode*>(m->grad_fn.get()) : nullptr;
     if (!op || op->view_version != before) continue;
     bool reaches = false;
     for (const autograd::Edge& e : op->next_edges) reaches = reaches || e.node;
@@ -424,6 +426,9 @@ void AliasedOutputs::after(CallFrame& f) const {
     switch (out.kind) {
       case Kind::alias_of_graph_input:
         base = &f.graph_inputs[out.index];
+        break;
+      case Kind::alias_of_user_input:
+        base = &f.inputs[out.index];
         break;
       case Kind::alias_of_graph_output:
         base = &f.outs[out.index];

@@ -148,7 +148,8 @@ class AliasedOutputs final : public RuntimeWrapper {
       user_input,
       alias_of_graph_input,
       alias_of_graph_output,
-      alias_of_user_output
+      alias_of_user_output,
+      alias_of_user_input  // replayed from the caller's tensor (OutputAliasInfo::from_input)
     };
     Kind kind = Kind::graph_output;
     size_t index = 0;

@@ -506,7 +506,11 @@ ViewHistory view_history(const Tensor& t) {
 bool history_reaches_base(const Tensor& t) {
   if (!t.is_view()) return true;
   const AutogradMeta* m = t.impl()->autograd.get();
-  std::shared_ptr<Node> node = m ? m->grad_fn : nullptr;
+  std::shared_ptr<Node> node;
+  if (m) {
+    std::lock_guard<std::mutex> lock(view_mutex(t.impl()));  // another thread may rebase it
+    node = m->grad_fn;
+  }
   if (const auto* op = dynamic_cast<const OpNode*>(node.get()))
     if (op->view_version && *op->view_version != t.version()) return true;
   // A chain of view nodes is as long as the chain of views; the bound only guards a cycle.

@@ -666,8 +666,13 @@ void Tracer::note_saved(const ops::OpDef& op, const ops::OpArgs& args,
 // Eager bumps the storage's version counter on every in-place op (metadata ones too), so a value
 // a VJP saved from it before would fail backward's version check.
 void Tracer::note_saved_modified(const ops::OpDef& op, size_t storage) {
+  // Inputs that share the caller's storage through graph inputs of their own share eager's
+  // version counter too: a write to one invalidates what was saved from another.
+  const std::vector<size_t> shared = sharing_storage(storage);
   for (const SavedUse& use : saved_uses_)
-    if (use.storage == storage && use.generation == storages_[storage].generation)
+    if ((use.storage == storage ||
+         std::find(shared.begin(), shared.end(), use.storage) != shared.end()) &&
+        use.generation == storages_[use.storage].generation)
       backward_errors_.push_back(
           {use.node,
            "one of the variables needed for gradient computation has been modified by an inplace "

@@ -609,3 +609,132 @@ TEST(AutogradViewRules, AValueSavedOnlyForAnInputMadeUnderNoGradMayBeWritten) {
         return TensorList{y, v};
       });
 }
+
+// The state "written since it was made" is no guard: a specialization compiled for an unwritten
+// view made under no_grad serves a written one, and the call raises eager's error all the same
+// (when the runtime asks for the input's history).
+TEST(AutogradViewRules, AnInputMadeUnderNoGradWrittenBeforeALaterCallRaisesLikeEager) {
+  auto fn = [](const TensorList& a) { return TensorList{a[0].exp() * a[1]}; };
+  auto compiled = ag::aot_function(fn);
+  compiled(no_grad_view_input().args);
+  std::string eager, got;
+  try {
+    fn(no_grad_view_input(/*written_before_call=*/true).args);
+  } catch (const std::exception& e) {
+    eager = e.what();
+  }
+  try {
+    compiled(no_grad_view_input(/*written_before_call=*/true).args);
+  } catch (const std::exception& e) {
+    got = e.what();
+  }
+  EXPECT_NE(eager.find(kNoGradIndirect), std::string::npos) << eager;
+  EXPECT_EQ(got, eager);
+  EXPECT_EQ(compiled.num_compilations(), 1u);
+}
+
+// ---- found by a second reading of c76b44a and 6d0a06b (a helper's adversarial programs) ----
+
+// A view made under no_grad of a tensor that needs no grad, given requires_grad_() of its own,
+// is a leaf to which none of the special rules apply; one of a leaf that requires grad follows
+// them. Their guards were equal, so the first's specialization served the second, which ran
+// where eager raises.
+TEST(AutogradViewRules, ANoGradViewThatIsALeafOfItsOwnAndOneOfALeafTakeTheirOwnTraces) {
+  auto fn = [](const TensorList& a) {
+    {
+      ag::NoGradGuard no_grad;
+      Tensor(a[0]).add_(1.0);
+    }
+    return TensorList{a[0] * 2.0};
+  };
+  auto own_leaf = [] {
+    Tensor b = leaf({3, 4}, 27, false);
+    Tensor x;
+    {
+      ag::NoGradGuard no_grad;
+      x = b.slice(0, 1, 3);
+    }
+    x.requires_grad_();
+    return ScenarioInputs{{x}, {b, x}};
+  };
+  auto compiled = ag::aot_function(fn);
+  ScenarioInputs first = own_leaf(), first_eager = own_leaf();
+  TensorList got = compiled(first.args), want = fn(first_eager.args);
+  EXPECT_TRUE(ag::testing::allclose(got[0], want[0], 0, 0));
+  std::string eager, compiled_error;
+  try {
+    fn({no_grad_view_input().args[0]});
+  } catch (const std::exception& e) {
+    eager = e.what();
+  }
+  try {
+    compiled(TensorList{no_grad_view_input().args[0]});
+  } catch (const std::exception& e) {
+    compiled_error = e.what();
+  }
+  EXPECT_NE(eager.find(kNoGradIndirect), std::string::npos) << eager;
+  EXPECT_EQ(compiled_error, eager);  // traced again (and raised), not served the first
+  EXPECT_EQ(compiled.num_compilations(), 1u);
+}
+
+// An input that is a special view, its sizes changed under no_grad and returned as it is: the
+// change is a write to the caller's tensor, so eager refuses its history in backward. The runtime
+// kept its creation current as if it were a view regenerated after the change.
+TEST(AutogradViewRules, ASpecialViewInputChangedUnderNoGradAndReturnedRefusesItsHistoryAsEager) {
+  auto fn = [](const TensorList& a) {
+    Tensor x = a[0];
+    ag::NoGradGuard no_grad;
+    ag::unsqueeze_(x, 0);
+    return TensorList{x};
+  };
+  run_scenario(piece_input, fn);
+  run_scenario([] { return no_grad_view_input(); }, fn);
+}
+
+// requires_grad_() on a view of a tensor that needs no grad makes it a leaf of its own. Next to
+// an input it overlaps, it was merged into a synthetic base made of that tensor, which requires
+// no grad: the compiled call made an inference graph and the view got no gradient. Such inputs
+// are no longer merged (passed as they are, exact unless one is written).
+TEST(AutogradViewRules, AViewThatIsALeafOfItsOwnNextToAnInputItOverlapsKeepsItsGradient) {
+  auto fn = [](const TensorList& a) { return TensorList{a[0] * 2.0, a[1] * 3.0}; };
+  for (int second = 0; second < 3; ++second)
+    for (bool made_under_no_grad : {false, true})
+      run_scenario(
+          [&] {
+            Tensor b = leaf({3, 4}, 28, false);
+            Tensor v;
+            {
+              std::optional<ag::NoGradGuard> no_grad;
+              if (made_under_no_grad) no_grad.emplace();
+              v = b.slice(0, 1, 3);
+            }
+            v.requires_grad_();
+            Tensor other = second == 0 ? b : second == 1 ? v.t() : ag::unbind(v, 0)[1];
+            return ScenarioInputs{{v, other}, {b, v}};
+          },
+          fn);
+}
+
+// A view of a piece of unbind, the piece overlapping another input (one synthetic base): eager's
+// view inherits the piece's creation, so writing it after the call raises. It was regenerated as a
+// view of the synthetic base, with no such creation, and the write ran.
+TEST(AutogradViewRules, AViewOfAPieceOverlappingAnotherInputCarriesThePiecesRule) {
+  auto make = [] {
+    Tensor l = leaf({3, 4}, 29);
+    Tensor y = l * 2.0;
+    return ScenarioInputs{{ag::unbind(y, 0)[1], y}, {l, y}};
+  };
+  auto fn = [](const TensorList& a) {
+    return TensorList{a[0].view({2, 2}), a[1] * 1.0, a[0].select(0, 1)};
+  };
+  run_scenario(make, fn);
+  auto compiled = ag::aot_function(fn);
+  for (size_t o : {0u, 2u}) {
+    std::string eager = error_of([&] { fn(make().args)[o].mul_(-2.0); });
+    std::string got = error_of([&] { compiled(make().args)[o].mul_(-2.0); });
+    EXPECT_NE(eager.find("This view is the output of a function that returns multiple views"),
+              std::string::npos)
+        << eager;
+    EXPECT_EQ(got, eager) << "output " << o;
+  }
+}

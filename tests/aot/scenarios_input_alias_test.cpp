@@ -484,3 +484,28 @@ TEST(ScenarioInputAlias, ViewOfAnotherAliasIsNotReplayedFromAnInputWhoseGeometry
         return TensorList{v, a[1]};
       });
 }
+
+// Inputs that share the caller's storage through graph inputs of their own (disjoint views of one
+// base) share eager's version counter: a write to one, even under no_grad, invalidates what a VJP
+// saved from another, and eager's backward raises. The compiled backward ran (a second reading of
+// c76b44a; older than it).
+TEST(ScenarioInputAlias, AWriteToOneInputInvalidatesWhatWasSavedFromAnotherOfItsStorage) {
+  auto make = [] {
+    Tensor l = leaf({3, 4}, 30);
+    Tensor b = l * 1.0;
+    return ScenarioInputs{{b.select(0, 0), b.select(0, 1), leaf({4}, 31)}, {l, b}};
+  };
+  run_scenario(make, [](const TensorList& a) {
+    Tensor r = a[0] * a[2];
+    {
+      ag::NoGradGuard no_grad;
+      Tensor(a[1]).mul_(2.0);
+    }
+    return TensorList{r};
+  });
+  run_scenario(make, [](const TensorList& a) {
+    Tensor r = a[0] * a[2];
+    Tensor(a[1]).mul_(a[2]);
+    return TensorList{r, a[1] * 1.0};
+  });
+}
