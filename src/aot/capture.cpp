@@ -176,7 +176,10 @@ void find_own_views(const trace::Tracer& tracer, const std::vector<Tensor>& user
 // no_grad, or a piece of a multi-output view): eager's view of that member inherits its creation
 // (a piece's view may not be written in place), which a replay from the base would not give it
 // (a second reading of c76b44a). Replayed from the caller's tensor instead, past the member's
-// steps (the longest such member).
+// steps (the longest such member). Not where a geometry op touched the storage: the caller's
+// tensor takes its new geometry only after the outputs are regenerated (MetadataMutations), so
+// steps made past the change would be replayed on the old one (AotProgramFuzz generator 3, seeds
+// 38746 and 54686).
 void find_special_member(const trace::Tracer& tracer, const std::vector<Tensor>& user_fakes,
                          const trace::TensorState& ts, OutputAliasInfo& info) {
   size_t best = 0;
@@ -185,8 +188,8 @@ void find_special_member(const trace::Tracer& tracer, const std::vector<Tensor>&
     const AutogradMeta* m = f.impl()->autograd.get();
     const trace::TensorState* in = tracer.state_of(f);
     if (!f.is_view() || !m || m->view_creation == ViewCreation::normal || !in ||
-        in->storage != ts.storage || in->chain.empty() || in->chain.size() <= best ||
-        in->chain.size() >= ts.chain.size() ||
+        in->storage != ts.storage || tracer.metadata_touch(f).storage_touched ||
+        in->chain.empty() || in->chain.size() <= best || in->chain.size() >= ts.chain.size() ||
         !std::equal(in->chain.begin(), in->chain.end(), ts.chain.begin(), same_step))
       continue;
     best = in->chain.size();

@@ -190,6 +190,18 @@ TEST(AotProgramFuzz, FixedSeedsThirdGenerator) {
   EXPECT_GE(tally.checked, 150) << "most fixed programs should compile";
 }
 
+// Generator 3's programs that differed from eager: 227 and 2405 before 6d0a06b (a piece of a
+// view made under no_grad as a synthetic-base member; a no_grad view input's saved operand),
+// 38746 and 54686 with 40766ee's first form (an output replayed from a member whose geometry
+// changed inside).
+TEST(AotProgramFuzz, SeedsFixedFromTheThirdGeneratorsRuns) {
+  Tally tally;
+  for (uint64_t seed : {227, 2405, 38746, 54686}) fuzz_seeds(seed, 1, {"interpreter"}, 4, tally, 3);
+  std::cout << "[AotProgramFuzz] " << tally.summary() << "\n";
+  EXPECT_EQ(tally.failed, 0);
+  EXPECT_EQ(tally.checked, 4);
+}
+
 TEST(AotProgramFuzz, FixedSeedsCpp) {
   Tally tally;
   fuzz_seeds(101, 6, {"cpp"}, 6, tally);
