@@ -76,7 +76,11 @@ void append_head(std::string& key, bool grad_mode, const std::string& key_extra,
 }  // namespace
 
 bool is_leaf_requiring_grad(const Tensor& t) {
-  return t.requires_grad() && t.is_leaf();
+  if (!t.requires_grad()) return false;
+  // A tensor that is no view and requires grad has its own autograd metadata, and no _base whose
+  // history it could adopt: its grad_fn is all is_leaf() would read (this runs on every call).
+  if (!t.is_view()) return !t.impl()->autograd->grad_fn;
+  return t.is_leaf();
 }
 
 CallerView caller_view_of(const Tensor& t) {
