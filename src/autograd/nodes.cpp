@@ -513,6 +513,10 @@ bool history_reaches_base(const Tensor& t) {
   }
   if (const auto* op = dynamic_cast<const OpNode*>(node.get()))
     if (op->view_version && *op->view_version != t.version()) return true;
+  return view_nodes_reach_base(node);
+}
+
+bool view_nodes_reach_base(std::shared_ptr<Node> node) {
   // A chain of view nodes is as long as the chain of views; the bound only guards a cycle.
   for (int hops = 0; hops < 1024; ++hops) {
     if (!node) return false;

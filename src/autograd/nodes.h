@@ -174,6 +174,9 @@ ViewHistory view_history(const Tensor& t);
 // no_grad view's empty edge. A stale history counts as reaching (it is regenerated from the
 // _base). True for a tensor that is no view.
 bool history_reaches_base(const Tensor& t);
+// The same walk from a view's history node `node` (null: no history), staleness aside: whether
+// its chain of view nodes ends at a node that is no view's history rather than at an empty edge.
+bool view_nodes_reach_base(std::shared_ptr<Node> node);
 
 // Makes `t`'s history (grad_fn, output_nr) point at `node` output `output_nr`.
 void set_history(const Tensor& t, const std::shared_ptr<Node>& node, uint32_t output_nr);

@@ -8,6 +8,7 @@
 
 #include <optional>
 
+#include "aot/eager_oracle.h"
 #include "aotgrad/aotgrad.h"
 #include "testing/scenario.h"
 
@@ -737,4 +738,28 @@ TEST(AutogradViewRules, AViewOfAPieceOverlappingAnotherInputCarriesThePiecesRule
         << eager;
     EXPECT_EQ(got, eager) << "output " << o;
   }
+}
+
+// A view made with grad on of a view made with grad on of a piece taken under no_grad: its chain of
+// view nodes ends in the piece's empty edge, so eager gives the input no gradient through it. After
+// a geometry change under no_grad, the runtime checked only the first node for that, left the
+// history looking stale, and backward rebased it onto the leaf (AotProgramFuzz generator 2, seed
+// 160305; older than this session).
+TEST(AutogradViewRules, AViewOfAViewOfAPieceMadeUnderNoGradAfterAGeometryChangeReachesNothing) {
+  ag::testing::expect_like_eager(
+      [] {
+        Tensor r = leaf({5, 4, 3}, 31);
+        return ag::testing::OracleSetup{{r}, {r}};
+      },
+      [](std::vector<Tensor> a) {
+        Tensor x = a[0];
+        Tensor piece;
+        {
+          ag::NoGradGuard no_grad;
+          ag::transpose_(x, 1, 2);
+          piece = ag::unbind(x, 2)[2];
+        }
+        Tensor row = piece.select(0, 2);
+        return std::vector<Tensor>{ag::chunk(row, 2, 0)[1], row.slice(0, 0, 1)};
+      });
 }
