@@ -117,6 +117,13 @@ bool same_step(const trace::ViewStep& a, const trace::ViewStep& b) {
   return true;
 }
 
+// Whether `chain` continues `prefix` step for step, with at least one step more.
+bool extends(const std::vector<trace::ViewStep>& chain,
+             const std::vector<trace::ViewStep>& prefix) {
+  return chain.size() > prefix.size() &&
+         std::equal(prefix.begin(), prefix.end(), chain.begin(), same_step);
+}
+
 // An output made after its input's geometry changed in place under no_grad, by view ops on that
 // input (its chain extends the input's final chain, step for step): OutputAliasInfo::
 // own_views_of_input. A view of another alias of the storage never matches (AotProgramFuzz, seed
@@ -128,9 +135,7 @@ void find_own_views(const trace::Tracer& tracer, const std::vector<Tensor>& user
     if (!in || in->storage != ts.storage || user_fakes[u].is_same(out)) continue;
     trace::Tracer::MetadataTouch touch = tracer.metadata_touch(user_fakes[u]);
     if (!touch.touched || touch.under_grad) continue;
-    if (in->chain.size() >= ts.chain.size() ||
-        !std::equal(in->chain.begin(), in->chain.end(), ts.chain.begin(), same_step))
-      continue;
+    if (!extends(ts.chain, in->chain)) continue;
     info.own_views_of_input = static_cast<int>(u);
     info.own_views_from = static_cast<int>(in->chain.size());
     return;
@@ -151,10 +156,8 @@ void find_own_views(const trace::Tracer& tracer, const std::vector<Tensor>& user
       // v's output started from a1's new sizes).
       const size_t index = static_cast<size_t>(&a - states.data());
       if (&a == &ts || a.storage != ts.storage || a.chain.empty() || !a.keep || a.hidden ||
-          a.keep->trace.alias != index || a.chain.size() >= ts.chain.size() ||
-          !tracer.made_before_metadata_mutation(a) ||
-          (ancestor && ancestor->chain.size() >= a.chain.size()) ||
-          !std::equal(a.chain.begin(), a.chain.end(), ts.chain.begin(), same_step))
+          a.keep->trace.alias != index || !tracer.made_before_metadata_mutation(a) ||
+          (ancestor && ancestor->chain.size() >= a.chain.size()) || !extends(ts.chain, a.chain))
         continue;
       bool plain = true;
       for (const trace::ViewStep& step : a.chain)
@@ -189,8 +192,7 @@ void find_special_member(const trace::Tracer& tracer, const std::vector<Tensor>&
     const trace::TensorState* in = tracer.state_of(f);
     if (!f.is_view() || !m || m->view_creation == ViewCreation::normal || !in ||
         in->storage != ts.storage || tracer.metadata_touch(f).storage_touched ||
-        in->chain.empty() || in->chain.size() <= best || in->chain.size() >= ts.chain.size() ||
-        !std::equal(in->chain.begin(), in->chain.end(), ts.chain.begin(), same_step))
+        in->chain.empty() || in->chain.size() <= best || !extends(ts.chain, in->chain))
       continue;
     best = in->chain.size();
     info.from_input = static_cast<int>(u);
@@ -264,8 +266,7 @@ OutputPlan classify_outputs(trace::Tracer& tracer, const std::vector<Tensor>& us
         // for p's own as_strided and dropped).
         const bool base_is_p = outs[o]._base().is_same(outs[p]);
         size_t offset = pc.size();
-        bool derived = pc.empty() || (base_is_p && oc.size() > pc.size() &&
-                                      std::equal(pc.begin(), pc.end(), oc.begin(), same_step));
+        bool derived = pc.empty() || (base_is_p && extends(oc, pc));
         if (!derived && base_is_p && !oc.empty() && oc.front().op == &as_strided) {
           derived = true;
           offset = 0;
