@@ -321,9 +321,11 @@ class AotFunction {
     flat.reserve(sizeof...(Args));  // one tensor per argument is the usual case
     std::string key;
     (aot_detail::flatten_arg(args, flat, key), ...);
-    auto make_fn = [&]() -> FlatFunction {
+    // Two pointers captured: the std::function below holds them inline, with no allocation.
+    const std::tuple<const Args&...> arg_refs(args...);
+    auto make_fn = [this, &arg_refs]() -> FlatFunction {
       auto fn = fn_;
-      auto originals = std::make_shared<std::tuple<Args...>>(args...);
+      auto originals = std::make_shared<std::tuple<Args...>>(arg_refs);
       return {[fn, originals](const std::vector<Tensor>& inputs) -> std::vector<Tensor> {
         size_t pos = 0;
         // Braced init evaluates left to right, matching the flattening order.

@@ -285,6 +285,11 @@ struct AutogradMeta {
   // alias makes a non-normal view unusable by autograd).
   ViewCreation view_creation = ViewCreation::normal;
   uint64_t view_creation_version = 0;
+
+  // From a per-thread pool of small blocks: the autograd state of a call's outputs takes no
+  // malloc.
+  static void* operator new(size_t nbytes);
+  static void operator delete(void* p, size_t nbytes) noexcept;
 };
 
 struct TensorImpl {

@@ -19,6 +19,7 @@
 #include "backends/small_buffer.h"
 #include "kernels/copy.h"
 #include "tensor/iter.h"
+#include "tensor/small_object_pool.h"
 
 namespace aotgrad::aot {
 
@@ -542,8 +543,9 @@ void AutogradBody::call(CallFrame& f) const {
   SmallBuffer<const TensorImpl*, 8> arg_impls(args.size());
   for (size_t i = 0; i < args.size(); ++i) arg_impls[i] = args[i].impl();
   std::vector<Tensor> outs = s_.forward(std::move(args));
-  auto node = std::make_shared<CompiledBackward>(
-      s_.backward, std::span<Tensor>(outs).subspan(s_.num_outputs), arg_impls,
+  auto node = std::allocate_shared<CompiledBackward>(
+      PoolAllocator<CompiledBackward>(), s_.backward,
+      std::span<Tensor>(outs).subspan(s_.num_outputs), arg_impls,
       std::span<const Tensor>(outs).first(s_.num_outputs));
   outs.resize(s_.num_outputs);
   node->next_edges = std::move(edges);

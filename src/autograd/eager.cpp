@@ -14,6 +14,7 @@
 #include "ops/op.h"
 #include "ops/requires_grad.h"
 #include "tensor/current_op.h"
+#include "tensor/small_object_pool.h"
 
 namespace aotgrad::ops {
 namespace {
@@ -160,8 +161,9 @@ class EagerInterpreter final : public ops::Interpreter {
     }
     if (!any) return outputs;
 
-    auto node = std::make_shared<OpNode>(op, metadata_only || save_before_write ? saved_args : args,
-                                         outputs, needs);
+    auto node = std::allocate_shared<OpNode>(PoolAllocator<OpNode>(), op,
+                                             metadata_only || save_before_write ? saved_args : args,
+                                             outputs, needs);
     node->next_edges = std::move(edges);
     // A view whose geometry changed keeps its data: its base's history is untouched.
     if (written >= 0 && self.is_view() && !metadata_only) {

@@ -13,6 +13,7 @@
 #include "ops/inplace_view.h"
 #include "tensor/iter.h"
 #include "tensor/overlap.h"
+#include "tensor/small_object_pool.h"
 
 namespace aotgrad::autograd {
 
@@ -553,8 +554,8 @@ Edge gradient_edge(const Tensor& t, const IntList* accumulator_sizes) {
     // the engine fits each gradient to them (fitted_sizes), so a leaf whose sizes changed under
     // no_grad after its accumulator was made gets a gradient of the old sizes, or an invalid-
     // gradient error, as there.
-    acc = std::make_shared<AccumulateGrad>(t.impl_ptr(),
-                                           accumulator_sizes ? *accumulator_sizes : t.sizes());
+    acc = std::allocate_shared<AccumulateGrad>(PoolAllocator<AccumulateGrad>(), t.impl_ptr(),
+                                               accumulator_sizes ? *accumulator_sizes : t.sizes());
     m.grad_accumulator = acc;
   }
   return {acc, 0};

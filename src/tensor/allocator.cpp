@@ -28,7 +28,7 @@ size_t CpuAllocator::size_class(size_t nbytes) {
 }
 
 CpuAllocator::~CpuAllocator() {
-  std::lock_guard<std::mutex> lock(mutex_);
+  std::lock_guard<SpinLock> held(lock_);
   release_all_locked();
 }
 
@@ -44,7 +44,7 @@ void* CpuAllocator::allocate(size_t nbytes) {
   if (nbytes == 0) return nullptr;
   if (nbytes > kMaxRequest) throw_out_of_memory(nbytes);
   const size_t cls = size_class(nbytes);
-  std::unique_lock<std::mutex> lock(mutex_);
+  std::unique_lock<SpinLock> lock(lock_);
   ++stats_.num_allocs;
   void* p = nullptr;
   if (caching_) {
@@ -85,7 +85,7 @@ void* CpuAllocator::allocate(size_t nbytes) {
 void CpuAllocator::deallocate(void* ptr, size_t nbytes) noexcept {
   if (!ptr) return;
   const size_t cls = size_class(nbytes);
-  std::lock_guard<std::mutex> lock(mutex_);
+  std::lock_guard<SpinLock> held(lock_);
   stats_.bytes_in_use -= cls;
   if (caching_) {
     try {
@@ -118,17 +118,17 @@ void CpuAllocator::release_all_locked() {
 }
 
 void CpuAllocator::empty_cache() {
-  std::lock_guard<std::mutex> lock(mutex_);
+  std::lock_guard<SpinLock> held(lock_);
   release_all_locked();
 }
 
 MemoryStats CpuAllocator::stats() const {
-  std::lock_guard<std::mutex> lock(mutex_);
+  std::lock_guard<SpinLock> held(lock_);
   return stats_;
 }
 
 void CpuAllocator::reset_peak() {
-  std::lock_guard<std::mutex> lock(mutex_);
+  std::lock_guard<SpinLock> held(lock_);
   stats_.peak_bytes_in_use = stats_.bytes_in_use;
 }
 

@@ -16,6 +16,7 @@
 #include "tensor/current_op.h"
 #include "tensor/dtype_dispatch.h"
 #include "tensor/iter.h"
+#include "tensor/small_object_pool.h"
 
 namespace aotgrad {
 
@@ -247,6 +248,13 @@ bool TensorImpl::is_contiguous() const {
   return true;
 }
 
+void* AutogradMeta::operator new(size_t nbytes) {
+  return pool_allocate(nbytes);
+}
+void AutogradMeta::operator delete(void* p, size_t nbytes) noexcept {
+  pool_deallocate(p, nbytes);
+}
+
 AutogradMeta& TensorImpl::autograd_meta() {
   if (!autograd) autograd = std::make_unique<AutogradMeta>();
   return *autograd;
@@ -257,16 +265,43 @@ char* TensorImpl::data_bytes() const {
   return static_cast<char*>(storage->data()) + storage_offset * static_cast<int64_t>(itemsize(dtype));
 }
 
+namespace {
+
+// make_tensor's checks and strides in one pass: writes the contiguous strides of `sizes` and
+// returns the byte size, or -1 when a size is negative or a stride, the element count or the
+// byte size overflows (checked_shape_numel then says which, or accepts an empty shape whose
+// other sizes alone overflow).
+int64_t contiguous_layout(const IntList& sizes, int64_t item, int64_t* strides) {
+  int64_t stride = 1, numel = 1;
+  bool ok = true;
+  for (size_t d = sizes.size(); d-- > 0;) {
+    const int64_t s = sizes[d];
+    strides[d] = stride;
+    ok &= s >= 0 && !__builtin_mul_overflow(numel, s, &numel);
+    if (d > 0) ok &= !__builtin_mul_overflow(stride, std::max<int64_t>(s, 1), &stride);
+  }
+  int64_t nbytes = 0;
+  ok &= !__builtin_mul_overflow(numel, item, &nbytes);
+  return ok ? nbytes : -1;
+}
+
+}  // namespace
+
 Tensor make_tensor(const IntList& sizes, DType dtype, bool fake) {
-  const int64_t numel = checked_shape_numel(sizes, dtype);
-  auto impl = std::make_shared<TensorImpl>();
+  auto impl = new_tensor_impl();
   impl->dtype = dtype;
   impl->sizes = sizes;
   impl->strides.resize(sizes.size());
-  fill_contiguous_strides(sizes, impl->strides.data());  // checked above: cannot throw
-  const size_t nbytes = static_cast<size_t>(numel) * itemsize(dtype);
+  int64_t layout_bytes =
+      contiguous_layout(sizes, static_cast<int64_t>(itemsize(dtype)), impl->strides.data());
+  if (layout_bytes < 0) {
+    const int64_t numel = checked_shape_numel(sizes, dtype);  // throws unless a size is 0
+    fill_contiguous_strides(sizes, impl->strides.data());     // checked: cannot throw
+    layout_bytes = numel * static_cast<int64_t>(itemsize(dtype));
+  }
+  const size_t nbytes = static_cast<size_t>(layout_bytes);
   try {
-    impl->storage = std::make_shared<Storage>(nbytes, fake);
+    impl->storage = std::allocate_shared<Storage>(PoolAllocator<Storage>(), nbytes, fake);
   } catch (const OutOfMemoryError& e) {
     // The allocator knows the op and the bytes; the shape is known here.
     throw OutOfMemoryError(out_of_memory_message(op_label("make_tensor"), nbytes,
@@ -279,7 +314,7 @@ Tensor make_tensor(const IntList& sizes, DType dtype, bool fake) {
 
 Tensor make_view(const Tensor& base, const IntList& sizes, const IntList& strides, int64_t offset) {
   check_view_geometry(sizes, strides, offset, base.dtype());
-  auto impl = std::make_shared<TensorImpl>();
+  auto impl = new_tensor_impl();
   impl->dtype = base.dtype();
   impl->sizes = sizes;
   impl->strides = strides;
