@@ -8,9 +8,9 @@
 // between threads: each call owns its own.
 #pragma once
 
-#include <algorithm>
-#include <array>
 #include <cstddef>
+#include <memory>
+#include <new>
 #include <vector>
 
 namespace aotgrad::backends {
@@ -22,7 +22,10 @@ class SmallBuffer {
     if (n > N)
       heap_.assign(n, value);
     else
-      std::fill_n(inline_.begin(), n, value);
+      std::uninitialized_fill_n(inline_data(), n, value);
+  }
+  ~SmallBuffer() {
+    if (is_inline()) std::destroy_n(inline_data(), size_);
   }
   SmallBuffer(const SmallBuffer&) = delete;
   SmallBuffer& operator=(const SmallBuffer&) = delete;
@@ -30,8 +33,8 @@ class SmallBuffer {
   size_t size() const { return size_; }
   // Whether the elements live in the object (size() <= N).
   bool is_inline() const { return size_ <= N; }
-  T* data() { return is_inline() ? inline_.data() : heap_.data(); }
-  const T* data() const { return is_inline() ? inline_.data() : heap_.data(); }
+  T* data() { return is_inline() ? inline_data() : heap_.data(); }
+  const T* data() const { return is_inline() ? inline_data() : heap_.data(); }
   T& operator[](size_t i) { return data()[i]; }
   const T& operator[](size_t i) const { return data()[i]; }
   T* begin() { return data(); }
@@ -40,8 +43,13 @@ class SmallBuffer {
   const T* end() const { return data() + size_; }
 
  private:
+  T* inline_data() { return std::launder(reinterpret_cast<T*>(inline_)); }
+  const T* inline_data() const { return std::launder(reinterpret_cast<const T*>(inline_)); }
+
   size_t size_;
-  std::array<T, N> inline_;  // only the first size_ are set: no fill of the whole capacity per call
+  // Only the first size_ elements are made (and destroyed): a call constructs no more than it
+  // uses (measured: zeroing eight Tensors took a `rep stos` of 128 bytes per kernel run).
+  alignas(T) unsigned char inline_[N * sizeof(T)];
   std::vector<T> heap_;
 };
 

@@ -48,3 +48,32 @@ TEST(SmallBuffer, HoldsTensorsAndReleasesThem) {
   }
   EXPECT_EQ(t.impl_ptr().use_count(), 1);
 }
+
+namespace {
+// Counts the live objects of its type, to see what a SmallBuffer constructs and destroys.
+struct Counted {
+  static inline int live = 0;
+  int value = 0;
+  Counted() { ++live; }
+  Counted(const Counted& o) : value(o.value) { ++live; }
+  Counted& operator=(const Counted&) = default;
+  ~Counted() { --live; }
+};
+}  // namespace
+
+TEST(SmallBuffer, MakesOnlyTheElementsItHolds) {
+  Counted proto;
+  proto.value = 5;
+  ASSERT_EQ(Counted::live, 1);
+  {
+    SmallBuffer<Counted, 8> b(3, proto);  // capacity 8, three made
+    EXPECT_EQ(Counted::live, 1 + 3);
+    EXPECT_EQ(b[2].value, 5);
+  }
+  EXPECT_EQ(Counted::live, 1);
+  {
+    SmallBuffer<Counted, 2> b(4, proto);  // on the heap: four, none inline
+    EXPECT_EQ(Counted::live, 1 + 4);
+  }
+  EXPECT_EQ(Counted::live, 1);
+}
