@@ -145,7 +145,7 @@ TEST(CpuAllocator, HugeAllocations) {
   EXPECT_EQ(s.bytes_cached, size_t{65} << 20);
 }
 
-TEST(CpuAllocator, ConcurrentAllocAndFree) {
+TEST(ConcurrencyCpuAllocator, AllocAndFreeFromManyThreadsKeepsEveryBlockAndCount) {
   CpuAllocator a(true);
   constexpr int kThreads = 4, kRounds = 2000;
   std::vector<std::thread> threads;

@@ -48,7 +48,7 @@ TEST(SmallObjectPool, LargeRequestsAndFullListsGoToOperatorNew) {
   pool_deallocate(again, 24);
 }
 
-TEST(SmallObjectPoolConcurrency, ABlockFreedOnAnotherThreadJoinsThatThreadsList) {
+TEST(ConcurrencySmallObjectPool, ABlockFreedOnAnotherThreadJoinsThatThreadsList) {
   void* p = pool_allocate(200);
   void* reused_there = nullptr;
   std::thread t([&] {
@@ -103,7 +103,7 @@ TEST(SmallObjectPool, ARecycledTensorImplStartsAsADefaultOne) {
   EXPECT_TRUE(weak.expired());  // the reused TensorImpl is a new tensor to weak references
 }
 
-TEST(SmallObjectPoolConcurrency, TensorsMadeOnOneThreadAndDroppedOnAnotherStayCorrect) {
+TEST(ConcurrencySmallObjectPool, TensorsMadeOnOneThreadAndDroppedOnAnotherStayCorrect) {
   // Producers make tensors (with autograd state) that consumers drop, so blocks and spare
   // TensorImpls move between threads' lists; every value read must be the one written.
   constexpr int kRounds = 300;
