@@ -102,9 +102,11 @@ class CompiledBackward final : public autograd::Node {
       throw std::runtime_error("Trying to backward through the graph a second time (at " + name() +
                                "): pass retain_graph=true to the first backward() to do that.");
     if (!spec_->backward_error.empty()) throw std::runtime_error(spec_->backward_error);
-    std::vector<Tensor> args;
-    args.reserve(saved_.size() + grads.size());
-    for (size_t i = 0; i < saved_.size(); ++i) {
+    // The arguments (saved values, then gradients) are laid out in `grads` itself: the engine
+    // hands over a buffer it keeps between walks, so this allocates nothing once warm.
+    const size_t num_saved = saved_.size(), num_grads = grads.size();
+    grads.insert(grads.begin(), num_saved, Tensor());
+    for (size_t i = 0; i < num_saved; ++i) {
       if (saved_[i].value.version() != saved_[i].version) {
         const partition::SavedValue& s = spec_->saved[i];
         throw std::runtime_error(
@@ -116,17 +118,18 @@ class CompiledBackward final : public autograd::Node {
             spec_->fn_name + "' is at version " + std::to_string(saved_[i].value.version()) +
             "; expected version " + std::to_string(saved_[i].version) + " instead.");
       }
-      args.push_back(saved_[i].value);
+      grads[i] = saved_[i].value;
     }
-    for (size_t k = 0; k < grads.size(); ++k) {
+    for (size_t k = 0; k < num_grads; ++k) {
       const ops::TensorMeta& m = spec_->tangent_metas[k];
-      if (!grads[k].defined())
-        grads[k] = zeros(m.sizes, m.dtype);
-      else if (grads[k].dtype() != m.dtype)
-        grads[k] = to(grads[k], m.dtype);
-      args.push_back(laid_out_as(std::move(grads[k]), m));
+      Tensor& g = grads[num_saved + k];
+      if (!g.defined())
+        g = zeros(m.sizes, m.dtype);
+      else if (g.dtype() != m.dtype)
+        g = to(g, m.dtype);
+      g = laid_out_as(std::move(g), m);
     }
-    return spec_->backward(std::move(args));
+    return spec_->backward(std::move(grads));
   }
 
   void release_saved() override {
@@ -566,7 +569,8 @@ Runtime::~Runtime() = default;
 
 std::vector<Tensor> Runtime::run(const std::vector<Tensor>& inputs) const {
   CallFrame f(inputs);
-  f.graph_inputs = inputs;
+  f.graph_inputs.reserve(std::max(inputs.size(), body_->num_graph_outputs()));
+  f.graph_inputs.assign(inputs.begin(), inputs.end());
   for (const auto& w : wrappers_) w->before(f);
   body_->call(f);
   for (auto it = wrappers_.rbegin(); it != wrappers_.rend(); ++it) (*it)->after(f);

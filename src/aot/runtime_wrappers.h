@@ -42,6 +42,9 @@ class CompiledBody {
   // Runs the graph on f.graph_inputs (moved from when `keep_graph_inputs` is false) and fills
   // f.outs (and f.node).
   virtual void call(CallFrame& f) const = 0;
+  // How many tensors the graph returns: f.graph_inputs is made with room for them, so the
+  // compiled graph returns its results in that vector without growing it.
+  virtual size_t num_graph_outputs() const { return 0; }
 };
 
 class RequiresGradChanges final : public RuntimeWrapper {
@@ -246,6 +249,9 @@ class AutogradBody final : public CompiledBody {
   explicit AutogradBody(Spec spec) : s_(std::move(spec)) {}
   std::string_view name() const override { return "AutogradBody"; }
   void call(CallFrame& f) const override;
+  size_t num_graph_outputs() const override {
+    return s_.num_outputs + (s_.backward ? s_.backward->saved.size() : 0);
+  }
 
  private:
   Spec s_;

@@ -12,8 +12,11 @@
 // VJPs are Tensor ops), so the gradients carry history and can be differentiated again. A node
 // that cannot record (Node::double_backward_error, or a VJP that called a row without a
 // derivative) runs without recording and its results get a DelayedError node instead.
+#include "autograd/engine.h"
+
 #include <algorithm>
 #include <optional>
+#include <span>
 #include <stdexcept>
 #include <unordered_map>
 #include <unordered_set>
@@ -137,6 +140,10 @@ struct WalkScratch {
   std::vector<std::pair<Edge, Tensor>> roots;
   std::vector<NodeState> states;
   std::vector<uint32_t> ready, stack;
+  // Empty gradient buffers with capacity, from nodes that ran: the next node's buffer takes one
+  // instead of allocating. Kept across walks (they hold no tensor), so the backward of a small
+  // compiled call allocates no buffer.
+  std::vector<std::vector<Tensor>> spare_buffers;
 
   // Releases the nodes and gradients the walk left here.
   void reset() {
@@ -145,6 +152,7 @@ struct WalkScratch {
     clear_keeping(states, kKeep);
     clear_keeping(ready, kKeep);
     clear_keeping(stack, kKeep);
+    if (spare_buffers.size() > 16) spare_buffers.resize(16);
   }
 };
 
@@ -215,7 +223,7 @@ std::vector<Tensor> apply_node(Node& n, std::vector<Tensor>&& grads, bool create
 // One backward() or grad() call: see the file comment.
 class GraphTask {
  public:
-  GraphTask(const std::vector<Tensor>& outputs, const std::vector<Tensor>& grad_outputs,
+  GraphTask(std::span<const Tensor> outputs, std::span<const Tensor> grad_outputs,
             bool retain_graph, bool create_graph, const std::vector<Tensor>* inputs)
       : retain_graph_(retain_graph),
         create_graph_(create_graph),
@@ -232,7 +240,7 @@ class GraphTask {
   std::vector<Tensor> execute();
 
  private:
-  void make_roots(const std::vector<Tensor>& outputs, const std::vector<Tensor>& grad_outputs);
+  void make_roots(std::span<const Tensor> outputs, std::span<const Tensor> grad_outputs);
   void count_dependencies();
   void make_captures();
   // from: the node whose gradient_inputs[index] g is; null for a root's gradient.
@@ -240,6 +248,8 @@ class GraphTask {
                const Node* from, size_t index);
   void run_node(uint32_t i);
   void make_ready(uint32_t i);
+  // Empties `v` and keeps its capacity for a later node's buffer (WalkScratch::spare_buffers).
+  void keep_spare(std::vector<Tensor>&& v);
 
   ThreadLoan<WalkScratch> scratch_;  // first: the members below use its vectors; outlives them
   bool retain_graph_, create_graph_;
@@ -251,8 +261,7 @@ class GraphTask {
   std::vector<uint32_t>& ready_;  // indices into table_: a heap, later sequence numbers first
 };
 
-void GraphTask::make_roots(const std::vector<Tensor>& outputs,
-                           const std::vector<Tensor>& grad_outputs) {
+void GraphTask::make_roots(std::span<const Tensor> outputs, std::span<const Tensor> grad_outputs) {
   if (!grad_outputs.empty() && grad_outputs.size() != outputs.size())
     throw std::invalid_argument("backward: got " + std::to_string(grad_outputs.size()) +
                                 " gradients for " + std::to_string(outputs.size()) + " outputs");
@@ -310,7 +319,14 @@ void GraphTask::make_captures() {
 void GraphTask::deliver(const std::shared_ptr<Node>& node, uint32_t slot, const Tensor& g,
                         const Node* from, size_t index) {
   NodeState& s = table_[table_.insert(node.get()).first];
-  if (s.buffer.size() < node->num_outputs()) s.buffer.resize(node->num_outputs());
+  if (s.buffer.size() < node->num_outputs()) {
+    std::vector<std::vector<Tensor>>& spares = scratch_->spare_buffers;
+    if (s.buffer.capacity() == 0 && !spares.empty()) {
+      s.buffer = std::move(spares.back());
+      spares.pop_back();
+    }
+    s.buffer.resize(node->num_outputs());
+  }
   s.buffer[slot] = accumulate(s.buffer[slot], fit_gradient(*node, slot, g, from, index));
   s.has_buffer = true;
   if (!s.owner) s.owner = node;
@@ -350,6 +366,9 @@ void GraphTask::run_node(uint32_t i) {
     grad_inputs = apply_node(*n, std::move(grads), create_graph_);
     if (!retain_graph_) n->release_saved();
   }
+  // A node that took its gradients as they came left the vector here: its capacity serves a
+  // later node's buffer. (A node that moved the vector away left it empty, without capacity.)
+  keep_spare(std::move(grads));
   for (size_t k = 0; k < n->next_edges.size(); ++k) {
     const Edge& e = n->next_edges[k];
     if (!e.node) continue;
@@ -361,6 +380,12 @@ void GraphTask::run_node(uint32_t i) {
       make_ready(j);
     }
   }
+  keep_spare(std::move(grad_inputs));
+}
+
+void GraphTask::keep_spare(std::vector<Tensor>&& v) {
+  v.clear();
+  if (v.capacity() > 0 && v.capacity() <= 64) scratch_->spare_buffers.push_back(std::move(v));
 }
 
 std::vector<Tensor> GraphTask::execute() {
@@ -385,8 +410,8 @@ std::vector<Tensor> GraphTask::execute() {
   return std::move(result_);
 }
 
-std::vector<Tensor> run_backward(const std::vector<Tensor>& outputs,
-                                 const std::vector<Tensor>& grad_outputs, bool retain_graph,
+std::vector<Tensor> run_backward(std::span<const Tensor> outputs,
+                                 std::span<const Tensor> grad_outputs, bool retain_graph,
                                  bool create_graph, const std::vector<Tensor>* inputs,
                                  bool allow_unused) {
   GraphTask task(outputs, grad_outputs, retain_graph, create_graph, inputs);
@@ -401,7 +426,7 @@ std::vector<Tensor> run_backward(const std::vector<Tensor>& outputs,
 }
 
 // The interpreter tracing `outputs`, if one is (their history is its graph, not nodes).
-TracedAutograd* tracer_of(const std::vector<Tensor>& outputs, bool create_graph) {
+TracedAutograd* tracer_of(std::span<const Tensor> outputs, bool create_graph) {
   for (const Tensor& t : outputs)
     if (TracedAutograd* traced = traced_autograd_for(t)) {
       if (create_graph)
@@ -417,7 +442,13 @@ TracedAutograd* tracer_of(const std::vector<Tensor>& outputs, bool create_graph)
 
 void backward(const std::vector<Tensor>& outputs, const std::vector<Tensor>& grad_outputs,
               std::optional<bool> retain_graph, bool create_graph) {
-  if (TracedAutograd* traced = tracer_of(outputs, create_graph)) return traced->backward(outputs);
+  backward_of(outputs, grad_outputs, retain_graph, create_graph);
+}
+
+void backward_of(std::span<const Tensor> outputs, std::span<const Tensor> grad_outputs,
+                 std::optional<bool> retain_graph, bool create_graph) {
+  if (TracedAutograd* traced = tracer_of(outputs, create_graph))
+    return traced->backward(std::vector<Tensor>(outputs.begin(), outputs.end()));
   run_backward(outputs, grad_outputs, retain_graph.value_or(create_graph), create_graph, nullptr,
                false);
 }

@@ -3,6 +3,7 @@
 
 #include "aotgrad/autograd.h"
 #include "aotgrad/ops.h"
+#include "autograd/engine.h"
 #include "autograd/nodes.h"
 #include "autograd/traced.h"
 
@@ -77,9 +78,9 @@ void Tensor::retain_grad() const {
 
 void Tensor::backward(const Tensor& gradient, std::optional<bool> retain_graph,
                       bool create_graph) const {
-  autograd::backward({*this},
-                     gradient.defined() ? std::vector<Tensor>{gradient} : std::vector<Tensor>{},
-                     retain_graph, create_graph);
+  autograd::backward_of(std::span<const Tensor>(this, 1),
+                        std::span<const Tensor>(&gradient, gradient.defined() ? 1 : 0),
+                        retain_graph, create_graph);
 }
 
 }  // namespace aotgrad
