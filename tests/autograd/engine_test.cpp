@@ -160,6 +160,24 @@ TEST(Engine, SameTensorUsedTwiceInOneOp) {
   EXPECT_TRUE(allclose(x.grad(), vec({27.0, -36.0}), 1e-14, 0));
 }
 
+// The engine keeps emptied gradient buffers between walks for later nodes (WalkScratch::
+// spare_buffers): a node of a later walk that gets a gradient for one output only must see
+// nothing in its other slots, whatever the buffer held before.
+TEST(Engine, AGradientBufferKeptFromAnEarlierWalkCarriesNothingOver) {
+  for (int round = 0; round < 3; ++round) {
+    Tensor x = ag::ones({3, 2}).requires_grad_();
+    std::vector<Tensor> all = ag::unbind(x, 0);
+    (all[0] * 2 + all[1] * 3 + all[2] * 4).sum().backward();
+    EXPECT_TRUE(allclose(x.grad(), ag::from_vector(std::vector<float>{2, 2, 3, 3, 4, 4}, {3, 2})));
+
+    Tensor y = ag::ones({3, 2}).requires_grad_();
+    std::vector<Tensor> one = ag::unbind(y, 0);
+    (one[1] * 5).sum().backward();
+    EXPECT_TRUE(allclose(y.grad(), ag::from_vector(std::vector<float>{0, 0, 5, 5, 0, 0}, {3, 2})))
+        << "round " << round;
+  }
+}
+
 TEST(Engine, DeepChainAndSharedSubexpression) {
   Tensor x = vec({0.1, 0.2}).requires_grad_();
   Tensor h = x;
