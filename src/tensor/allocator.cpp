@@ -8,16 +8,8 @@
 #include <new>
 #include <string>
 
+#include "tensor/asan_poison.h"
 #include "tensor/current_op.h"
-
-#if defined(__SANITIZE_ADDRESS__)
-#include <sanitizer/asan_interface.h>
-#define AOTGRAD_POISON(p, n) ASAN_POISON_MEMORY_REGION(p, n)
-#define AOTGRAD_UNPOISON(p, n) ASAN_UNPOISON_MEMORY_REGION(p, n)
-#else
-#define AOTGRAD_POISON(p, n) ((void)(p), (void)(n))
-#define AOTGRAD_UNPOISON(p, n) ((void)(p), (void)(n))
-#endif
 
 namespace aotgrad {
 

@@ -5,16 +5,8 @@
 #include <memory>
 
 #include "aotgrad/tensor.h"
+#include "tensor/asan_poison.h"
 #include "tensor/thread_loan.h"
-
-#if defined(__SANITIZE_ADDRESS__)
-#include <sanitizer/asan_interface.h>
-#define AOTGRAD_POOL_POISON(p, n) ASAN_POISON_MEMORY_REGION(p, n)
-#define AOTGRAD_POOL_UNPOISON(p, n) ASAN_UNPOISON_MEMORY_REGION(p, n)
-#else
-#define AOTGRAD_POOL_POISON(p, n) ((void)(p), (void)(n))
-#define AOTGRAD_POOL_UNPOISON(p, n) ((void)(p), (void)(n))
-#endif
 
 namespace aotgrad {
 
@@ -70,13 +62,13 @@ Reaper::~Reaper() {
   ThreadPool& pool = t_pool;
   pool.gone = true;
   for (size_t i = 0; i < pool.num_spares; ++i) {
-    AOTGRAD_POOL_UNPOISON(pool.spares[i], sizeof(TensorImpl));
+    AOTGRAD_UNPOISON(pool.spares[i], sizeof(TensorImpl));
     delete pool.spares[i];
   }
   pool.num_spares = 0;
   for (size_t c = 0; c < kClasses; ++c) {
     while (FreeBlock* b = pool.head[c]) {
-      AOTGRAD_POOL_UNPOISON(b, class_bytes(c));
+      AOTGRAD_UNPOISON(b, class_bytes(c));
       pool.head[c] = b->next;
       ::operator delete(b);
     }
@@ -91,7 +83,7 @@ void* pool_allocate(size_t nbytes) {
   if (nbytes == 0 || nbytes > kMaxPooled || pool.gone) return ::operator new(nbytes);
   const size_t cls = class_of(nbytes);
   if (FreeBlock* b = pool.head[cls]) {
-    AOTGRAD_POOL_UNPOISON(b, class_bytes(cls));
+    AOTGRAD_UNPOISON(b, class_bytes(cls));
     pool.head[cls] = b->next;
     --pool.count[cls];
     return b;
@@ -110,7 +102,7 @@ void pool_deallocate(void* p, size_t nbytes) noexcept {
   b->next = pool.head[cls];
   pool.head[cls] = b;
   ++pool.count[cls];
-  AOTGRAD_POOL_POISON(b, class_bytes(cls));
+  AOTGRAD_POISON(b, class_bytes(cls));
 }
 
 namespace {
@@ -139,7 +131,7 @@ struct RecycleImpl {
     }
     ensure_reaper(pool);
     pool.spares[pool.num_spares++] = impl;
-    AOTGRAD_POOL_POISON(impl, sizeof(TensorImpl));
+    AOTGRAD_POISON(impl, sizeof(TensorImpl));
   }
 };
 
@@ -150,7 +142,7 @@ std::shared_ptr<TensorImpl> new_tensor_impl() {
   TensorImpl* impl = nullptr;
   if (!pool.gone && pool.num_spares > 0) {
     impl = pool.spares[--pool.num_spares];
-    AOTGRAD_POOL_UNPOISON(impl, sizeof(TensorImpl));
+    AOTGRAD_UNPOISON(impl, sizeof(TensorImpl));
   } else {
     impl = new TensorImpl();
   }

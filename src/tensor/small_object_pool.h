@@ -1,5 +1,5 @@
-// Small blocks (the control blocks of a tensor's TensorImpl and Storage) and whole TensorImpls
-// recycled per thread.
+// Small blocks (the shared_ptr control blocks of TensorImpl, Storage, OpNode, AccumulateGrad and
+// CompiledBackward, and AutogradMeta) and whole TensorImpls recycled per thread.
 //
 // Reading guide: pool_allocate(n) pops a block of n's size class (32-byte steps up to
 // kMaxPooled) from this thread's free list, or asks operator new; pool_deallocate(p, n) pushes it
